@@ -1,0 +1,82 @@
+#pragma once
+// The models a PS trains. A model owns its parameters (value, gradient and
+// AdamW moments side by side) and runs forward and backward over a batch,
+// sending every matrix product through the gemm_engine it was given: the
+// local engine for reference training, the runtime's engine when devices
+// take the tiles.
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "kernels/gemm.hpp"
+#include "kernels/ops.hpp"
+#include "schema/model_config.hpp"
+
+namespace cleave {
+
+struct parameter {
+  std::string name;
+  tensor value;
+  tensor grad;
+  tensor adam_m;
+  tensor adam_v;
+  bool decay = false;  // AdamW weight decay applies to matrices, not biases or norms
+};
+
+// One batch. Classifiers use `inputs` [rows, features] and `targets`;
+// language models use `tokens` and `targets` (rows = batch * context).
+struct batch {
+  int64_t rows = 0;
+  tensor inputs;
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> targets;
+};
+
+struct eval_totals {
+  double loss_sum = 0;  // summed over rows
+  int64_t correct = 0;  // classifiers only
+  int64_t rows = 0;
+};
+
+class model {
+ public:
+  virtual ~model() = default;
+
+  const model_config& config() const { return config_; }
+  // A deque, so references handed out by add_parameter stay valid.
+  std::deque<parameter>& parameters() { return params_; }
+  const std::deque<parameter>& parameters() const { return params_; }
+  int64_t parameter_count() const;
+
+  void set_gemm_engine(gemm_engine<float>& eng) { gemm_ = &eng; }
+
+  // Forward and backward over b; adds into each parameter's grad and returns
+  // the batch's mean loss.
+  virtual double train_batch(const batch& b) = 0;
+
+  // Forward only.
+  virtual eval_totals evaluate(const batch& b) = 0;
+
+ protected:
+  model(model_config cfg, gemm_engine<float>& eng) : config_(std::move(cfg)), gemm_(&eng) {}
+  parameter& add_parameter(std::string name, int64_t rows, int64_t cols, bool decay);
+
+  model_config config_;
+  gemm_engine<float>* gemm_;
+  std::deque<parameter> params_;
+};
+
+// Validates cfg (positive sizes, heads dividing d_model, ...) and builds the
+// model with weights drawn from seed.
+caf::expected<std::unique_ptr<model>> make_model(const model_config& cfg, uint64_t seed,
+                                                 gemm_engine<float>& eng);
+
+// Named transformer shapes: "small" (the default) and opt-125m ... opt-13b
+// (hidden / layers / heads / ffn as in shared/anchors/cloud-gpu.md).
+caf::expected<model_config> gpt_preset(const std::string& name, int64_t vocab, int64_t context);
+
+}  // namespace cleave

@@ -1,0 +1,252 @@
+#include "actors/ps/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include <spdlog/spdlog.h>
+
+#include "kernels/random.hpp"
+#include "schema/checkpoint_file.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  auto total = static_cast<int64_t>(s + 0.5);
+  char buf[32];
+  if (total >= 3600)
+    std::snprintf(buf, sizeof(buf), "%lldh%02lldm", static_cast<long long>(total / 3600),
+                  static_cast<long long>(total / 60 % 60));
+  else
+    std::snprintf(buf, sizeof(buf), "%lldm%02llds", static_cast<long long>(total / 60),
+                  static_cast<long long>(total % 60));
+  return buf;
+}
+
+}  // namespace
+
+caf::expected<std::unique_ptr<training_data>> load_training_data(const train_options& opts) {
+  if (opts.dataset == "fashion-mnist") {
+    if (opts.model.kind != "mlp") return fail("dataset fashion-mnist needs --model=mlp");
+    auto d = load_fashion_mnist(opts.data_dir.empty() ? default_fashion_mnist_dir : opts.data_dir);
+    if (!d) return d.error();
+    if (d->train.height * d->train.width != opts.model.inputs)
+      return fail("fashion-mnist images have " + std::to_string(d->train.height * d->train.width)
+                  + " pixels but the mlp expects " + std::to_string(opts.model.inputs) + " inputs");
+    return make_image_data(std::move(*d));
+  }
+  if (opts.dataset == "fortunes") {
+    if (opts.model.kind != "gpt") return fail("dataset fortunes needs --model=gpt");
+    if (opts.model.vocab < 256) return fail("byte-level text needs a gpt vocabulary of >= 256");
+    auto c = load_fortunes(opts.data_dir.empty() ? default_fortunes_dir : opts.data_dir);
+    if (!c) return c.error();
+    return make_text_data(std::move(*c), opts.model.context, opts.eval_tokens);
+  }
+  return fail("unknown dataset '" + opts.dataset + "' (expected fashion-mnist or fortunes)");
+}
+
+trainer::trainer(train_options opts, training_data& data, gemm_engine<float>& eng)
+    : opts_(std::move(opts)), data_(data), gemm_(eng) {
+  auto m = make_model(opts_.model, opts_.seed, gemm_);
+  if (!m) {
+    init_error_ = m.error();
+    return;
+  }
+  model_ = std::move(*m);
+  steps_per_epoch_ = data_.train_samples() / std::max<int64_t>(1, opts_.batch);
+  total_steps_ = opts_.steps > 0 ? opts_.steps : opts_.epochs * steps_per_epoch_;
+}
+
+double trainer::learning_rate(int64_t step) const {
+  // step counts from 0 here; the schedule is a pure function of it, so a
+  // resumed run sees exactly the rates the uninterrupted run saw.
+  const double peak = opts_.adamw.lr;
+  if (step < opts_.warmup) return peak * static_cast<double>(step + 1) / opts_.warmup;
+  const double span = std::max<int64_t>(1, total_steps_ - opts_.warmup);
+  const double progress = std::min(1.0, static_cast<double>(step - opts_.warmup) / span);
+  return peak * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(3.141592653589793 * progress)));
+}
+
+caf::error trainer::save() {
+  checkpoint ck;
+  ck.model = opts_.model;
+  ck.dataset = opts_.dataset;
+  ck.seed = opts_.seed;
+  ck.batch = static_cast<uint64_t>(opts_.batch);
+  ck.step = static_cast<uint64_t>(step_);
+  ck.epoch = static_cast<uint64_t>(epoch_);
+  ck.index_in_epoch = static_cast<uint64_t>(index_in_epoch_);
+  for (const auto& p : model_->parameters())
+    ck.parameters.push_back({p.name, p.value, p.adam_m, p.adam_v});
+  auto path = write_checkpoint(opts_.checkpoint_dir, ck);
+  if (!path) return path.error();
+  spdlog::debug("checkpoint written: {}", *path);
+  return caf::none;
+}
+
+caf::error trainer::restore() {
+  auto files = list_checkpoints(opts_.checkpoint_dir);
+  if (files.empty()) {
+    spdlog::info("--resume: no checkpoint in {}, starting from step 0", opts_.checkpoint_dir);
+    return caf::none;
+  }
+  for (const auto& path : files) {
+    auto ck = read_checkpoint(path);
+    if (!ck) {
+      // A damaged newest file must not cost the older good one.
+      spdlog::error("refusing checkpoint: {}", describe(ck.error()));
+      continue;
+    }
+    if (ck->model != opts_.model)
+      return fail(path + " was written for model '" + to_string(ck->model) + "', this run is '"
+                  + to_string(opts_.model) + "'");
+    if (ck->dataset != opts_.dataset || ck->seed != opts_.seed
+        || ck->batch != static_cast<uint64_t>(opts_.batch))
+      return fail(path + " was written for dataset=" + ck->dataset + " seed="
+                  + std::to_string(ck->seed) + " batch=" + std::to_string(ck->batch)
+                  + "; this run has dataset=" + opts_.dataset + " seed="
+                  + std::to_string(opts_.seed) + " batch=" + std::to_string(opts_.batch));
+    auto& params = model_->parameters();
+    if (ck->parameters.size() != params.size())
+      return fail(path + ": holds " + std::to_string(ck->parameters.size())
+                  + " parameters, the model has " + std::to_string(params.size()));
+    for (size_t i = 0; i < params.size(); ++i) {
+      auto& dst = params[i];
+      auto& src = ck->parameters[i];
+      auto same_shape = [&](const tensor& t) {
+        return t.rows() == dst.value.rows() && t.cols() == dst.value.cols();
+      };
+      if (src.name != dst.name || !same_shape(src.value) || !same_shape(src.adam_m)
+          || !same_shape(src.adam_v))
+        return fail(path + ": parameter " + src.name + " does not match the model's " + dst.name);
+    }
+    for (size_t i = 0; i < params.size(); ++i) {
+      params[i].value = std::move(ck->parameters[i].value);
+      params[i].adam_m = std::move(ck->parameters[i].adam_m);
+      params[i].adam_v = std::move(ck->parameters[i].adam_v);
+    }
+    step_ = static_cast<int64_t>(ck->step);
+    epoch_ = static_cast<int64_t>(ck->epoch);
+    index_in_epoch_ = static_cast<int64_t>(ck->index_in_epoch);
+    spdlog::info("resumed from {} at step {}", path, step_);
+    return caf::none;
+  }
+  return fail("--resume: no readable checkpoint in " + opts_.checkpoint_dir);
+}
+
+eval_totals trainer::evaluate() {
+  eval_totals sum;
+  batch b;
+  const int64_t n = data_.eval_batches(opts_.batch);
+  for (int64_t i = 0; i < n; ++i) {
+    data_.fill_eval(i, opts_.batch, b);
+    auto t = model_->evaluate(b);
+    sum.loss_sum += t.loss_sum;
+    sum.correct += t.correct;
+    sum.rows += t.rows;
+  }
+  return sum;
+}
+
+caf::expected<train_result> trainer::run() {
+  if (init_error_) return init_error_;
+  if (opts_.batch <= 0) return fail("--batch must be positive");
+  if (steps_per_epoch_ == 0)
+    return fail("the training set has " + std::to_string(data_.train_samples())
+                + " samples, fewer than one batch of " + std::to_string(opts_.batch));
+  if (data_.eval_batches(opts_.batch) == 0)
+    return fail("the evaluation split is too small for one batch");
+  if (total_steps_ <= 0) return fail("nothing to do: --epochs and --steps are both 0");
+  const bool checkpoints = !opts_.checkpoint_dir.empty();
+  if (opts_.resume) {
+    if (!checkpoints) return fail("--resume needs --checkpoint-dir");
+    if (auto err = restore()) return err;
+  }
+
+  train_result res;
+  res.classifier = data_.is_classifier();
+  res.parameters = model_->parameter_count();
+  res.resumed_from_step = step_;
+  spdlog::info("training {} ({} parameters) on {}: {} steps of batch {}, {} steps per epoch",
+               to_string(opts_.model), res.parameters, opts_.dataset, total_steps_, opts_.batch,
+               steps_per_epoch_);
+
+  std::vector<int64_t> order = permutation(data_.train_samples(), derive_seed(opts_.seed, 100 + epoch_));
+  batch b;
+  auto& params = model_->parameters();
+  double step_seconds = 0;
+  auto last_report = clock_type::now();
+  const auto run_start = clock_type::now();
+  const int64_t first_step = step_;
+
+  while (step_ < total_steps_) {
+    if (index_in_epoch_ + opts_.batch > static_cast<int64_t>(order.size())) {
+      ++epoch_;
+      index_in_epoch_ = 0;
+      order = permutation(data_.train_samples(), derive_seed(opts_.seed, 100 + epoch_));
+    }
+    const auto t0 = clock_type::now();
+    data_.fill_train(order.data() + index_in_epoch_, opts_.batch, b);
+    for (auto& p : params) p.grad.zero();
+    const double loss = model_->train_batch(b);
+    if (!std::isfinite(loss))
+      return fail("training diverged: loss is " + std::to_string(loss) + " at step "
+                  + std::to_string(step_ + 1) + " (try a lower --lr)");
+    double sq = 0;
+    for (const auto& p : params) sq += sum_of_squares(p.grad);
+    const double scale = clip_scale(std::sqrt(sq), opts_.adamw.clip_norm);
+    adamw_config cfg = opts_.adamw;
+    cfg.lr = learning_rate(step_);
+    for (auto& p : params)
+      adamw_update(p.value, p.grad, p.adam_m, p.adam_v, step_ + 1, cfg, scale, p.decay);
+    ++step_;
+    index_in_epoch_ += opts_.batch;
+    step_seconds += seconds_since(t0);
+    res.losses.push_back(loss);
+    if (on_step) on_step(step_, loss);
+
+    if (checkpoints && opts_.checkpoint_every > 0 && step_ % opts_.checkpoint_every == 0)
+      if (auto err = save()) return err;
+
+    if (seconds_since(last_report) >= opts_.progress_seconds || step_ == total_steps_) {
+      last_report = clock_type::now();
+      const double rate = static_cast<double>(step_ - first_step) / seconds_since(run_start);
+      spdlog::info("step {}/{} epoch {:.2f} loss {:.4f} {:.2f} steps/s ETA {}", step_,
+                   total_steps_,
+                   epoch_ + static_cast<double>(index_in_epoch_) / (steps_per_epoch_ * opts_.batch),
+                   loss, rate, format_duration((total_steps_ - step_) / rate));
+    }
+  }
+  if (checkpoints && (opts_.checkpoint_every <= 0 || step_ % opts_.checkpoint_every != 0))
+    if (auto err = save()) return err;
+
+  res.steps = step_;
+  res.epochs = epoch_ + static_cast<double>(index_in_epoch_) / (steps_per_epoch_ * opts_.batch);
+  res.final_train_loss = res.losses.empty() ? 0 : res.losses.back();
+  res.mean_step_seconds = res.losses.empty() ? 0 : step_seconds / res.losses.size();
+
+  spdlog::info("evaluating");
+  auto ev = evaluate();
+  if (res.classifier) {
+    res.test_accuracy = static_cast<double>(ev.correct) / ev.rows;
+    res.test_loss = ev.loss_sum / ev.rows;
+    spdlog::info("test accuracy {:.4f}, test loss {:.4f}", res.test_accuracy, res.test_loss);
+  } else {
+    res.val_loss = ev.loss_sum / ev.rows;
+    res.unigram_loss = data_.unigram_loss(opts_.batch);
+    spdlog::info("validation loss {:.4f} (unigram baseline {:.4f}, {:.1f}% below)", res.val_loss,
+                 res.unigram_loss, 100.0 * (1.0 - res.val_loss / res.unigram_loss));
+  }
+  return res;
+}
+
+}  // namespace cleave

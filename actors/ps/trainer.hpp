@@ -1,0 +1,85 @@
+#pragma once
+// The training loop a coordinating PS runs: data order, steps, the AdamW
+// update, learning-rate schedule, checkpoints, progress and the final
+// evaluation. Plain C++: it multiplies through whatever gemm_engine the
+// caller gives it, so the same loop is the single-process reference and the
+// distributed run.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "actors/ps/batches.hpp"
+#include "actors/ps/model.hpp"
+
+namespace cleave {
+
+struct train_options {
+  model_config model;
+  std::string dataset;  // "fashion-mnist" or "fortunes"
+  std::string data_dir;
+  int64_t epochs = 5;
+  int64_t steps = 0;  // > 0: stop after this many steps, overriding epochs
+  int64_t batch = 64;
+  adamw_config adamw;
+  int64_t warmup = 0;      // linear warm-up steps, then cosine decay to lr / 10
+  uint64_t seed = 1;
+  int64_t eval_tokens = 131072;  // language models: validation tokens scored
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;  // 0: only at the end (when a directory is set)
+  bool resume = false;
+  double progress_seconds = 5;
+};
+
+struct train_result {
+  int64_t steps = 0;              // optimizer steps taken in total
+  int64_t resumed_from_step = 0;  // 0 unless --resume found a checkpoint
+  double epochs = 0;              // epochs of data consumed (fractional)
+  double final_train_loss = 0;    // loss of the last step
+  double mean_step_seconds = 0;   // training steps of this run only
+  std::vector<double> losses;     // every step of this run, in order
+  bool classifier = false;
+  double test_accuracy = 0;
+  double test_loss = 0;
+  double val_loss = 0;
+  double unigram_loss = 0;
+  int64_t parameters = 0;
+};
+
+// Loads the dataset named in opts (errors name the file and the problem).
+caf::expected<std::unique_ptr<training_data>> load_training_data(const train_options& opts);
+
+class trainer {
+ public:
+  trainer(train_options opts, training_data& data, gemm_engine<float>& eng);
+
+  // Runs to the end (steps or epochs); on --resume continues from the newest
+  // valid checkpoint in checkpoint_dir.
+  caf::expected<train_result> run();
+
+  // Called after every step with (step, loss); the runtime hooks accounting here.
+  std::function<void(int64_t, double)> on_step;
+
+ private:
+  caf::error restore();
+  caf::error save();
+  double learning_rate(int64_t step) const;
+  eval_totals evaluate();
+
+  train_options opts_;
+  training_data& data_;
+  gemm_engine<float>& gemm_;
+  std::unique_ptr<model> model_;
+  int64_t steps_per_epoch_ = 0;
+  int64_t total_steps_ = 0;
+  // position
+  int64_t step_ = 0;
+  int64_t epoch_ = 0;
+  int64_t index_in_epoch_ = 0;
+  caf::error init_error_;
+};
+
+}  // namespace cleave

@@ -1,0 +1,109 @@
+#include "cmd/options.hpp"
+
+#include <sstream>
+
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+cleave_config::cleave_config() {
+  caf::opt_group{custom_options_, "global"}
+    .add(role, "role", "what this process runs: all = every role in one process")
+    .add(devices, "devices", "emulated devices for --role=all (0: every GEMM runs locally)")
+    .add(model, "model", "mlp or gpt")
+    .add(gpt_shape, "shape", "gpt shape: small (d=256, 4 layers), opt-125m ... opt-13b")
+    .add(hidden, "hidden", "mlp hidden widths, comma-separated (default 256,128)")
+    .add(context, "context", "gpt context length in tokens (default 128)")
+    .add(dataset, "dataset", "fashion-mnist (mlp default) or fortunes (gpt default)")
+    .add(data_dir, "data-dir", "dataset directory (default: the Debian package's path)")
+    .add(epochs, "epochs", "passes over the training set (default 5)")
+    .add(steps, "steps", "stop after this many steps; overrides --epochs")
+    .add(batch, "batch", "samples (images or sequences) per step (mlp 64, gpt 16)")
+    .add(lr, "lr", "peak AdamW learning rate (mlp 1e-3, gpt 2e-3)")
+    .add(weight_decay, "weight-decay", "AdamW decoupled weight decay (default 0.01)")
+    .add(clip, "clip", "global gradient-norm clip, 0 disables (default 1.0)")
+    .add(warmup, "warmup", "linear warm-up steps before cosine decay (mlp 0, gpt 100)")
+    .add(seed, "seed", "seed for initialisation and data order (default 1)")
+    .add(threads, "threads", "compute threads (default: every core)")
+    .add(eval_tokens, "eval-tokens", "gpt: validation tokens scored at the end (default 131072)")
+    .add(report, "report", "write a JSON summary of the run to this file")
+    .add(checkpoint_dir, "checkpoint-dir", "directory for atomic checkpoints")
+    .add(checkpoint_every, "checkpoint-every", "checkpoint every N steps (and at the end)")
+    .add(resume, "resume", "continue from the newest valid checkpoint in --checkpoint-dir")
+    .add(log_level, "log-level", "trace, debug, info, warn, error or off (default info)")
+    .add(progress_seconds, "progress-seconds", "seconds between progress lines (default 5)");
+}
+
+namespace {
+
+caf::expected<std::vector<int64_t>> parse_widths(const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v <= 0)
+      return fail("--hidden: '" + item + "' is not a positive integer (expected e.g. 256,128)");
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+caf::expected<train_options> to_train_options(const cleave_config& c) {
+  train_options o;
+  auto positive = [](const char* flag, long long v) -> caf::error {
+    if (v <= 0) return fail(std::string{"--"} + flag + " must be positive, got " + std::to_string(v));
+    return caf::none;
+  };
+  auto non_negative = [](const char* flag, double v) -> caf::error {
+    if (!(v >= 0)) return fail(std::string{"--"} + flag + " must be >= 0, got " + std::to_string(v));
+    return caf::none;
+  };
+  if (c.model == "mlp") {
+    o.model.kind = "mlp";
+    o.model.inputs = 28 * 28;
+    o.model.classes = 10;
+    auto widths = parse_widths(c.hidden);
+    if (!widths) return widths.error();
+    o.model.hidden = *widths;
+  } else if (c.model == "gpt") {
+    if (auto e = positive("context", c.context)) return e;
+    auto shape = gpt_preset(c.gpt_shape, 256, c.context);
+    if (!shape) return shape.error();
+    o.model = *shape;
+  } else {
+    return fail("--model: unknown model '" + c.model + "' (expected mlp or gpt)");
+  }
+  const bool lm = o.model.kind == "gpt";
+  o.dataset = c.dataset.empty() ? (lm ? "fortunes" : "fashion-mnist") : c.dataset;
+  o.data_dir = c.data_dir;
+  if (auto e = non_negative("epochs", c.epochs)) return e;
+  if (auto e = non_negative("steps", c.steps)) return e;
+  o.epochs = c.epochs;
+  o.steps = c.steps;
+  o.batch = c.batch != 0 ? c.batch : (lm ? 16 : 64);
+  if (auto e = positive("batch", o.batch)) return e;
+  o.adamw.lr = c.lr != 0 ? c.lr : (lm ? 2e-3 : 1e-3);
+  if (!(o.adamw.lr > 0 && o.adamw.lr < 10)) return fail("--lr must be in (0, 10)");
+  if (auto e = non_negative("weight-decay", c.weight_decay)) return e;
+  if (auto e = non_negative("clip", c.clip)) return e;
+  o.adamw.weight_decay = c.weight_decay;
+  o.adamw.clip_norm = c.clip;
+  o.warmup = c.warmup >= 0 ? c.warmup : (lm ? 100 : 0);
+  if (c.seed < 0) return fail("--seed must be >= 0");
+  o.seed = static_cast<uint64_t>(c.seed);
+  if (auto e = positive("eval-tokens", c.eval_tokens)) return e;
+  o.eval_tokens = c.eval_tokens;
+  if (auto e = non_negative("checkpoint-every", c.checkpoint_every)) return e;
+  o.checkpoint_dir = c.checkpoint_dir;
+  o.checkpoint_every = c.checkpoint_every;
+  o.resume = c.resume;
+  if (!(c.progress_seconds > 0)) return fail("--progress-seconds must be positive");
+  o.progress_seconds = c.progress_seconds;
+  return o;
+}
+
+}  // namespace cleave

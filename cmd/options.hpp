@@ -1,0 +1,49 @@
+#pragma once
+// Command-line and caf-application.ini options of the `cleave` binary. CAF's
+// own option groups parse them, so every flag can also be set in the INI file
+// ("[global]" section, same names).
+
+#include <string>
+
+#include <caf/actor_system_config.hpp>
+#include <caf/expected.hpp>
+
+#include "actors/ps/trainer.hpp"
+
+namespace cleave {
+
+class cleave_config : public caf::actor_system_config {
+ public:
+  cleave_config();
+
+  std::string role = "all";
+  int devices = 0;
+  std::string model = "mlp";
+  std::string gpt_shape = "small";
+  std::string hidden = "256,128";
+  int context = 128;
+  std::string dataset;  // default follows the model
+  std::string data_dir;
+  int epochs = 5;
+  int steps = 0;
+  int batch = 0;         // default follows the model
+  double lr = 0;         // default follows the model
+  double weight_decay = 0.01;
+  double clip = 1.0;
+  int warmup = -1;       // default follows the model
+  int seed = 1;
+  int threads = 0;       // 0: every core
+  int eval_tokens = 131072;
+  std::string report;
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;
+  bool resume = false;
+  std::string log_level = "info";
+  double progress_seconds = 5;
+};
+
+// Checks every value and fills in model-dependent defaults. Errors are one
+// line naming the flag.
+caf::expected<train_options> to_train_options(const cleave_config& cfg);
+
+}  // namespace cleave

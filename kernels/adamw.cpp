@@ -1,0 +1,84 @@
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "kernels/ops.hpp"
+
+namespace cleave {
+
+template <class T>
+double sum_of_squares(const basic_tensor<T>& g) {
+  const int64_t n = g.size();
+  if (n == 0) return 0.0;
+  // Fixed chunks (independent of the thread count), each summed in double,
+  // combined in order.
+  constexpr int64_t kMaxChunks = 256;
+  const int64_t chunk = std::max<int64_t>(4096, (n + kMaxChunks - 1) / kMaxChunks);
+  const int64_t nchunks = (n + chunk - 1) / chunk;
+  double partial[kMaxChunks];
+  const T* p = g.data();
+  const int nt = compute_threads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (nchunks > 1)
+  for (int64_t ic = 0; ic < nchunks; ++ic) {
+    const int64_t end = std::min(n, (ic + 1) * chunk);
+    double acc = 0;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t i = ic * chunk; i < end; ++i) {
+      const double x = static_cast<double>(p[i]);
+      acc += x * x;
+    }
+    partial[ic] = acc;
+  }
+  double total = 0;
+  for (int64_t ic = 0; ic < nchunks; ++ic) total += partial[ic];
+  return total;
+}
+
+double clip_scale(double global_norm, double clip_norm) {
+  return (clip_norm > 0 && global_norm > clip_norm) ? clip_norm / (global_norm + 1e-6) : 1.0;
+}
+
+template <class T>
+void adamw_update(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tensor<T>& m,
+                  basic_tensor<T>& v, int64_t t, const adamw_config& cfg, double grad_scale,
+                  bool decay) {
+  if (g.rows() != w.rows() || g.cols() != w.cols())
+    throw std::invalid_argument("adamw_update: gradient shape differs from the weight's");
+  if (t < 1) throw std::invalid_argument("adamw_update: step t must be >= 1");
+  // Moments start at zero the first time they are shaped.
+  m.resize(w.rows(), w.cols());
+  v.resize(w.rows(), w.cols());
+  const T b1 = T(cfg.beta1), b2 = T(cfg.beta2);
+  const T a1 = T(1.0 - cfg.beta1), a2 = T(1.0 - cfg.beta2);
+  const T inv_bc1 = T(1.0 / (1.0 - std::pow(cfg.beta1, static_cast<double>(t))));
+  const T inv_bc2 = T(1.0 / (1.0 - std::pow(cfg.beta2, static_cast<double>(t))));
+  const T lr = T(cfg.lr), eps = T(cfg.eps), s = T(grad_scale);
+  const T wd = decay ? T(cfg.weight_decay) : T(0);
+  const int64_t n = w.size();
+  T* wp = w.data();
+  T* mp = m.data();
+  T* vp = v.data();
+  const T* gp = g.data();
+  const int nt = compute_threads();
+#pragma omp parallel for simd num_threads(nt) schedule(static) if (n > (1 << 15))
+  for (int64_t i = 0; i < n; ++i) {
+    const T gs = gp[i] * s;
+    const T mi = b1 * mp[i] + a1 * gs;
+    const T vi = b2 * vp[i] + a2 * gs * gs;
+    mp[i] = mi;
+    vp[i] = vi;
+    const T mhat = mi * inv_bc1;
+    const T vhat = vi * inv_bc2;
+    wp[i] -= lr * (mhat / (std::sqrt(vhat) + eps) + wd * wp[i]);
+  }
+}
+
+#define CLEAVE_INST(T)                                                                     \
+  template double sum_of_squares<T>(const basic_tensor<T>&);                               \
+  template void adamw_update<T>(basic_tensor<T>&, const basic_tensor<T>&, basic_tensor<T>&, \
+                                basic_tensor<T>&, int64_t, const adamw_config&, double, bool);
+CLEAVE_INST(float)
+CLEAVE_INST(double)
+#undef CLEAVE_INST
+
+}  // namespace cleave

@@ -1,0 +1,169 @@
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+#include "kernels/ops.hpp"
+
+namespace cleave {
+
+namespace {
+
+void check_dims(const char* what, int64_t rows, int64_t cols, int64_t batch, int64_t seq,
+                int64_t heads) {
+  if (batch <= 0 || seq <= 0 || heads <= 0 || rows != batch * seq || cols % 3 != 0 ||
+      (cols / 3) % heads != 0)
+    throw std::invalid_argument(std::string(what) + ": qkv is " + std::to_string(rows) + "x" +
+                                std::to_string(cols) + ", expected [batch*seq, 3*d] with d " +
+                                "divisible by heads (batch=" + std::to_string(batch) +
+                                ", seq=" + std::to_string(seq) +
+                                ", heads=" + std::to_string(heads) + ")");
+}
+
+// The (sample, head) problems are independent. With the local engine (which
+// is stateless) they run in parallel, one per thread, each product
+// single-threaded; any other engine gets them in order from this thread.
+template <class T>
+bool parallel_heads(gemm_engine<T>& eng, int64_t problems, int nt) {
+  return nt > 1 && problems >= nt && dynamic_cast<local_gemm_engine<T>*>(&eng) != nullptr;
+}
+
+// In-place causal softmax of S * scale for a [seq, seq] block (row i keeps
+// columns 0..i; the rest become 0).
+template <class T>
+void causal_softmax(T* s, int64_t seq, int64_t ld, T scale) {
+  using arr = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
+  const int nt = compute_threads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (!omp_in_parallel() && seq * seq > (1 << 15))
+  for (int64_t i = 0; i < seq; ++i) {
+    T* row = s + i * ld;
+    arr live(row, i + 1);
+    const T mx = live.maxCoeff();
+    live = ((live - mx) * scale).exp();
+    const T inv = T(1) / live.sum();
+    live *= inv;
+    std::fill(row + i + 1, row + seq, T(0));
+  }
+}
+
+// dP (in place) -> dS = P * (dP - rowsum(dP * P)) * scale, masked entries 0.
+template <class T>
+void softmax_grad(const T* p, int64_t ldp, T* dp, int64_t seq, T scale) {
+  const int nt = compute_threads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (!omp_in_parallel() && seq * seq > (1 << 15))
+  for (int64_t i = 0; i < seq; ++i) {
+    const T* pr = p + i * ldp;
+    T* gr = dp + i * seq;
+    const int64_t live = i + 1;
+    T dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < live; ++j) dot += pr[j] * gr[j];
+#pragma omp simd
+    for (int64_t j = 0; j < live; ++j) gr[j] = pr[j] * (gr[j] - dot) * scale;
+    std::fill(gr + live, gr + seq, T(0));
+  }
+}
+
+}  // namespace
+
+template <class T>
+void attention_forward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>& qkv,
+                       int64_t batch, int64_t seq, int64_t heads, basic_tensor<T>& out,
+                       basic_tensor<T>& probs) {
+  check_dims("attention_forward", qkv.rows(), qkv.cols(), batch, seq, heads);
+  const int64_t d = qkv.cols() / 3, dh = d / heads, ld = qkv.cols();
+  out.resize(batch * seq, d);
+  probs.resize(batch * heads * seq, seq);
+  const T scale = T(1) / std::sqrt(T(dh));
+  const T* base = qkv.data();
+
+  auto one = [&](int64_t bh) {
+    const int64_t b = bh / heads, h = bh % heads;
+    const T* rows = base + b * seq * ld;
+    const const_view<T> q{rows + h * dh, seq, dh, ld};
+    const const_view<T> k{rows + d + h * dh, seq, dh, ld};
+    const const_view<T> v{rows + 2 * d + h * dh, seq, dh, ld};
+    const mut_view<T> p = probs.rows_view(bh * seq, seq);
+    const mut_view<T> o{out.data() + b * seq * d + h * dh, seq, dh, d};
+    eng.gemm({layer, gemm_role::attn_scores}, q, false, k, true, p, T(0));
+    causal_softmax(p.data, seq, p.ld, scale);
+    eng.gemm({layer, gemm_role::attn_values}, p, false, v, false, o, T(0));
+  };
+
+  const int64_t problems = batch * heads;
+  const int nt = compute_threads();
+  if (parallel_heads(eng, problems, nt)) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t bh = 0; bh < problems; ++bh) one(bh);
+  } else {
+    for (int64_t bh = 0; bh < problems; ++bh) one(bh);
+  }
+}
+
+template <class T>
+void attention_backward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>& qkv,
+                        const basic_tensor<T>& probs, const basic_tensor<T>& dout,
+                        int64_t batch, int64_t seq, int64_t heads, basic_tensor<T>& dqkv) {
+  check_dims("attention_backward", qkv.rows(), qkv.cols(), batch, seq, heads);
+  const int64_t d = qkv.cols() / 3, dh = d / heads, ld = qkv.cols();
+  if (probs.rows() != batch * heads * seq || probs.cols() != seq)
+    throw std::invalid_argument("attention_backward: probs has the wrong shape");
+  if (dout.rows() != batch * seq || dout.cols() != d)
+    throw std::invalid_argument("attention_backward: dout has the wrong shape");
+  dqkv.resize(qkv.rows(), qkv.cols());
+  const T scale = T(1) / std::sqrt(T(dh));
+  const T* base = qkv.data();
+  T* gbase = dqkv.data();
+
+  auto one = [&](int64_t bh, std::vector<T>& scratch) {
+    const int64_t b = bh / heads, h = bh % heads;
+    const T* rows = base + b * seq * ld;
+    T* grows = gbase + b * seq * ld;
+    const const_view<T> q{rows + h * dh, seq, dh, ld};
+    const const_view<T> k{rows + d + h * dh, seq, dh, ld};
+    const const_view<T> v{rows + 2 * d + h * dh, seq, dh, ld};
+    const const_view<T> p = probs.rows_view(bh * seq, seq);
+    const const_view<T> dov{dout.data() + b * seq * d + h * dh, seq, dh, d};
+    const mut_view<T> dq{grows + h * dh, seq, dh, ld};
+    const mut_view<T> dk{grows + d + h * dh, seq, dh, ld};
+    const mut_view<T> dv{grows + 2 * d + h * dh, seq, dh, ld};
+    scratch.resize(static_cast<size_t>(seq * seq));
+    const mut_view<T> ds{scratch.data(), seq, seq, seq};
+    const gemm_tag tag{layer, gemm_role::attn_grad};
+    eng.gemm(tag, p, true, dov, false, dv, T(0));   // dV = P^T dO
+    eng.gemm(tag, dov, false, v, true, ds, T(0));   // dP = dO V^T
+    softmax_grad(p.data, p.ld, ds.data, seq, scale);  // dS
+    eng.gemm(tag, ds, false, k, false, dq, T(0));   // dQ = dS K
+    eng.gemm(tag, ds, true, q, false, dk, T(0));    // dK = dS^T Q
+  };
+
+  const int64_t problems = batch * heads;
+  const int nt = compute_threads();
+  if (parallel_heads(eng, problems, nt)) {
+#pragma omp parallel num_threads(nt)
+    {
+      thread_local std::vector<T> scratch;
+#pragma omp for schedule(static)
+      for (int64_t bh = 0; bh < problems; ++bh) one(bh, scratch);
+    }
+  } else {
+    thread_local std::vector<T> scratch;
+    for (int64_t bh = 0; bh < problems; ++bh) one(bh, scratch);
+  }
+}
+
+#define CLEAVE_INST(T)                                                                        \
+  template void attention_forward<T>(gemm_engine<T>&, uint32_t, const basic_tensor<T>&,       \
+                                     int64_t, int64_t, int64_t, basic_tensor<T>&,             \
+                                     basic_tensor<T>&);                                       \
+  template void attention_backward<T>(gemm_engine<T>&, uint32_t, const basic_tensor<T>&,      \
+                                      const basic_tensor<T>&, const basic_tensor<T>&, int64_t, \
+                                      int64_t, int64_t, basic_tensor<T>&);
+CLEAVE_INST(float)
+CLEAVE_INST(double)
+#undef CLEAVE_INST
+
+}  // namespace cleave

@@ -1,0 +1,93 @@
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/ops.hpp"
+
+namespace cleave {
+
+namespace {
+
+void check_labels(const std::vector<int32_t>& labels, int64_t rows, int64_t cols,
+                  const char* what) {
+  if (static_cast<int64_t>(labels.size()) != rows)
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(labels.size()) +
+                                " labels for " + std::to_string(rows) + " rows");
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] < 0 || labels[i] >= cols)
+      throw std::out_of_range(std::string(what) + ": label " + std::to_string(labels[i]) +
+                              " at row " + std::to_string(i) + " is outside [0, " +
+                              std::to_string(cols) + ")");
+}
+
+}  // namespace
+
+template <class T>
+double softmax_xent_forward(const basic_tensor<T>& logits, const std::vector<int32_t>& labels,
+                            basic_tensor<T>& probs) {
+  const int64_t n = logits.rows(), v = logits.cols();
+  check_labels(labels, n, v, "softmax_xent_forward");
+  probs.resize(n, v);
+  if (n == 0) return 0.0;
+  using arr = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
+  using carr = Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>>;
+  // Per-chunk partial sums in double, combined in order: the loss does not
+  // depend on the thread count.
+  constexpr int64_t kMaxChunks = 256;
+  const int64_t chunk = std::max<int64_t>(1, (n + kMaxChunks - 1) / kMaxChunks);
+  const int64_t nchunks = (n + chunk - 1) / chunk;
+  double partial[kMaxChunks];
+  const int nt = compute_threads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (n * v > (1 << 15))
+  for (int64_t ic = 0; ic < nchunks; ++ic) {
+    double acc = 0;
+    for (int64_t r = ic * chunk; r < std::min(n, (ic + 1) * chunk); ++r) {
+      carr x(logits.data() + r * v, v);
+      arr p(probs.data() + r * v, v);
+      const T mx = x.maxCoeff();
+      p = (x - mx).exp();
+      const T sum = p.sum();
+      p *= T(1) / sum;
+      // loss = log(sum exp(x - mx)) - (x[label] - mx)
+      acc += std::log(static_cast<double>(sum)) -
+             (static_cast<double>(x[labels[r]]) - static_cast<double>(mx));
+    }
+    partial[ic] = acc;
+  }
+  double total = 0;
+  for (int64_t ic = 0; ic < nchunks; ++ic) total += partial[ic];
+  return total / static_cast<double>(n);
+}
+
+template <class T>
+void softmax_xent_backward(const basic_tensor<T>& probs, const std::vector<int32_t>& labels,
+                           basic_tensor<T>& dlogits) {
+  const int64_t n = probs.rows(), v = probs.cols();
+  check_labels(labels, n, v, "softmax_xent_backward");
+  dlogits.resize(n, v);
+  if (n == 0) return;
+  const T inv_n = T(1) / T(n);
+  const T* pp = probs.data();
+  T* gp = dlogits.data();
+  const int nt = compute_threads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (n * v > (1 << 15))
+  for (int64_t r = 0; r < n; ++r) {
+    const T* pr = pp + r * v;
+    T* gr = gp + r * v;
+#pragma omp simd
+    for (int64_t c = 0; c < v; ++c) gr[c] = pr[c] * inv_n;
+    gr[labels[r]] -= inv_n;
+  }
+}
+
+#define CLEAVE_INST(T)                                                                         \
+  template double softmax_xent_forward<T>(const basic_tensor<T>&, const std::vector<int32_t>&, \
+                                          basic_tensor<T>&);                                   \
+  template void softmax_xent_backward<T>(const basic_tensor<T>&, const std::vector<int32_t>&,  \
+                                         basic_tensor<T>&);
+CLEAVE_INST(float)
+CLEAVE_INST(double)
+#undef CLEAVE_INST
+
+}  // namespace cleave

@@ -1,0 +1,60 @@
+#pragma once
+// The one entry point for every large matrix product in Cleave.
+//
+// Models never multiply matrices any other way: each product is tagged with
+// the layer and role it plays, and handed to a gemm_engine. The local engine
+// runs it here; the distributed runtime's engine cuts it into sub-GEMM tiles
+// for devices. Keeping the tag lets the runtime reuse operand blocks between
+// the forward product and the two backward products of the same layer.
+
+#include <cstdint>
+
+#include "kernels/tensor.hpp"
+
+namespace cleave {
+
+enum class gemm_role : uint8_t {
+  forward = 0,      // Y = X W
+  grad_input = 1,   // dX = dY W^T
+  grad_weight = 2,  // dW = X^T dY   (K = tokens)
+  attn_scores = 3,  // S = Q K^T     (per head)
+  attn_values = 4,  // O = P V       (per head)
+  attn_grad = 5,    // the four attention backward products
+};
+
+struct gemm_tag {
+  uint32_t layer = 0;  // model-defined product index, unique within a step
+  gemm_role role = gemm_role::forward;
+};
+
+// C = op(A) * op(B) + beta * C, with op(X) = X or X^T.
+template <class T>
+class gemm_engine {
+ public:
+  virtual ~gemm_engine() = default;
+  virtual void gemm(gemm_tag tag, const_view<T> a, bool trans_a, const_view<T> b,
+                    bool trans_b, mut_view<T> c, T beta) = 0;
+};
+
+// Runs on this process's cores through Eigen (threads: set_compute_threads).
+template <class T>
+class local_gemm_engine final : public gemm_engine<T> {
+ public:
+  void gemm(gemm_tag tag, const_view<T> a, bool trans_a, const_view<T> b, bool trans_b,
+            mut_view<T> c, T beta) override;
+};
+
+// The plain product both engines bottom out in; also what a device computes
+// for its tile.
+template <class T>
+void gemm_local(const_view<T> a, bool trans_a, const_view<T> b, bool trans_b, mut_view<T> c,
+                T beta);
+
+template <class T>
+gemm_engine<T>& default_gemm_engine();
+
+// Threads used by Eigen's GEMM (and the OpenMP loops in kernels/).
+void set_compute_threads(int n);
+int compute_threads();
+
+}  // namespace cleave

@@ -1,0 +1,272 @@
+#include "schema/checkpoint_file.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "schema/checkpoint.capnp.h"
+#include "schema/errors.hpp"
+#include "schema/tensor_codec.hpp"
+
+namespace fs = std::filesystem;
+
+namespace cleave {
+
+std::string to_string(const model_config& cfg) {
+  std::string out = cfg.kind;
+  if (cfg.kind == "mlp") {
+    out += " " + std::to_string(cfg.inputs);
+    for (auto h : cfg.hidden) out += "-" + std::to_string(h);
+    out += "-" + std::to_string(cfg.classes);
+  } else {
+    out += " d=" + std::to_string(cfg.d_model) + " layers=" + std::to_string(cfg.layers)
+           + " heads=" + std::to_string(cfg.heads) + " ffn=" + std::to_string(cfg.ffn)
+           + " ctx=" + std::to_string(cfg.context) + " vocab=" + std::to_string(cfg.vocab);
+  }
+  return out;
+}
+
+namespace {
+
+constexpr char magic[8] = {'C', 'L', 'V', 'C', 'K', 'P', 'T', '\0'};
+constexpr uint32_t format_version = 1;
+constexpr size_t header_bytes = 24;
+
+std::string errno_text() { return std::strerror(errno); }
+
+uint32_t crc_of(const void* data, size_t len) {
+  return static_cast<uint32_t>(
+    crc32_z(crc32_z(0, nullptr, 0), static_cast<const Bytef*>(data), len));
+}
+
+bool write_all(int fd, const void* data, size_t len) {
+  const auto* p = static_cast<const char*>(data);
+  while (len > 0) {
+    ssize_t n = ::write(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, size_t len) {
+  auto* p = static_cast<char*>(data);
+  while (len > 0) {
+    ssize_t n = ::read(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void encode_model(const model_config& m, ModelConfig::Builder out) {
+  out.setKind(m.kind);
+  out.setInputs(static_cast<uint64_t>(m.inputs));
+  auto hidden = out.initHidden(static_cast<unsigned>(m.hidden.size()));
+  for (size_t i = 0; i < m.hidden.size(); ++i)
+    hidden.set(static_cast<unsigned>(i), static_cast<uint64_t>(m.hidden[i]));
+  out.setClasses(static_cast<uint64_t>(m.classes));
+  out.setVocab(static_cast<uint64_t>(m.vocab));
+  out.setContext(static_cast<uint64_t>(m.context));
+  out.setDModel(static_cast<uint64_t>(m.d_model));
+  out.setLayers(static_cast<uint64_t>(m.layers));
+  out.setHeads(static_cast<uint64_t>(m.heads));
+  out.setFfn(static_cast<uint64_t>(m.ffn));
+}
+
+model_config decode_model(ModelConfig::Reader in) {
+  model_config m;
+  m.kind = in.getKind().cStr();
+  m.inputs = static_cast<int64_t>(in.getInputs());
+  for (auto h : in.getHidden()) m.hidden.push_back(static_cast<int64_t>(h));
+  m.classes = static_cast<int64_t>(in.getClasses());
+  m.vocab = static_cast<int64_t>(in.getVocab());
+  m.context = static_cast<int64_t>(in.getContext());
+  m.d_model = static_cast<int64_t>(in.getDModel());
+  m.layers = static_cast<int64_t>(in.getLayers());
+  m.heads = static_cast<int64_t>(in.getHeads());
+  m.ffn = static_cast<int64_t>(in.getFfn());
+  return m;
+}
+
+caf::error fsync_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return fail("cannot open checkpoint directory " + dir + ": " + errno_text());
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return fail("cannot fsync checkpoint directory " + dir + ": " + errno_text());
+  return caf::none;
+}
+
+}  // namespace
+
+caf::expected<std::string> write_checkpoint(const std::string& dir, const checkpoint& ck,
+                                            int keep) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return fail("cannot create checkpoint directory " + dir + ": " + ec.message());
+
+  capnp::MallocMessageBuilder builder;
+  auto root = builder.initRoot<Checkpoint>();
+  encode_model(ck.model, root.initModel());
+  root.setDataset(ck.dataset);
+  root.setSeed(ck.seed);
+  root.setBatch(ck.batch);
+  root.setStep(ck.step);
+  root.setEpoch(ck.epoch);
+  root.setIndexInEpoch(ck.index_in_epoch);
+  auto params = root.initParameters(static_cast<unsigned>(ck.parameters.size()));
+  for (size_t i = 0; i < ck.parameters.size(); ++i) {
+    const auto& p = ck.parameters[i];
+    auto out = params[static_cast<unsigned>(i)];
+    out.setName(p.name);
+    encode_tensor(p.value, out.initValue());
+    encode_tensor(p.adam_m, out.initAdamM());
+    encode_tensor(p.adam_v, out.initAdamV());
+  }
+  auto words = capnp::messageToFlatArray(builder);
+  auto bytes = words.asBytes();
+
+  char header[header_bytes];
+  std::memcpy(header, magic, 8);
+  const uint32_t crc = crc_of(bytes.begin(), bytes.size());
+  const uint64_t len = bytes.size();
+  std::memcpy(header + 8, &format_version, 4);
+  std::memcpy(header + 12, &crc, 4);
+  std::memcpy(header + 16, &len, 8);
+
+  char name[64];
+  std::snprintf(name, sizeof(name), "checkpoint-%010llu.clvck",
+                static_cast<unsigned long long>(ck.step));
+  const std::string final_path = (fs::path(dir) / name).string();
+  const std::string tmp_path = (fs::path(dir) / (std::string(".") + name + ".tmp")).string();
+
+  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail("cannot create " + tmp_path + ": " + errno_text());
+  bool ok = write_all(fd, header, header_bytes) && write_all(fd, bytes.begin(), bytes.size());
+  std::string why = ok ? "" : "write failed: " + errno_text();
+  if (ok && ::fsync(fd) != 0) {
+    ok = false;
+    why = "fsync failed: " + errno_text();
+  }
+  ::close(fd);
+  if (!ok) {
+    ::unlink(tmp_path.c_str());
+    return fail("cannot write checkpoint " + tmp_path + ": " + why);
+  }
+  if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) {
+    auto err = fail("cannot rename " + tmp_path + " to " + final_path + ": " + errno_text());
+    ::unlink(tmp_path.c_str());
+    return err;
+  }
+  if (auto err = fsync_dir(dir)) return err;
+
+  // Temporaries left by a writer that was killed mid-write (one writer per directory).
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if (n.rfind(".checkpoint-", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0)
+      fs::remove(it->path(), ec);
+  }
+  auto all = list_checkpoints(dir);
+  for (size_t i = static_cast<size_t>(std::max(keep, 1)); i < all.size(); ++i)
+    fs::remove(all[i], ec);
+  return final_path;
+}
+
+caf::expected<checkpoint> read_checkpoint(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail("cannot open checkpoint " + path + ": " + errno_text());
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } close_on_exit{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return fail("cannot stat checkpoint " + path + ": " + errno_text());
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  if (file_size < header_bytes)
+    return fail(path + ": truncated checkpoint (" + std::to_string(file_size)
+                + " bytes, smaller than its header)");
+  char header[header_bytes];
+  if (!read_all(fd, header, header_bytes)) return fail(path + ": cannot read header");
+  if (std::memcmp(header, magic, 8) != 0) return fail(path + ": not a Cleave checkpoint (bad magic)");
+  uint32_t version = 0;
+  uint32_t crc = 0;
+  uint64_t len = 0;
+  std::memcpy(&version, header + 8, 4);
+  std::memcpy(&crc, header + 12, 4);
+  std::memcpy(&len, header + 16, 8);
+  if (version != format_version)
+    return fail(path + ": checkpoint format version " + std::to_string(version)
+                + ", this build reads version " + std::to_string(format_version));
+  // The header's length must match the file exactly: checked before allocating.
+  if (len != file_size - header_bytes || len % sizeof(capnp::word) != 0)
+    return fail(path + ": truncated or padded checkpoint: header promises " + std::to_string(len)
+                + " payload bytes, file holds " + std::to_string(file_size - header_bytes));
+  auto words = kj::heapArray<capnp::word>(len / sizeof(capnp::word));
+  if (!read_all(fd, words.begin(), len)) return fail(path + ": read failed: " + errno_text());
+  if (crc_of(words.begin(), len) != crc)
+    return fail(path + ": checksum mismatch (the file is corrupt)");
+
+  checkpoint ck;
+  try {
+    capnp::ReaderOptions opts;
+    opts.traversalLimitInWords = len / sizeof(capnp::word) + 1024;
+    capnp::FlatArrayMessageReader reader(words, opts);
+    auto root = reader.getRoot<Checkpoint>();
+    ck.model = decode_model(root.getModel());
+    ck.dataset = root.getDataset().cStr();
+    ck.seed = root.getSeed();
+    ck.batch = root.getBatch();
+    ck.step = root.getStep();
+    ck.epoch = root.getEpoch();
+    ck.index_in_epoch = root.getIndexInEpoch();
+    for (auto p : root.getParameters()) {
+      parameter_state ps;
+      ps.name = p.getName().cStr();
+      const std::string what = path + ": parameter " + ps.name;
+      auto value = decode_tensor(p.getValue(), what);
+      if (!value) return value.error();
+      auto m = decode_tensor(p.getAdamM(), what + " (AdamW m)");
+      if (!m) return m.error();
+      auto v = decode_tensor(p.getAdamV(), what + " (AdamW v)");
+      if (!v) return v.error();
+      ps.value = std::move(*value);
+      ps.adam_m = std::move(*m);
+      ps.adam_v = std::move(*v);
+      ck.parameters.push_back(std::move(ps));
+    }
+  } catch (const kj::Exception& e) {
+    return fail(path + ": malformed checkpoint message: " + e.getDescription().cStr());
+  }
+  return ck;
+}
+
+std::vector<std::string> list_checkpoints(const std::string& dir) {
+  static const std::regex pattern(R"(checkpoint-(\d{10})\.clvck)");
+  std::vector<std::pair<std::string, std::string>> found;  // (step digits, path)
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::smatch m;
+    const std::string name = it->path().filename().string();
+    if (std::regex_match(name, m, pattern)) found.emplace_back(m[1].str(), it->path().string());
+  }
+  std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(f.second);
+  return out;
+}
+
+}  // namespace cleave

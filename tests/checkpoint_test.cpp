@@ -1,0 +1,192 @@
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <capnp/message.h>
+#include <gtest/gtest.h>
+
+#include "kernels/random.hpp"
+#include "schema/checkpoint_file.hpp"
+#include "schema/errors.hpp"
+#include "schema/tensor_codec.hpp"
+#include "tests/test_util.hpp"
+
+using namespace cleave;
+using cleave::testing::scratch_dir;
+
+namespace {
+
+tensor random_tensor(int64_t r, int64_t c, uint64_t seed) {
+  tensor t(r, c);
+  rng g(seed);
+  fill_normal(t, 1.0, g);
+  return t;
+}
+
+checkpoint sample_checkpoint(uint64_t step) {
+  checkpoint ck;
+  ck.model.kind = "mlp";
+  ck.model.inputs = 12;
+  ck.model.hidden = {7, 5};
+  ck.model.classes = 3;
+  ck.dataset = "fashion-mnist";
+  ck.seed = 42;
+  ck.batch = 8;
+  ck.step = step;
+  ck.epoch = 2;
+  ck.index_in_epoch = 96;
+  for (int i = 0; i < 3; ++i)
+    ck.parameters.push_back({"p" + std::to_string(i), random_tensor(4 + i, 3, 10 + i),
+                             random_tensor(4 + i, 3, 20 + i), random_tensor(4 + i, 3, 30 + i)});
+  return ck;
+}
+
+bool same_bits(const tensor& a, const tensor& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols()
+         && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+}  // namespace
+
+TEST(checkpoint, round_trip_is_bit_exact) {
+  scratch_dir dir;
+  auto ck = sample_checkpoint(17);
+  auto path = write_checkpoint(dir.path(), ck);
+  ASSERT_TRUE(path) << describe(path.error());
+  auto back = read_checkpoint(*path);
+  ASSERT_TRUE(back) << describe(back.error());
+  EXPECT_EQ(back->model, ck.model);
+  EXPECT_EQ(back->dataset, ck.dataset);
+  EXPECT_EQ(back->seed, 42u);
+  EXPECT_EQ(back->batch, 8u);
+  EXPECT_EQ(back->step, 17u);
+  EXPECT_EQ(back->epoch, 2u);
+  EXPECT_EQ(back->index_in_epoch, 96u);
+  ASSERT_EQ(back->parameters.size(), ck.parameters.size());
+  for (size_t i = 0; i < ck.parameters.size(); ++i) {
+    EXPECT_EQ(back->parameters[i].name, ck.parameters[i].name);
+    EXPECT_TRUE(same_bits(back->parameters[i].value, ck.parameters[i].value));
+    EXPECT_TRUE(same_bits(back->parameters[i].adam_m, ck.parameters[i].adam_m));
+    EXPECT_TRUE(same_bits(back->parameters[i].adam_v, ck.parameters[i].adam_v));
+  }
+}
+
+TEST(checkpoint, tensor_larger_than_one_chunk_round_trips) {
+  // 80 MiB: two chunks, and past Cap'n Proto's default traversal limit.
+  scratch_dir dir;
+  checkpoint ck = sample_checkpoint(1);
+  ck.parameters.resize(1);
+  ck.parameters[0].value = random_tensor(5 << 10, 4 << 10, 7);
+  auto path = write_checkpoint(dir.path(), ck);
+  ASSERT_TRUE(path) << describe(path.error());
+  auto back = read_checkpoint(*path);
+  ASSERT_TRUE(back) << describe(back.error());
+  EXPECT_TRUE(same_bits(back->parameters[0].value, ck.parameters[0].value));
+}
+
+TEST(checkpoint, keeps_only_the_newest) {
+  scratch_dir dir;
+  for (uint64_t s : {10, 20, 30}) ASSERT_TRUE(write_checkpoint(dir.path(), sample_checkpoint(s)));
+  auto files = list_checkpoints(dir.path());
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_NE(files[0].find("0000000030"), std::string::npos);
+  EXPECT_NE(files[1].find("0000000020"), std::string::npos);
+}
+
+TEST(checkpoint, leftover_temporary_file_is_ignored) {
+  scratch_dir dir;
+  ASSERT_TRUE(write_checkpoint(dir.path(), sample_checkpoint(5)));
+  write_bytes(dir.file(".checkpoint-0000000006.clvck.tmp"), "half a checkpoint");
+  auto files = list_checkpoints(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_NE(files[0].find("0000000005"), std::string::npos);
+}
+
+TEST(checkpoint, flipped_payload_byte_fails_checksum) {
+  scratch_dir dir;
+  auto path = *write_checkpoint(dir.path(), sample_checkpoint(3));
+  auto bytes = read_bytes(path);
+  bytes[bytes.size() / 2] ^= 0x40;
+  write_bytes(path, bytes);
+  auto back = read_checkpoint(path);
+  ASSERT_FALSE(back);
+  EXPECT_NE(describe(back.error()).find("checksum"), std::string::npos);
+  EXPECT_NE(describe(back.error()).find(path), std::string::npos);
+}
+
+TEST(checkpoint, truncated_file_is_refused) {
+  scratch_dir dir;
+  auto path = *write_checkpoint(dir.path(), sample_checkpoint(3));
+  auto bytes = read_bytes(path);
+  for (size_t keep : {size_t{0}, size_t{10}, bytes.size() - 8}) {
+    write_bytes(path, bytes.substr(0, keep));
+    auto back = read_checkpoint(path);
+    ASSERT_FALSE(back) << keep;
+    EXPECT_NE(describe(back.error()).find("truncated"), std::string::npos) << describe(back.error());
+  }
+}
+
+TEST(checkpoint, wrong_magic_and_version_are_refused) {
+  scratch_dir dir;
+  auto path = *write_checkpoint(dir.path(), sample_checkpoint(3));
+  auto bytes = read_bytes(path);
+  auto bad = bytes;
+  bad[0] = 'X';
+  write_bytes(path, bad);
+  ASSERT_FALSE(read_checkpoint(path));
+  EXPECT_NE(describe(read_checkpoint(path).error()).find("magic"), std::string::npos);
+  bad = bytes;
+  bad[8] = 9;
+  write_bytes(path, bad);
+  EXPECT_NE(describe(read_checkpoint(path).error()).find("version"), std::string::npos);
+}
+
+TEST(checkpoint, lying_length_is_refused_before_allocation) {
+  scratch_dir dir;
+  auto path = *write_checkpoint(dir.path(), sample_checkpoint(3));
+  auto bytes = read_bytes(path);
+  uint64_t huge = uint64_t{1} << 60;
+  std::memcpy(bytes.data() + 16, &huge, 8);
+  write_bytes(path, bytes);
+  auto back = read_checkpoint(path);
+  ASSERT_FALSE(back);
+  EXPECT_NE(describe(back.error()).find("header promises"), std::string::npos);
+}
+
+TEST(checkpoint, missing_file_names_the_path) {
+  auto back = read_checkpoint("/nonexistent/dir/checkpoint-0000000001.clvck");
+  ASSERT_FALSE(back);
+  EXPECT_NE(describe(back.error()).find("/nonexistent/dir"), std::string::npos);
+}
+
+TEST(tensor_codec, chunk_lengths_must_match_shape) {
+  capnp::MallocMessageBuilder msg;
+  auto t = msg.initRoot<Tensor>();
+  t.setRows(2);
+  t.setCols(3);
+  auto chunks = t.initChunks(1);
+  chunks.init(0, 20);  // 5 floats where 6 are promised
+  auto back = decode_tensor(t.asReader(), "w");
+  ASSERT_FALSE(back);
+  EXPECT_NE(describe(back.error()).find("needs 24 bytes, found 20"), std::string::npos);
+}
+
+TEST(tensor_codec, absurd_shape_is_refused) {
+  capnp::MallocMessageBuilder msg;
+  auto t = msg.initRoot<Tensor>();
+  t.setRows(uint64_t{1} << 40);
+  t.setCols(uint64_t{1} << 40);
+  auto back = decode_tensor(t.asReader(), "w");
+  ASSERT_FALSE(back);
+  EXPECT_NE(describe(back.error()).find("size limit"), std::string::npos);
+}

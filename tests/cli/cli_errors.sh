@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Bad flags, roles and files: each exits non-zero with a one-line reason and
+# never a crash or stack trace.
+source "$(dirname "$0")/lib.sh"
+
+expect_refusal() {  # expect_refusal "words the reason must contain" args...
+  local want=$1; shift
+  local err rc
+  err=$("$CLEAVE" --steps=1 "$@" 2>&1 >/dev/null); rc=$?
+  if ((rc == 0)); then fail "cleave $* exited 0"; return; fi
+  if ((rc > 2)); then fail "cleave $* exited $rc (crash?): $err"; return; fi
+  if [[ $(printf '%s\n' "$err" | grep -c .) -ne 1 ]]; then fail "cleave $*: not one line: $err"; return; fi
+  if [[ $err != *"$want"* ]]; then fail "cleave $*: reason lacks '$want': $err"; return; fi
+  echo "ok: cleave $* -> $err"
+}
+
+expect_refusal "unknown role 'bogus'" --role=bogus
+expect_refusal "epochs" --epochs=abc
+expect_refusal "--batch must be positive" --batch=-3
+expect_refusal "unknown model 'resnet'" --model=resnet
+expect_refusal "unknown gpt shape" --model=gpt --shape=opt-999b
+expect_refusal "--hidden" --hidden=128,x
+expect_refusal "--lr" --lr=-1
+expect_refusal "needs --model=gpt" --dataset=fortunes
+expect_refusal "unknown dataset" --dataset=cifar
+expect_refusal "/nonexistent/dir" --data-dir=/nonexistent/dir
+expect_refusal "--resume needs --checkpoint-dir" --resume
+expect_refusal "--devices must be >= 0" --devices=-1
+expect_refusal "--log-level" --log-level=loud
+
+# A truncated image file and a wrong magic number are named with the file.
+mkdir -p "$WORK/fm"
+src=/usr/share/datasets/fashion-mnist
+cp "$src"/*.gz "$WORK/fm/"
+head -c 100000 "$src/train-images-idx3-ubyte.gz" > "$WORK/fm/train-images-idx3-ubyte.gz"
+expect_refusal "$WORK/fm/train-images-idx3-ubyte.gz" --data-dir="$WORK/fm"
+cp "$src/train-labels-idx1-ubyte.gz" "$WORK/fm/train-images-idx3-ubyte.gz"
+expect_refusal "magic" --data-dir="$WORK/fm"
+
+# A corrupt checkpoint is refused with its name; the older one is used instead.
+ck="$WORK/ck"
+"$CLEAVE" --steps=4 --checkpoint-dir="$ck" --checkpoint-every=2 --hidden=32 --log-level=warn \
+  || fail "checkpointed run failed"
+newest=$(ls "$ck"/checkpoint-*.clvck | sort | tail -1)
+printf 'garbage' | dd of="$newest" bs=1 seek=200 conv=notrunc status=none
+out=$("$CLEAVE" --steps=6 --checkpoint-dir="$ck" --resume --hidden=32 --report="$WORK/r.json" 2>&1) \
+  || fail "resume past a corrupt checkpoint failed: $out"
+[[ $out == *"refusing checkpoint"*"checksum"* ]] || fail "corrupt checkpoint not reported: $out"
+[[ $(json "$WORK/r.json" 'd["resumed_from_step"]') == 2 ]] || fail "did not fall back to step 2"
+# A checkpoint from another model is refused outright.
+expect_refusal "was written for model" --steps=6 --checkpoint-dir="$ck" --resume --hidden=64
+
+# --help explains every flag and exits 0.
+help=$("$CLEAVE" --help) || fail "--help exited non-zero"
+for flag in role devices model shape dataset data-dir epochs steps batch lr seed threads report \
+            checkpoint-dir checkpoint-every resume; do
+  [[ $help == *"--$flag"* ]] || fail "--help does not mention --$flag"
+done
+finish

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# A run killed with SIGKILL and resumed from its checkpoint reports, step for
+# step, exactly the losses of an uninterrupted run (mlp and gpt).
+source "$(dirname "$0")/lib.sh"
+
+check_model() {
+  local name=$1; shift
+  local args=("$@" --threads=2 --log-level=warn)
+  "$CLEAVE" "${args[@]}" --report="$WORK/$name-ref.json" || { fail "$name reference run failed"; return; }
+
+  local ck="$WORK/$name-ck"
+  "$CLEAVE" "${args[@]}" --checkpoint-dir="$ck" --checkpoint-every=10 &
+  local pid=$!
+  for _ in $(seq 1 3000); do  # up to 30 s for the first checkpoint
+    compgen -G "$ck/checkpoint-*.clvck" >/dev/null && break
+    sleep 0.01
+  done
+  kill -9 $pid 2>/dev/null || fail "$name: run ended before it could be killed"
+  wait $pid 2>/dev/null
+
+  "$CLEAVE" "${args[@]}" --checkpoint-dir="$ck" --resume --report="$WORK/$name-res.json" \
+    || { fail "$name resumed run failed"; return; }
+  local verdict
+  verdict=$(python3 - "$WORK/$name-ref.json" "$WORK/$name-res.json" <<'PY'
+import json, sys
+ref, res = (json.load(open(p)) for p in sys.argv[1:3])
+start = res["resumed_from_step"]
+if start <= 0 or start >= ref["steps"]:
+    print(f"bad resume point {start}"); sys.exit()
+tail = ref["losses"][start:]
+if tail != res["losses"]:
+    bad = next(i for i, (a, b) in enumerate(zip(tail, res["losses"])) if a != b)
+    print(f"losses differ from step {start + bad + 1}: {tail[bad]!r} vs {res['losses'][bad]!r}")
+elif ref["final_train_loss"] != res["final_train_loss"]:
+    print("final losses differ")
+else:
+    k = "test_accuracy" if "test_accuracy" in ref else "val_loss"
+    print("equal" if ref[k] == res[k] else f"{k} differs: {ref[k]} vs {res[k]}")
+    print(f"resumed at step {start} of {ref['steps']}", file=sys.stderr)
+PY
+)
+  [[ $verdict == equal ]] && echo "ok: $name resume is bit-for-bit" || fail "$name: $verdict"
+}
+
+check_model mlp --model=mlp --steps=300 --hidden=128,64
+check_model gpt --model=gpt --steps=120 --context=32 --batch=4 --eval-tokens=4096
+finish

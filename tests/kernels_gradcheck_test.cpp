@@ -1,0 +1,755 @@
+// Kernel correctness: analytic gradients against central finite differences
+// in double precision, forwards against naive reference loops, float against
+// double, the attention causal mask, AdamW against a hand computation, and
+// run-to-run bit-identity with 2 threads.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/gemm.hpp"
+#include "kernels/ops.hpp"
+#include "kernels/tensor.hpp"
+
+namespace cleave {
+namespace {
+
+using dt = basic_tensor<double>;
+using ft = basic_tensor<float>;
+
+constexpr double kTight = 1e-5;  // double gradcheck bound (contract bound is 1e-3)
+constexpr double kFloat = 1e-4;  // float vs double agreement
+
+dt rand_t(int64_t r, int64_t c, uint32_t seed, double lo = -1.0, double hi = 1.0) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  dt t(r, c);
+  for (int64_t i = 0; i < t.size(); ++i) t[i] = u(gen);
+  return t;
+}
+
+ft to_float(const dt& a) {
+  ft f(a.rows(), a.cols());
+  for (int64_t i = 0; i < a.size(); ++i) f[i] = static_cast<float>(a[i]);
+  return f;
+}
+dt to_double(const ft& a) {
+  dt d(a.rows(), a.cols());
+  for (int64_t i = 0; i < a.size(); ++i) d[i] = a[i];
+  return d;
+}
+
+// max|a-n| / max(1e-8, max|a| + max|n|)
+double rel_err(const dt& a, const dt& n) {
+  EXPECT_EQ(a.rows(), n.rows());
+  EXPECT_EQ(a.cols(), n.cols());
+  if (a.size() != n.size()) return 1e9;
+  double md = 0, ma = 0, mn = 0;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    md = std::max(md, std::abs(a[i] - n[i]));
+    ma = std::max(ma, std::abs(a[i]));
+    mn = std::max(mn, std::abs(n[i]));
+  }
+  if (std::isnan(md)) return 1e9;
+  return md / std::max(1e-8, ma + mn);
+}
+double rel_err(const ft& a, const dt& n) { return rel_err(to_double(a), n); }
+
+double dot(const dt& a, const dt& r) {
+  EXPECT_EQ(a.size(), r.size());
+  double s = 0;
+  for (int64_t i = 0; i < std::min(a.size(), r.size()); ++i) s += a[i] * r[i];
+  return s;
+}
+
+// Central differences of loss() with respect to every element of p.
+template <class F>
+dt numeric_grad(dt& p, F&& loss, double h = 1e-6) {
+  dt g(p.rows(), p.cols());
+  for (int64_t i = 0; i < p.size(); ++i) {
+    const double o = p[i];
+    p[i] = o + h;
+    const double lp = loss();
+    p[i] = o - h;
+    const double lm = loss();
+    p[i] = o;
+    g[i] = (lp - lm) / (2 * h);
+  }
+  return g;
+}
+
+// Sanity: the gradient being checked is not trivially zero.
+double max_abs(const dt& a) {
+  double m = 0;
+  for (int64_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i]));
+  return m;
+}
+
+// Forwards every product to gemm_local and records the tags.
+template <class T>
+struct recording_engine final : gemm_engine<T> {
+  std::vector<gemm_tag> tags;
+  void gemm(gemm_tag tag, const_view<T> a, bool ta, const_view<T> b, bool tb, mut_view<T> c,
+            T beta) override {
+    tags.push_back(tag);
+    gemm_local<T>(a, ta, b, tb, c, beta);
+  }
+};
+
+// ---------------------------------------------------------------- GEMM ----
+
+template <class T>
+void naive_gemm(const_view<T> a, bool ta, const_view<T> b, bool tb, std::vector<double>& c,
+                int64_t m, int64_t n, double beta) {
+  const int64_t k = ta ? a.rows : a.cols;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double av = ta ? a.data[p * a.ld + i] : a.data[i * a.ld + p];
+        const double bv = tb ? b.data[j * b.ld + p] : b.data[p * b.ld + j];
+        s += av * bv;
+      }
+      c[i * n + j] = s + (beta == 0 ? 0.0 : beta * c[i * n + j]);
+    }
+}
+
+template <class T>
+void check_gemm_all(int64_t m, int64_t n, int64_t k, int64_t pad, double tol) {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (double beta : {0.0, 1.0, 0.5}) {
+        // Storage with extra columns so that ld > cols (pad > 0).
+        const int64_t ar = ta ? k : m, ac = ta ? m : k;
+        const int64_t br = tb ? n : k, bc = tb ? k : n;
+        basic_tensor<T> as(ar, ac + pad), bs(br, bc + pad), cs(m, n + pad);
+        dt ad = rand_t(ar, ac + pad, 11 + ta), bd = rand_t(br, bc + pad, 21 + tb),
+           cd = rand_t(m, n + pad, 31);
+        for (int64_t i = 0; i < as.size(); ++i) as[i] = T(ad[i]);
+        for (int64_t i = 0; i < bs.size(); ++i) bs[i] = T(bd[i]);
+        for (int64_t i = 0; i < cs.size(); ++i) cs[i] = T(cd[i]);
+        if (beta == 0)  // beta == 0 must overwrite, never multiply, what is in C
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j)
+              cs.at(i, pad + j) = std::numeric_limits<T>::quiet_NaN();
+        const_view<T> a{as.data() + pad, ar, ac, ac + pad};
+        const_view<T> b{bs.data() + pad, br, bc, bc + pad};
+        mut_view<T> c{cs.data() + pad, m, n, n + pad};
+        std::vector<double> ref(static_cast<size_t>(m * n));
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) ref[i * n + j] = double(c.data[i * c.ld + j]);
+        basic_tensor<T> before = cs;
+        naive_gemm<T>(a, ta, b, tb, ref, m, n, beta);
+        gemm_local<T>(a, ta != 0, b, tb != 0, c, T(beta));
+        double md = 0, mr = 0;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            const double got = c.data[i * c.ld + j];
+            md = std::max(md, std::isnan(got) ? 1e9 : std::abs(got - ref[i * n + j]));
+            mr = std::max(mr, std::abs(ref[i * n + j]));
+          }
+        EXPECT_LT(md / std::max(1e-8, mr), tol)
+            << "ta=" << ta << " tb=" << tb << " beta=" << beta << " m,n,k=" << m << "," << n
+            << "," << k << " pad=" << pad;
+        // The padding columns of C are untouched.
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < pad; ++j) EXPECT_EQ(cs.at(i, j), before.at(i, j));
+      }
+}
+
+TEST(Gemm, AllTransposesAndBetasDouble) {
+  check_gemm_all<double>(7, 5, 9, 0, 1e-13);
+  check_gemm_all<double>(67, 45, 130, 0, 1e-13);  // large enough for Eigen's blocked kernel
+}
+TEST(Gemm, AllTransposesAndBetasFloat) {
+  check_gemm_all<float>(7, 5, 9, 0, 1e-5);
+  check_gemm_all<float>(67, 45, 130, 0, 1e-5);
+}
+TEST(Gemm, StridedViews) {
+  check_gemm_all<double>(6, 4, 5, 3, 1e-13);
+  check_gemm_all<double>(40, 33, 70, 7, 1e-13);
+  check_gemm_all<float>(40, 33, 70, 7, 1e-5);
+}
+TEST(Gemm, ShapeMismatchThrows) {
+  dt a(3, 4), b(5, 2), c(3, 2);
+  EXPECT_THROW(gemm_local<double>(a.view(), false, b.view(), false, c.view(), 0.0),
+               std::invalid_argument);
+}
+TEST(Gemm, DefaultEngineIsLocalAndStable) {
+  auto& e1 = default_gemm_engine<double>();
+  auto& e2 = default_gemm_engine<double>();
+  EXPECT_EQ(&e1, &e2);
+  EXPECT_NE(dynamic_cast<local_gemm_engine<double>*>(&e1), nullptr);
+  dt a = rand_t(3, 4, 1), b = rand_t(4, 2, 2), c(3, 2), r(3, 2);
+  e1.gemm({0, gemm_role::forward}, a.view(), false, b.view(), false, c.view(), 0.0);
+  gemm_local<double>(a.view(), false, b.view(), false, r.view(), 0.0);
+  EXPECT_EQ(rel_err(c, r), 0.0);
+}
+
+// -------------------------------------------------------------- linear ----
+
+void linear_gradcheck(bool with_bias) {
+  auto& eng = default_gemm_engine<double>();
+  dt x = rand_t(7, 5, 1), w = rand_t(5, 4, 2), b = rand_t(1, 4, 3), R = rand_t(7, 4, 4);
+  dt y;
+  auto loss = [&] {
+    linear_forward<double>(eng, 0, x, w, with_bias ? &b : nullptr, y);
+    return dot(y, R);
+  };
+  // Forward against a naive loop.
+  loss();
+  for (int64_t i = 0; i < 7; ++i)
+    for (int64_t j = 0; j < 4; ++j) {
+      double s = with_bias ? b[j] : 0.0;
+      for (int64_t p = 0; p < 5; ++p) s += x.at(i, p) * w.at(p, j);
+      EXPECT_NEAR(y.at(i, j), s, 1e-13);
+    }
+  dt dx, dw, db;
+  linear_backward<double>(eng, 0, x, w, R, &dx, dw, with_bias ? &db : nullptr);
+  const dt nx = numeric_grad(x, loss), nw = numeric_grad(w, loss);
+  EXPECT_LT(rel_err(dx, nx), kTight);
+  EXPECT_LT(rel_err(dw, nw), kTight);
+  EXPECT_GT(max_abs(nx), 0.1);
+  if (with_bias) {
+    const dt nb = numeric_grad(b, loss);
+    EXPECT_LT(rel_err(db, nb), kTight);
+  }
+  // Parameter gradients accumulate; the input gradient is overwritten.
+  dt dw1 = dw, db1 = db;
+  linear_backward<double>(eng, 0, x, w, R, &dx, dw, with_bias ? &db : nullptr);
+  EXPECT_LT(rel_err(dx, nx), kTight);
+  for (int64_t i = 0; i < dw.size(); ++i) EXPECT_NEAR(dw[i], 2 * dw1[i], 1e-12);
+  if (with_bias) {
+    for (int64_t i = 0; i < db.size(); ++i) EXPECT_NEAR(db[i], 2 * db1[i], 1e-12);
+  }
+  // dx may be skipped.
+  dt dw2;
+  linear_backward<double>(eng, 0, x, w, R, nullptr, dw2, nullptr);
+  EXPECT_LT(rel_err(dw2, dw1), 1e-14);
+}
+
+TEST(Linear, GradcheckWithBias) { linear_gradcheck(true); }
+TEST(Linear, GradcheckWithoutBias) { linear_gradcheck(false); }
+
+TEST(Linear, UsesEngineWithRoles) {
+  recording_engine<double> eng;
+  dt x = rand_t(3, 4, 1), w = rand_t(4, 2, 2), b = rand_t(1, 2, 3), y, dx, dw, db;
+  linear_forward<double>(eng, 7, x, w, &b, y);
+  linear_backward<double>(eng, 7, x, w, y, &dx, dw, &db);
+  ASSERT_EQ(eng.tags.size(), 3u);
+  EXPECT_EQ(eng.tags[0].role, gemm_role::forward);
+  EXPECT_EQ(eng.tags[1].role, gemm_role::grad_input);
+  EXPECT_EQ(eng.tags[2].role, gemm_role::grad_weight);
+  for (auto& t : eng.tags) EXPECT_EQ(t.layer, 7u);
+}
+
+TEST(Linear, FloatMatchesDouble) {
+  auto& ed = default_gemm_engine<double>();
+  auto& ef = default_gemm_engine<float>();
+  dt x = rand_t(33, 40, 1), w = rand_t(40, 24, 2), b = rand_t(1, 24, 3), dy = rand_t(33, 24, 4);
+  ft xf = to_float(x), wf = to_float(w), bf = to_float(b), dyf = to_float(dy);
+  dt y, dx, dw, db;
+  ft yf, dxf, dwf, dbf;
+  linear_forward<double>(ed, 0, x, w, &b, y);
+  linear_forward<float>(ef, 0, xf, wf, &bf, yf);
+  linear_backward<double>(ed, 0, x, w, dy, &dx, dw, &db);
+  linear_backward<float>(ef, 0, xf, wf, dyf, &dxf, dwf, &dbf);
+  EXPECT_LT(rel_err(yf, y), kFloat);
+  EXPECT_LT(rel_err(dxf, dx), kFloat);
+  EXPECT_LT(rel_err(dwf, dw), kFloat);
+  EXPECT_LT(rel_err(dbf, db), kFloat);
+}
+
+// --------------------------------------------------------- activations ----
+
+TEST(Relu, Gradcheck) {
+  dt x = rand_t(6, 7, 5), R = rand_t(6, 7, 6);
+  for (int64_t i = 0; i < x.size(); ++i)  // keep away from the kink
+    if (std::abs(x[i]) < 0.1) x[i] = x[i] < 0 ? -0.5 : 0.5;
+  dt y, dx;
+  auto loss = [&] {
+    relu_forward<double>(x, y);
+    return dot(y, R);
+  };
+  loss();
+  for (int64_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], x[i] > 0 ? x[i] : 0.0);
+  relu_backward<double>(x, R, dx);
+  EXPECT_LT(rel_err(dx, numeric_grad(x, loss)), kTight);
+}
+
+double gelu_ref(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+TEST(Gelu, Gradcheck) {
+  dt x = rand_t(9, 11, 7, -4.0, 4.0), R = rand_t(9, 11, 8);
+  dt y, dx;
+  auto loss = [&] {
+    gelu_forward<double>(x, y);
+    return dot(y, R);
+  };
+  loss();
+  for (int64_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], gelu_ref(x[i]), 1e-14);
+  gelu_backward<double>(x, R, dx);
+  EXPECT_LT(rel_err(dx, numeric_grad(x, loss)), kTight);
+}
+
+TEST(Activations, FloatMatchesDouble) {
+  // Long enough to take the parallel chunked path and the vectorised tanh.
+  dt x = rand_t(37, 1001, 9, -6.0, 6.0), dy = rand_t(37, 1001, 10);
+  ft xf = to_float(x), dyf = to_float(dy);
+  dt y, dx;
+  ft yf, dxf;
+  gelu_forward<double>(x, y);
+  gelu_forward<float>(xf, yf);
+  gelu_backward<double>(x, dy, dx);
+  gelu_backward<float>(xf, dyf, dxf);
+  EXPECT_LT(rel_err(yf, y), kFloat);
+  EXPECT_LT(rel_err(dxf, dx), kFloat);
+  // Element-wise too, not just against the maximum.
+  for (int64_t i = 0; i < x.size(); ++i) ASSERT_NEAR(yf[i], y[i], 2e-5 * (1 + std::abs(y[i])));
+  relu_forward<double>(x, y);
+  relu_forward<float>(xf, yf);
+  relu_backward<double>(x, dy, dx);
+  relu_backward<float>(xf, dyf, dxf);
+  EXPECT_LT(rel_err(yf, y), kFloat);
+  EXPECT_LT(rel_err(dxf, dx), kFloat);
+}
+
+TEST(AddInplace, AddsAndChecksShape) {
+  dt y = rand_t(3, 4, 1), x = rand_t(3, 4, 2), y0 = y;
+  add_inplace<double>(y, x);
+  for (int64_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], y0[i] + x[i]);
+  dt bad(4, 3);
+  EXPECT_THROW(add_inplace<double>(y, bad), std::invalid_argument);
+}
+
+// ----------------------------------------------------------- layernorm ----
+
+TEST(LayerNorm, Gradcheck) {
+  dt x = rand_t(5, 12, 11, -2.0, 3.0), g = rand_t(1, 12, 12, 0.5, 1.5), b = rand_t(1, 12, 13),
+     R = rand_t(5, 12, 14);
+  const double eps = 1e-5;
+  dt y;
+  layernorm_cache<double> cache;
+  auto loss = [&] {
+    layernorm_forward<double>(x, g, b, eps, y, cache);
+    return dot(y, R);
+  };
+  loss();
+  for (int64_t r = 0; r < 5; ++r) {  // naive forward
+    double mu = 0, var = 0;
+    for (int64_t c = 0; c < 12; ++c) mu += x.at(r, c) / 12;
+    for (int64_t c = 0; c < 12; ++c) var += (x.at(r, c) - mu) * (x.at(r, c) - mu) / 12;
+    for (int64_t c = 0; c < 12; ++c)
+      EXPECT_NEAR(y.at(r, c), (x.at(r, c) - mu) / std::sqrt(var + eps) * g[c] + b[c], 1e-12);
+  }
+  dt dx, dg, db;
+  layernorm_backward<double>(x, g, cache, R, dx, dg, db);
+  EXPECT_LT(rel_err(dx, numeric_grad(x, loss)), kTight);
+  EXPECT_LT(rel_err(dg, numeric_grad(g, loss)), kTight);
+  EXPECT_LT(rel_err(db, numeric_grad(b, loss)), kTight);
+  // Parameter gradients accumulate.
+  dt dg1 = dg;
+  loss();
+  layernorm_backward<double>(x, g, cache, R, dx, dg, db);
+  for (int64_t i = 0; i < dg.size(); ++i) EXPECT_NEAR(dg[i], 2 * dg1[i], 1e-12);
+}
+
+TEST(LayerNorm, FloatMatchesDouble) {
+  dt x = rand_t(70, 300, 1, -2.0, 3.0), g = rand_t(1, 300, 2, 0.5, 1.5), b = rand_t(1, 300, 3),
+     dy = rand_t(70, 300, 4);
+  ft xf = to_float(x), gf = to_float(g), bf = to_float(b), dyf = to_float(dy);
+  dt y, dx, dg, db;
+  ft yf, dxf, dgf, dbf;
+  layernorm_cache<double> c;
+  layernorm_cache<float> cf;
+  layernorm_forward<double>(x, g, b, 1e-5, y, c);
+  layernorm_forward<float>(xf, gf, bf, 1e-5f, yf, cf);
+  layernorm_backward<double>(x, g, c, dy, dx, dg, db);
+  layernorm_backward<float>(xf, gf, cf, dyf, dxf, dgf, dbf);
+  EXPECT_LT(rel_err(yf, y), kFloat);
+  EXPECT_LT(rel_err(dxf, dx), kFloat);
+  EXPECT_LT(rel_err(dgf, dg), kFloat);
+  EXPECT_LT(rel_err(dbf, db), kFloat);
+}
+
+// ----------------------------------------------------------- embedding ----
+
+TEST(Embedding, GradcheckRepeatedIds) {
+  const std::vector<int32_t> ids = {3, 1, 3, 0, 3, 5, 1};
+  dt table = rand_t(6, 4, 21), R = rand_t(7, 4, 22);
+  dt y;
+  auto loss = [&] {
+    embedding_forward<double>(ids, table, y);
+    return dot(y, R);
+  };
+  loss();
+  for (size_t i = 0; i < ids.size(); ++i)
+    for (int64_t c = 0; c < 4; ++c) EXPECT_EQ(y.at(i, c), table.at(ids[i], c));
+  dt dtable(6, 4);
+  embedding_backward<double>(ids, R, dtable);
+  const dt n = numeric_grad(table, loss);
+  EXPECT_LT(rel_err(dtable, n), kTight);
+  for (int64_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(dtable.at(2, c), 0.0);  // unused rows stay zero
+    EXPECT_NEAR(dtable.at(3, c), R.at(0, c) + R.at(2, c) + R.at(4, c), 1e-14);
+  }
+}
+
+TEST(Embedding, FloatMatchesDoubleAndRangeCheck) {
+  std::mt19937 gen(5);
+  std::vector<int32_t> ids(300);
+  for (auto& i : ids) i = static_cast<int32_t>(gen() % 50);
+  dt table = rand_t(50, 200, 1), dy = rand_t(300, 200, 2), y, dtab(50, 200);
+  ft tf = to_float(table), dyf = to_float(dy), yf, dtf(50, 200);
+  embedding_forward<double>(ids, table, y);
+  embedding_forward<float>(ids, tf, yf);
+  embedding_backward<double>(ids, dy, dtab);
+  embedding_backward<float>(ids, dyf, dtf);
+  EXPECT_LT(rel_err(yf, y), kFloat);
+  EXPECT_LT(rel_err(dtf, dtab), kFloat);
+  std::vector<int32_t> bad = {0, 50};
+  EXPECT_THROW(embedding_forward<double>(bad, table, y), std::out_of_range);
+  bad = {-1};
+  dt dy1 = rand_t(1, 200, 3);
+  EXPECT_THROW(embedding_backward<double>(bad, dy1, dtab), std::out_of_range);
+}
+
+// ----------------------------------------------------------- attention ----
+
+// Naive causal attention, for checking the forward.
+dt attention_ref(const dt& qkv, int64_t batch, int64_t seq, int64_t heads) {
+  const int64_t d = qkv.cols() / 3, dh = d / heads;
+  dt out(batch * seq, d);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < seq; ++i) {
+        std::vector<double> s(static_cast<size_t>(i + 1));
+        double mx = -1e300;
+        for (int64_t j = 0; j <= i; ++j) {
+          double acc = 0;
+          for (int64_t c = 0; c < dh; ++c)
+            acc += qkv.at(b * seq + i, h * dh + c) * qkv.at(b * seq + j, d + h * dh + c);
+          s[j] = acc / std::sqrt(double(dh));
+          mx = std::max(mx, s[j]);
+        }
+        double z = 0;
+        for (auto& v : s) z += (v = std::exp(v - mx));
+        for (int64_t c = 0; c < dh; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j <= i; ++j)
+            acc += s[j] / z * qkv.at(b * seq + j, 2 * d + h * dh + c);
+          out.at(b * seq + i, h * dh + c) = acc;
+        }
+      }
+  return out;
+}
+
+TEST(Attention, Gradcheck) {
+  const int64_t B = 2, S = 5, H = 2, D = 8;
+  auto& eng = default_gemm_engine<double>();
+  dt qkv = rand_t(B * S, 3 * D, 31, -1.5, 1.5), R = rand_t(B * S, D, 32);
+  dt out, probs;
+  auto loss = [&] {
+    attention_forward<double>(eng, 0, qkv, B, S, H, out, probs);
+    return dot(out, R);
+  };
+  loss();
+  EXPECT_LT(rel_err(out, attention_ref(qkv, B, S, H)), 1e-14);
+  // probs rows sum to 1, future entries are exactly 0.
+  for (int64_t r = 0; r < B * H * S; ++r) {
+    const int64_t i = r % S;
+    double s = 0;
+    for (int64_t j = 0; j < S; ++j) {
+      s += probs.at(r, j);
+      if (j > i) {
+        EXPECT_EQ(probs.at(r, j), 0.0);
+      }
+    }
+    EXPECT_NEAR(s, 1.0, 1e-14);
+  }
+  dt dqkv;
+  attention_backward<double>(eng, 0, qkv, probs, R, B, S, H, dqkv);
+  const dt n = numeric_grad(qkv, loss);
+  EXPECT_LT(rel_err(dqkv, n), kTight);
+  // Each of Q, K and V gets a non-trivial gradient.
+  for (int part = 0; part < 3; ++part) {
+    double m = 0;
+    for (int64_t r = 0; r < B * S; ++r)
+      for (int64_t c = part * D; c < (part + 1) * D; ++c) m = std::max(m, std::abs(n.at(r, c)));
+    EXPECT_GT(m, 1e-3) << "part " << part;
+  }
+}
+
+TEST(Attention, CausalMask) {
+  const int64_t B = 2, S = 6, H = 2, D = 8;
+  auto& eng = default_gemm_engine<double>();
+  dt qkv = rand_t(B * S, 3 * D, 41), out1, out2, probs;
+  attention_forward<double>(eng, 0, qkv, B, S, H, out1, probs);
+  const int64_t t = 3;  // change K and V of token t of sample 1
+  dt qkv2 = qkv;
+  for (int64_t c = D; c < 3 * D; ++c) qkv2.at(1 * S + t, c) += 0.7;
+  attention_forward<double>(eng, 0, qkv2, B, S, H, out2, probs);
+  for (int64_t r = 0; r < B * S; ++r) {
+    const bool affected = r / S == 1 && r % S >= t;
+    double diff = 0;
+    for (int64_t c = 0; c < D; ++c) diff = std::max(diff, std::abs(out1.at(r, c) - out2.at(r, c)));
+    if (affected) {
+      EXPECT_GT(diff, 1e-6) << "row " << r;
+    } else {
+      EXPECT_EQ(diff, 0.0) << "row " << r;
+    }
+  }
+}
+
+TEST(Attention, EngineRolesAndSerialPathMatch) {
+  const int64_t B = 2, S = 7, H = 3, D = 12;
+  dt qkv = rand_t(B * S, 3 * D, 51), dout = rand_t(B * S, D, 52);
+  recording_engine<double> rec;
+  dt o1, p1, g1, o2, p2, g2;
+  attention_forward<double>(rec, 9, qkv, B, S, H, o1, p1);
+  ASSERT_EQ(rec.tags.size(), size_t(2 * B * H));
+  for (size_t i = 0; i < rec.tags.size(); ++i) {
+    EXPECT_EQ(rec.tags[i].layer, 9u);
+    EXPECT_EQ(rec.tags[i].role, i % 2 == 0 ? gemm_role::attn_scores : gemm_role::attn_values);
+  }
+  rec.tags.clear();
+  attention_backward<double>(rec, 9, qkv, p1, dout, B, S, H, g1);
+  ASSERT_EQ(rec.tags.size(), size_t(4 * B * H));
+  for (auto& t : rec.tags) EXPECT_EQ(t.role, gemm_role::attn_grad);
+  // The local engine may take the parallel-over-heads path; same answer.
+  const int saved = compute_threads();
+  set_compute_threads(2);
+  auto& eng = default_gemm_engine<double>();
+  attention_forward<double>(eng, 9, qkv, B, S, H, o2, p2);
+  attention_backward<double>(eng, 9, qkv, p2, dout, B, S, H, g2);
+  set_compute_threads(saved);
+  EXPECT_LT(rel_err(o2, o1), 1e-14);
+  EXPECT_LT(rel_err(p2, p1), 1e-14);
+  EXPECT_LT(rel_err(g2, g1), 1e-14);
+}
+
+TEST(Attention, FloatMatchesDouble) {
+  const int64_t B = 2, S = 33, H = 4, D = 64;
+  dt qkv = rand_t(B * S, 3 * D, 61, -2.0, 2.0), dout = rand_t(B * S, D, 62);
+  ft qkvf = to_float(qkv), doutf = to_float(dout);
+  dt o, p, g;
+  ft of, pf, gf;
+  attention_forward<double>(default_gemm_engine<double>(), 0, qkv, B, S, H, o, p);
+  attention_forward<float>(default_gemm_engine<float>(), 0, qkvf, B, S, H, of, pf);
+  attention_backward<double>(default_gemm_engine<double>(), 0, qkv, p, dout, B, S, H, g);
+  attention_backward<float>(default_gemm_engine<float>(), 0, qkvf, pf, doutf, B, S, H, gf);
+  EXPECT_LT(rel_err(of, o), kFloat);
+  EXPECT_LT(rel_err(pf, p), kFloat);
+  EXPECT_LT(rel_err(gf, g), kFloat);
+}
+
+// -------------------------------------------------------- cross-entropy ----
+
+TEST(SoftmaxXent, GradcheckAndValue) {
+  dt logits = rand_t(6, 9, 71, -3.0, 3.0);
+  const std::vector<int32_t> labels = {0, 8, 3, 3, 5, 1};
+  dt probs;
+  auto loss = [&] { return softmax_xent_forward<double>(logits, labels, probs); };
+  double ref = 0;
+  for (int64_t r = 0; r < 6; ++r) {
+    double z = 0;
+    for (int64_t c = 0; c < 9; ++c) z += std::exp(logits.at(r, c));
+    ref += -std::log(std::exp(logits.at(r, labels[r])) / z) / 6;
+  }
+  EXPECT_NEAR(loss(), ref, 1e-13);
+  dt dl;
+  softmax_xent_backward<double>(probs, labels, dl);
+  EXPECT_LT(rel_err(dl, numeric_grad(logits, loss)), kTight);
+}
+
+TEST(SoftmaxXent, StableForHugeLogits) {
+  dt logits(2, 3);
+  logits.at(0, 0) = 1000;
+  logits.at(0, 1) = 0;
+  logits.at(0, 2) = -1000;
+  logits.at(1, 0) = -1e4;
+  logits.at(1, 1) = -1e4;
+  logits.at(1, 2) = -1e4;
+  dt probs;
+  const double l = softmax_xent_forward<double>(logits, {1, 2}, probs);
+  EXPECT_TRUE(std::isfinite(l));
+  EXPECT_NEAR(l, (1000.0 + std::log(3.0)) / 2, 1e-9);
+  ft lf = to_float(logits), pf;
+  EXPECT_NEAR(softmax_xent_forward<float>(lf, {1, 2}, pf), l, 1e-3);
+}
+
+TEST(SoftmaxXent, LabelOutOfRangeThrows) {
+  dt logits = rand_t(2, 4, 1), probs, dl;
+  EXPECT_THROW(softmax_xent_forward<double>(logits, {0, 4}, probs), std::out_of_range);
+  EXPECT_THROW(softmax_xent_forward<double>(logits, {-1, 0}, probs), std::out_of_range);
+  softmax_xent_forward<double>(logits, {0, 3}, probs);
+  EXPECT_THROW(softmax_xent_backward<double>(probs, {0, 7}, dl), std::out_of_range);
+}
+
+TEST(SoftmaxXent, FloatMatchesDouble) {
+  dt logits = rand_t(40, 1000, 81, -5.0, 5.0);
+  std::vector<int32_t> labels(40);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i * 23 % 1000);
+  ft lf = to_float(logits);
+  dt p, g;
+  ft pf, gf;
+  const double l = softmax_xent_forward<double>(logits, labels, p);
+  const double lf_ = softmax_xent_forward<float>(lf, labels, pf);
+  EXPECT_NEAR(lf_, l, kFloat * std::abs(l));
+  softmax_xent_backward<double>(p, labels, g);
+  softmax_xent_backward<float>(pf, labels, gf);
+  EXPECT_LT(rel_err(pf, p), kFloat);
+  EXPECT_LT(rel_err(gf, g), kFloat);
+}
+
+// --------------------------------------------------------------- AdamW ----
+
+TEST(AdamW, ThreeStepsAgainstHandReference) {
+  adamw_config cfg;
+  cfg.lr = 0.1;
+  cfg.beta1 = 0.9;
+  cfg.beta2 = 0.99;
+  cfg.eps = 1e-8;
+  cfg.weight_decay = 0.1;
+  const double gs[3] = {0.5, -1.5, 2.0};
+  const double scale = 0.8;
+  for (bool decay : {true, false}) {
+    dt w(1, 2), g(1, 2), m, v;
+    w[0] = 1.0;
+    w[1] = -2.0;
+    double rw[2] = {1.0, -2.0}, rm[2] = {0, 0}, rv[2] = {0, 0};
+    for (int t = 1; t <= 3; ++t) {
+      g[0] = gs[t - 1];
+      g[1] = -3 * gs[t - 1];
+      adamw_update<double>(w, g, m, v, t, cfg, scale, decay);
+      for (int i = 0; i < 2; ++i) {
+        const double gg = g[i] * scale;
+        rm[i] = 0.9 * rm[i] + 0.1 * gg;
+        rv[i] = 0.99 * rv[i] + 0.01 * gg * gg;
+        const double mh = rm[i] / (1 - std::pow(0.9, t)), vh = rv[i] / (1 - std::pow(0.99, t));
+        rw[i] -= 0.1 * (mh / (std::sqrt(vh) + 1e-8) + (decay ? 0.1 * rw[i] : 0.0));
+        EXPECT_NEAR(w[i], rw[i], 1e-13) << "t=" << t << " i=" << i << " decay=" << decay;
+        EXPECT_NEAR(m[i], rm[i], 1e-14);
+        EXPECT_NEAR(v[i], rv[i], 1e-14);
+      }
+    }
+    // Literal value for step 1 of element 0: g*s = 0.4, mhat = 0.4, vhat = 0.16,
+    // update = 0.1 * (0.4 / (0.4 + 1e-8) + 0.1 * 1) when decaying.
+    dt w1(1, 1), g1(1, 1), m1, v1;
+    w1[0] = 1.0;
+    g1[0] = 0.5;
+    adamw_update<double>(w1, g1, m1, v1, 1, cfg, scale, decay);
+    EXPECT_NEAR(w1[0], 1.0 - 0.1 * (0.4 / (0.4 + 1e-8) + (decay ? 0.1 : 0.0)), 1e-15);
+  }
+}
+
+TEST(AdamW, FloatMatchesDouble) {
+  dt w = rand_t(100, 700, 1), g = rand_t(100, 700, 2), m, v;
+  ft wf = to_float(w), gf = to_float(g), mf, vf;
+  adamw_config cfg;
+  for (int t = 1; t <= 3; ++t) {
+    adamw_update<double>(w, g, m, v, t, cfg, 0.5, true);
+    adamw_update<float>(wf, gf, mf, vf, t, cfg, 0.5, true);
+  }
+  EXPECT_LT(rel_err(wf, w), kFloat);
+  EXPECT_LT(rel_err(mf, m), kFloat);
+  EXPECT_LT(rel_err(vf, v), kFloat);
+}
+
+TEST(AdamW, ClipScaleAndSumOfSquares) {
+  EXPECT_DOUBLE_EQ(clip_scale(0.5, 1.0), 1.0);
+  EXPECT_DOUBLE_EQ(clip_scale(1.0, 1.0), 1.0);
+  EXPECT_DOUBLE_EQ(clip_scale(4.0, 1.0), 1.0 / (4.0 + 1e-6));
+  EXPECT_DOUBLE_EQ(clip_scale(4.0, 2.0), 2.0 / (4.0 + 1e-6));
+  EXPECT_DOUBLE_EQ(clip_scale(100.0, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(clip_scale(100.0, -1.0), 1.0);
+  dt g(2, 2);
+  g[0] = 1;
+  g[1] = -2;
+  g[2] = 3;
+  g[3] = 0.5;
+  EXPECT_DOUBLE_EQ(sum_of_squares<double>(g), 14.25);
+  ft big(1000, 1000);  // many chunks; float input, double accumulation
+  for (int64_t i = 0; i < big.size(); ++i) big[i] = (i % 3 == 0) ? 0.1f : -0.2f;
+  double ref = 0;
+  for (int64_t i = 0; i < big.size(); ++i) ref += double(big[i]) * double(big[i]);
+  EXPECT_NEAR(sum_of_squares<float>(big), ref, 1e-9 * ref);
+  EXPECT_EQ(sum_of_squares<float>(ft()), 0.0);
+}
+
+// --------------------------------------------------------- determinism ----
+
+struct run_outputs {
+  std::vector<ft> tensors;
+  double loss = 0;
+  double sumsq = 0;
+};
+
+run_outputs run_everything() {
+  auto& eng = default_gemm_engine<float>();
+  const int64_t B = 2, S = 64, H = 4, D = 128, V = 1000, N = B * S;
+  run_outputs r;
+  std::vector<int32_t> ids(N), labels(N);
+  for (int64_t i = 0; i < N; ++i) {
+    ids[i] = static_cast<int32_t>((i * 37) % V);
+    labels[i] = static_cast<int32_t>((i * 53 + 1) % V);
+  }
+  ft table = to_float(rand_t(V, D, 1)), g = to_float(rand_t(1, D, 2, 0.5, 1.5)),
+     be = to_float(rand_t(1, D, 3)), wqkv = to_float(rand_t(D, 3 * D, 4, -0.1, 0.1)),
+     bqkv = to_float(rand_t(1, 3 * D, 5)), wout = to_float(rand_t(D, V, 6, -0.1, 0.1));
+  ft x, h, qkv, att, probs, a2, logits, sp;
+  layernorm_cache<float> c;
+  embedding_forward(ids, table, x);
+  layernorm_forward(x, g, be, 1e-5f, h, c);
+  linear_forward(eng, 0, h, wqkv, &bqkv, qkv);
+  attention_forward(eng, 1, qkv, B, S, H, att, probs);
+  gelu_forward(att, a2);
+  add_inplace(a2, x);
+  linear_forward<float>(eng, 2, a2, wout, nullptr, logits);
+  r.loss = softmax_xent_forward(logits, labels, sp);
+  ft dlog, da2, dwout, datt, dqkv, dwqkv, dbqkv, dh, dx, dg, dbe, dtable(V, D);
+  softmax_xent_backward(sp, labels, dlog);
+  linear_backward<float>(eng, 2, a2, wout, dlog, &da2, dwout, nullptr);
+  gelu_backward(att, da2, datt);
+  attention_backward(eng, 1, qkv, probs, datt, B, S, H, dqkv);
+  linear_backward(eng, 0, h, wqkv, dqkv, &dh, dwqkv, &dbqkv);
+  layernorm_backward(x, g, c, dh, dx, dg, dbe);
+  add_inplace(dx, da2);
+  embedding_backward(ids, dx, dtable);
+  r.sumsq = sum_of_squares(dwqkv) + sum_of_squares(dtable);
+  ft m, v;
+  adamw_update(wqkv, dwqkv, m, v, 1, adamw_config{}, clip_scale(std::sqrt(r.sumsq), 1.0), true);
+  r.tensors = {logits, sp, probs, qkv, dlog, dwout, dqkv, dwqkv, dbqkv, dx, dg, dbe, dtable, wqkv};
+  return r;
+}
+
+TEST(Determinism, BitIdenticalAcrossRunsWithTwoThreads) {
+  const int saved = compute_threads();
+  set_compute_threads(2);
+  EXPECT_EQ(compute_threads(), 2);
+  const run_outputs a = run_everything();
+  const run_outputs b = run_everything();
+  set_compute_threads(saved);
+  EXPECT_TRUE(std::isfinite(a.loss));
+  EXPECT_EQ(std::memcmp(&a.loss, &b.loss, sizeof(double)), 0);
+  EXPECT_EQ(std::memcmp(&a.sumsq, &b.sumsq, sizeof(double)), 0);
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    ASSERT_EQ(a.tensors[i].size(), b.tensors[i].size());
+    EXPECT_GT(a.tensors[i].size(), 0);
+    EXPECT_EQ(std::memcmp(a.tensors[i].data(), b.tensors[i].data(),
+                          sizeof(float) * a.tensors[i].size()),
+              0)
+        << "tensor " << i;
+  }
+}
+
+}  // namespace
+}  // namespace cleave
