@@ -20,6 +20,20 @@ int usage_error(const std::string& reason) {
   return 2;
 }
 
+// CAF renders a CLI error as parser_error(code, ({"argument" = "--x=y"})):
+// turn that into a sentence naming the argument.
+std::string explain_parse_error(const std::string& rendered) {
+  std::string arg;
+  auto at = rendered.find("\"argument\" = \"");
+  if (at != std::string::npos) {
+    at += 14;
+    arg = rendered.substr(at, rendered.find('"', at) - at);
+  }
+  if (arg.empty()) return rendered;
+  if (rendered.find("not_an_option") != std::string::npos) return "unknown flag '" + arg + "'";
+  return "invalid value in '" + arg + "'";
+}
+
 int runtime_error(const std::string& reason) {
   std::cerr << "cleave: " << reason << "\n";
   return 1;
@@ -45,7 +59,7 @@ int run_reference(const cleave_config& cfg, const train_options& opts, int threa
 int main(int argc, char** argv) {
   cleave_config cfg;
   if (auto err = cfg.parse(argc, argv))
-    return usage_error(cfg.render(err));
+    return usage_error(explain_parse_error(cfg.render(err)));
   if (cfg.cli_helptext_printed) return 0;
 
   auto level = spdlog::level::from_str(cfg.log_level);

@@ -7,16 +7,17 @@
 namespace cleave {
 
 cleave_config::cleave_config() {
-  caf::opt_group{custom_options_, "global"}
+  opt_group{custom_options_, "global"}
     .add(role, "role", "what this process runs: all = every role in one process")
     .add(devices, "devices", "emulated devices for --role=all (0: every GEMM runs locally)")
     .add(model, "model", "mlp or gpt")
     .add(gpt_shape, "shape", "gpt shape: small (d=256, 4 layers), opt-125m ... opt-13b")
     .add(hidden, "hidden", "mlp hidden widths, comma-separated (default 256,128)")
     .add(context, "context", "gpt context length in tokens (default 128)")
+    .add(vocab, "vocab", "gpt vocabulary (default 256: bytes; OPT uses 50272)")
     .add(dataset, "dataset", "fashion-mnist (mlp default) or fortunes (gpt default)")
     .add(data_dir, "data-dir", "dataset directory (default: the Debian package's path)")
-    .add(epochs, "epochs", "passes over the training set (default 5)")
+    .add(epochs, "epochs", "passes over the training set (mlp 5, gpt 1)")
     .add(steps, "steps", "stop after this many steps; overrides --epochs")
     .add(batch, "batch", "samples (images or sequences) per step (mlp 64, gpt 16)")
     .add(lr, "lr", "peak AdamW learning rate (mlp 1e-3, gpt 2e-3)")
@@ -71,7 +72,8 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
     o.model.hidden = *widths;
   } else if (c.model == "gpt") {
     if (auto e = positive("context", c.context)) return e;
-    auto shape = gpt_preset(c.gpt_shape, 256, c.context);
+    if (auto e = positive("vocab", c.vocab)) return e;
+    auto shape = gpt_preset(c.gpt_shape, c.vocab, c.context);
     if (!shape) return shape.error();
     o.model = *shape;
   } else {
@@ -80,9 +82,9 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   const bool lm = o.model.kind == "gpt";
   o.dataset = c.dataset.empty() ? (lm ? "fortunes" : "fashion-mnist") : c.dataset;
   o.data_dir = c.data_dir;
-  if (auto e = non_negative("epochs", c.epochs)) return e;
   if (auto e = non_negative("steps", c.steps)) return e;
-  o.epochs = c.epochs;
+  if (c.epochs < -1) return fail("--epochs must be >= 0, got " + std::to_string(c.epochs));
+  o.epochs = c.epochs >= 0 ? c.epochs : (lm ? 1 : 5);
   o.steps = c.steps;
   o.batch = c.batch != 0 ? c.batch : (lm ? 16 : 64);
   if (auto e = positive("batch", o.batch)) return e;

@@ -22,9 +22,10 @@ class cleave_config : public caf::actor_system_config {
   std::string gpt_shape = "small";
   std::string hidden = "256,128";
   int context = 128;
+  int vocab = 256;
   std::string dataset;  // default follows the model
   std::string data_dir;
-  int epochs = 5;
+  int epochs = -1;       // default follows the model
   int steps = 0;
   int batch = 0;         // default follows the model
   double lr = 0;         // default follows the model

@@ -10,10 +10,13 @@ namespace {
 
 constexpr int64_t kChunk = 2048;  // elements per parallel work item
 
+// GELU runs its vectorised tanh on a 64-byte aligned copy padded to whole
+// packets: Eigen would otherwise peel unaligned leading elements into a scalar
+// tanh that rounds differently, making the bits depend on buffer addresses.
+constexpr int64_t kBlk = 256;
 template <class T>
-using arr_map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T>
-using carr_map = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+using blk_map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+inline int64_t padded(int64_t l) { return (l + 15) / 16 * 16; }
 
 // Runs f(offset, length) over [0, n) in fixed chunks. Element-wise only, so
 // the result is independent of the thread count.
@@ -72,9 +75,16 @@ void gelu_forward(const basic_tensor<T>& x, basic_tensor<T>& y) {
   const T* xp = x.data();
   T* yp = y.data();
   for_chunks(x.size(), [&](int64_t off, int64_t len) {
-    carr_map<T> xv(xp + off, len);
-    arr_map<T> yv(yp + off, len);
-    yv = T(0.5) * xv * (T(1) + (kGeluK0<T> * (xv + kGeluK1<T> * xv.cube())).tanh());
+    alignas(64) T xb[kBlk];
+    alignas(64) T yb[kBlk];
+    for (int64_t o = off; o < off + len; o += kBlk) {
+      const int64_t l = std::min(kBlk, off + len - o), lp = padded(l);
+      std::copy(xp + o, xp + o + l, xb);
+      std::fill(xb + l, xb + lp, T(0));
+      blk_map<T> xv(xb, lp), yv(yb, lp);
+      yv = T(0.5) * xv * (T(1) + (kGeluK0<T> * (xv + kGeluK1<T> * xv.cube())).tanh());
+      std::copy(yb, yb + l, yp + o);
+    }
   });
 }
 
@@ -86,15 +96,22 @@ void gelu_backward(const basic_tensor<T>& x, const basic_tensor<T>& dy, basic_te
   const T* gp = dy.data();
   T* dp = dx.data();
   for_chunks(x.size(), [&](int64_t off, int64_t len) {
-    alignas(64) T tbuf[kChunk];
-    carr_map<T> xv(xp + off, len);
-    carr_map<T> gv(gp + off, len);
-    arr_map<T> dv(dp + off, len);
-    arr_map<T> t(tbuf, len);
-    t = (kGeluK0<T> * (xv + kGeluK1<T> * xv.cube())).tanh();
-    // d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k0 (1 + 3 k1 x^2)
-    dv = gv * (T(0.5) * (T(1) + t) + T(0.5) * xv * (T(1) - t.square()) * kGeluK0<T> *
-                                         (T(1) + T(3) * kGeluK1<T> * xv.square()));
+    alignas(64) T xb[kBlk];
+    alignas(64) T gb[kBlk];
+    alignas(64) T tb[kBlk];
+    for (int64_t o = off; o < off + len; o += kBlk) {
+      const int64_t l = std::min(kBlk, off + len - o), lp = padded(l);
+      std::copy(xp + o, xp + o + l, xb);
+      std::fill(xb + l, xb + lp, T(0));
+      std::copy(gp + o, gp + o + l, gb);
+      std::fill(gb + l, gb + lp, T(0));
+      blk_map<T> xv(xb, lp), gv(gb, lp), t(tb, lp);
+      t = (kGeluK0<T> * (xv + kGeluK1<T> * xv.cube())).tanh();
+      // d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k0 (1 + 3 k1 x^2)
+      gv = gv * (T(0.5) * (T(1) + t) + T(0.5) * xv * (T(1) - t.square()) * kGeluK0<T> *
+                                           (T(1) + T(3) * kGeluK1<T> * xv.square()));
+      std::copy(gb, gb + l, dp + o);
+    }
   });
 }
 

@@ -6,6 +6,24 @@
 
 namespace cleave {
 
+namespace {
+
+// sum_{i<n} f(i) over 16 fixed lanes combined in a fixed tree.
+template <class A, class F>
+A lane_sum(int64_t n, F&& f) {
+  constexpr int L = 16;
+  A acc[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int j = 0; j < L; ++j) acc[j] += f(i + j);
+  for (int j = 0; i + j < n; ++j) acc[j] += f(i + j);
+  for (int w = L / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  return acc[0];
+}
+
+}  // namespace
+
 template <class T>
 double sum_of_squares(const basic_tensor<T>& g) {
   const int64_t n = g.size();
@@ -21,13 +39,11 @@ double sum_of_squares(const basic_tensor<T>& g) {
 #pragma omp parallel for num_threads(nt) schedule(static) if (nchunks > 1)
   for (int64_t ic = 0; ic < nchunks; ++ic) {
     const int64_t end = std::min(n, (ic + 1) * chunk);
-    double acc = 0;
-#pragma omp simd reduction(+ : acc)
-    for (int64_t i = ic * chunk; i < end; ++i) {
-      const double x = static_cast<double>(p[i]);
-      acc += x * x;
-    }
-    partial[ic] = acc;
+    const T* q = p + ic * chunk;
+    partial[ic] = lane_sum<double>(end - ic * chunk, [&](int64_t i) {
+      const double x = static_cast<double>(q[i]);
+      return x * x;
+    });
   }
   double total = 0;
   for (int64_t ic = 0; ic < nchunks; ++ic) total += partial[ic];

@@ -12,6 +12,46 @@ namespace cleave {
 
 namespace {
 
+// Bit-reproducibility: Eigen peels unaligned leading elements of a Map into
+// scalar code (a different exp, a different summation order), so results
+// would depend on buffer addresses. Exponentials therefore run on a 64-byte
+// aligned block padded to whole packets, and sums use fixed lanes.
+constexpr int64_t kBlk = 256;
+template <class T>
+using blk_map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+
+// out[i] = exp((x[i] - mx) * scale) for i < n (out may be x); returns the sum.
+template <class T>
+T exp_sum(const T* x, T* out, int64_t n, T mx, T scale) {
+  alignas(64) T buf[kBlk];
+  T total = 0;
+  for (int64_t o = 0; o < n; o += kBlk) {
+    const int64_t l = std::min(kBlk, n - o), lp = (l + 15) / 16 * 16;
+    std::copy(x + o, x + o + l, buf);
+    std::fill(buf + l, buf + lp, mx);
+    blk_map<T> b(buf, lp);
+    b = ((b - mx) * scale).exp();
+    std::fill(buf + l, buf + lp, T(0));
+    total += b.sum();
+    std::copy(buf, buf + l, out + o);
+  }
+  return total;
+}
+
+// sum_{i<n} f(i) over 16 fixed lanes combined in a fixed tree.
+template <class A, class F>
+A lane_sum(int64_t n, F&& f) {
+  constexpr int L = 16;
+  A acc[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int j = 0; j < L; ++j) acc[j] += f(i + j);
+  for (int j = 0; i + j < n; ++j) acc[j] += f(i + j);
+  for (int w = L / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  return acc[0];
+}
+
 void check_dims(const char* what, int64_t rows, int64_t cols, int64_t batch, int64_t seq,
                 int64_t heads) {
   if (batch <= 0 || seq <= 0 || heads <= 0 || rows != batch * seq || cols % 3 != 0 ||
@@ -40,12 +80,12 @@ void causal_softmax(T* s, int64_t seq, int64_t ld, T scale) {
 #pragma omp parallel for num_threads(nt) schedule(static) if (!omp_in_parallel() && seq * seq > (1 << 15))
   for (int64_t i = 0; i < seq; ++i) {
     T* row = s + i * ld;
-    arr live(row, i + 1);
-    const T mx = live.maxCoeff();
-    live = ((live - mx) * scale).exp();
-    const T inv = T(1) / live.sum();
-    live *= inv;
-    std::fill(row + i + 1, row + seq, T(0));
+    const int64_t live = i + 1;
+    const T mx = arr(row, live).maxCoeff();  // exact in any order
+    const T inv = T(1) / exp_sum(row, row, live, mx, scale);
+#pragma omp simd
+    for (int64_t j = 0; j < live; ++j) row[j] *= inv;
+    std::fill(row + live, row + seq, T(0));
   }
 }
 
@@ -58,9 +98,7 @@ void softmax_grad(const T* p, int64_t ldp, T* dp, int64_t seq, T scale) {
     const T* pr = p + i * ldp;
     T* gr = dp + i * seq;
     const int64_t live = i + 1;
-    T dot = 0;
-#pragma omp simd reduction(+ : dot)
-    for (int64_t j = 0; j < live; ++j) dot += pr[j] * gr[j];
+    const T dot = lane_sum<T>(live, [&](int64_t j) { return pr[j] * gr[j]; });
 #pragma omp simd
     for (int64_t j = 0; j < live; ++j) gr[j] = pr[j] * (gr[j] - dot) * scale;
     std::fill(gr + live, gr + seq, T(0));

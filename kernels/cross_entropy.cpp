@@ -9,6 +9,32 @@ namespace cleave {
 
 namespace {
 
+// Bit-reproducibility: Eigen peels unaligned leading elements of a Map into
+// scalar code (a different exp, a different summation order), so results
+// would depend on buffer addresses. Exponentials therefore run on a 64-byte
+// aligned block padded to whole packets, and sums use fixed lanes.
+constexpr int64_t kBlk = 256;
+template <class T>
+using blk_map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+
+// out[i] = exp((x[i] - mx) * scale) for i < n (out may be x); returns the sum.
+template <class T>
+T exp_sum(const T* x, T* out, int64_t n, T mx, T scale) {
+  alignas(64) T buf[kBlk];
+  T total = 0;
+  for (int64_t o = 0; o < n; o += kBlk) {
+    const int64_t l = std::min(kBlk, n - o), lp = (l + 15) / 16 * 16;
+    std::copy(x + o, x + o + l, buf);
+    std::fill(buf + l, buf + lp, mx);
+    blk_map<T> b(buf, lp);
+    b = ((b - mx) * scale).exp();
+    std::fill(buf + l, buf + lp, T(0));
+    total += b.sum();
+    std::copy(buf, buf + l, out + o);
+  }
+  return total;
+}
+
 void check_labels(const std::vector<int32_t>& labels, int64_t rows, int64_t cols,
                   const char* what) {
   if (static_cast<int64_t>(labels.size()) != rows)
@@ -30,7 +56,6 @@ double softmax_xent_forward(const basic_tensor<T>& logits, const std::vector<int
   check_labels(labels, n, v, "softmax_xent_forward");
   probs.resize(n, v);
   if (n == 0) return 0.0;
-  using arr = Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>>;
   using carr = Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>>;
   // Per-chunk partial sums in double, combined in order: the loss does not
   // depend on the thread count.
@@ -43,12 +68,13 @@ double softmax_xent_forward(const basic_tensor<T>& logits, const std::vector<int
   for (int64_t ic = 0; ic < nchunks; ++ic) {
     double acc = 0;
     for (int64_t r = ic * chunk; r < std::min(n, (ic + 1) * chunk); ++r) {
-      carr x(logits.data() + r * v, v);
-      arr p(probs.data() + r * v, v);
-      const T mx = x.maxCoeff();
-      p = (x - mx).exp();
-      const T sum = p.sum();
-      p *= T(1) / sum;
+      const T* x = logits.data() + r * v;
+      T* p = probs.data() + r * v;
+      const T mx = carr(x, v).maxCoeff();  // exact in any order
+      const T sum = exp_sum(x, p, v, mx, T(1));
+      const T inv = T(1) / sum;
+#pragma omp simd
+      for (int64_t c = 0; c < v; ++c) p[c] *= inv;
       // loss = log(sum exp(x - mx)) - (x[label] - mx)
       acc += std::log(static_cast<double>(sum)) -
              (static_cast<double>(x[labels[r]]) - static_cast<double>(mx));

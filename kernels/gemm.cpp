@@ -31,6 +31,23 @@ void run(const A& a, const B& b, mut_view<T> c, T beta) {
   }
 }
 
+// Eigen evaluates products this small coefficient-wise with a vectorisation
+// that depends on where C sits in memory; this loop gives the same bits
+// wherever the operands are.
+template <class T>
+void tiny_gemm(const_view<T> a, bool ta, const_view<T> b, bool tb, mut_view<T> c, int64_t k,
+               T beta) {
+  for (int64_t i = 0; i < c.rows; ++i)
+    for (int64_t j = 0; j < c.cols; ++j) {
+      T s = 0;
+      for (int64_t p = 0; p < k; ++p)
+        s += (ta ? a.data[p * a.ld + i] : a.data[i * a.ld + p]) *
+             (tb ? b.data[j * b.ld + p] : b.data[p * b.ld + j]);
+      T& out = c.data[i * c.ld + j];
+      out = beta == T(0) ? s : s + beta * out;
+    }
+}
+
 }  // namespace
 
 template <class T>
@@ -48,6 +65,10 @@ void gemm_local(const_view<T> a, bool trans_a, const_view<T> b, bool trans_b, mu
       c.map().setZero();
     else if (beta != T(1))
       c.map() *= beta;
+    return;
+  }
+  if (m + n + k < 24) {  // Eigen's coefficient-based threshold is 20
+    tiny_gemm<T>(a, trans_a, b, trans_b, c, k, beta);
     return;
   }
   const auto am = a.map();

@@ -6,6 +6,24 @@
 
 namespace cleave {
 
+namespace {
+
+// sum_{i<n} f(i) over 16 fixed lanes combined in a fixed tree.
+template <class A, class F>
+A lane_sum(int64_t n, F&& f) {
+  constexpr int L = 16;
+  A acc[L] = {};
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    for (int j = 0; j < L; ++j) acc[j] += f(i + j);
+  for (int j = 0; i + j < n; ++j) acc[j] += f(i + j);
+  for (int w = L / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
+  return acc[0];
+}
+
+}  // namespace
+
 template <class T>
 void layernorm_forward(const basic_tensor<T>& x, const basic_tensor<T>& gamma,
                        const basic_tensor<T>& beta, T eps, basic_tensor<T>& y,
@@ -28,16 +46,13 @@ void layernorm_forward(const basic_tensor<T>& x, const basic_tensor<T>& gamma,
   for (int64_t r = 0; r < n; ++r) {
     const T* xr = xp + r * d;
     T* yr = yp + r * d;
-    T s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int64_t c = 0; c < d; ++c) s += xr[c];
-    const T mean = s * inv_d;
-    T q = 0;  // two-pass variance: no cancellation for rows with a large mean
-#pragma omp simd reduction(+ : q)
-    for (int64_t c = 0; c < d; ++c) {
+    // Fixed-lane sums (bits independent of addresses); two-pass variance
+    // avoids cancellation for rows with a large mean.
+    const T mean = lane_sum<T>(d, [&](int64_t c) { return xr[c]; }) * inv_d;
+    const T q = lane_sum<T>(d, [&](int64_t c) {
       const T z = xr[c] - mean;
-      q += z * z;
-    }
+      return z * z;
+    });
     const T rstd = T(1) / std::sqrt(q * inv_d + eps);
     mp[r] = mean;
     rp[r] = rstd;
@@ -101,13 +116,8 @@ void layernorm_backward(const basic_tensor<T>& x, const basic_tensor<T>& gamma,
     const T* gr = dyp + r * d;
     T* dr = dxp + r * d;
     const T mean = mp[r], rstd = rp[r];
-    T sg = 0, sgx = 0;
-#pragma omp simd reduction(+ : sg, sgx)
-    for (int64_t c = 0; c < d; ++c) {
-      const T g = gr[c] * gp[c];
-      sg += g;
-      sgx += g * (xr[c] - mean) * rstd;
-    }
+    const T sg = lane_sum<T>(d, [&](int64_t c) { return gr[c] * gp[c]; });
+    const T sgx = lane_sum<T>(d, [&](int64_t c) { return gr[c] * gp[c] * (xr[c] - mean) * rstd; });
     const T mg = sg * inv_d, mgx = sgx * inv_d;
 #pragma omp simd
     for (int64_t c = 0; c < d; ++c) {

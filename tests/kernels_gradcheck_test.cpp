@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -748,6 +750,61 @@ TEST(Determinism, BitIdenticalAcrossRunsWithTwoThreads) {
                           sizeof(float) * a.tensors[i].size()),
               0)
         << "tensor " << i;
+  }
+}
+
+// The same data at different heap addresses (so different alignments mod 64)
+// gives the same bits: no address-dependent peeling in the kernels.
+TEST(Determinism, IndependentOfBufferAlignment) {
+  const int64_t R = 7, C = 37;  // 1036-byte buffers: consecutive heap blocks shift alignment
+  const ft x0 = to_float(rand_t(R, C, 91, -3.0, 3.0)), dy0 = to_float(rand_t(R, C, 92));
+  const ft g = to_float(rand_t(1, C, 93)), b = to_float(rand_t(1, C, 94));
+  const ft qkv0 = to_float(rand_t(2 * 3, 3 * 12, 95));
+  const ft w = to_float(rand_t(C, 3, 96));
+  const std::vector<int32_t> labels = {0, 5, 36, 2, 2, 9, 30};
+  struct outs {
+    ft y1, y2, y3, y4, y5, y6, y7;
+    double l = 0, ss = 0;
+  };
+  auto run = [&](const ft& x, const ft& dy, const ft& qkv, outs& o) {
+    layernorm_cache<float> c;
+    ft dg, db, probs;
+    gelu_forward(x, o.y1);
+    gelu_backward(x, dy, o.y2);
+    layernorm_forward(x, g, b, 1e-5f, o.y3, c);
+    layernorm_backward(x, g, c, dy, o.y4, dg, db);
+    o.l = softmax_xent_forward(x, labels, o.y5);
+    attention_forward<float>(default_gemm_engine<float>(), 0, qkv, 2, 3, 2, o.y6, probs);
+    linear_forward<float>(default_gemm_engine<float>(), 0, x, w, nullptr, o.y7);
+    o.ss = sum_of_squares(x);
+  };
+  std::vector<ft> keep;  // interleaved allocations
+  std::vector<outs> results(12);
+  std::vector<int> aligns;
+  for (auto& o : results) {
+    keep.emplace_back(1, static_cast<int64_t>(keep.size() % 5 + 1));
+    ft x = x0, dy = dy0, qkv = qkv0;
+    aligns.push_back(static_cast<int>(reinterpret_cast<uintptr_t>(x.data()) % 64));
+    run(x, dy, qkv, o);
+    keep.push_back(std::move(x));
+  }
+  std::sort(aligns.begin(), aligns.end());
+  EXPECT_GT(std::unique(aligns.begin(), aligns.end()) - aligns.begin(), 1)
+      << "test setup: the copies all had the same alignment";
+  auto same = [](const ft& a, const ft& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+  };
+  for (size_t i = 1; i < results.size(); ++i) {
+    const outs &a = results[0], &o = results[i];
+    EXPECT_TRUE(same(a.y1, o.y1)) << "gelu fwd, copy " << i;
+    EXPECT_TRUE(same(a.y2, o.y2)) << "gelu bwd, copy " << i;
+    EXPECT_TRUE(same(a.y3, o.y3)) << "layernorm fwd, copy " << i;
+    EXPECT_TRUE(same(a.y4, o.y4)) << "layernorm bwd, copy " << i;
+    EXPECT_TRUE(same(a.y5, o.y5)) << "softmax, copy " << i;
+    EXPECT_TRUE(same(a.y6, o.y6)) << "attention, copy " << i;
+    EXPECT_TRUE(same(a.y7, o.y7)) << "linear, copy " << i;
+    EXPECT_EQ(std::memcmp(&a.l, &o.l, sizeof(double)), 0) << "xent loss, copy " << i;
+    EXPECT_EQ(std::memcmp(&a.ss, &o.ss, sizeof(double)), 0) << "sum_of_squares, copy " << i;
   }
 }
 

@@ -23,6 +23,7 @@ nlohmann::json make_report(const train_options& opts, const train_result& res, i
   j["epochs"] = res.epochs;
   j["final_train_loss"] = res.final_train_loss;
   j["mean_step_seconds"] = res.mean_step_seconds;
+  j["median_step_seconds"] = res.median_step_seconds;
   if (res.classifier) {
     j["test_accuracy"] = res.test_accuracy;
     j["test_loss"] = res.test_loss;

@@ -1,5 +1,6 @@
 #include "actors/ps/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -183,7 +184,7 @@ caf::expected<train_result> trainer::run() {
   std::vector<int64_t> order = permutation(data_.train_samples(), derive_seed(opts_.seed, 100 + epoch_));
   batch b;
   auto& params = model_->parameters();
-  double step_seconds = 0;
+  std::vector<double> step_seconds;
   auto last_report = clock_type::now();
   const auto run_start = clock_type::now();
   const int64_t first_step = step_;
@@ -210,7 +211,7 @@ caf::expected<train_result> trainer::run() {
       adamw_update(p.value, p.grad, p.adam_m, p.adam_v, step_ + 1, cfg, scale, p.decay);
     ++step_;
     index_in_epoch_ += opts_.batch;
-    step_seconds += seconds_since(t0);
+    step_seconds.push_back(seconds_since(t0));
     res.losses.push_back(loss);
     if (on_step) on_step(step_, loss);
 
@@ -232,7 +233,14 @@ caf::expected<train_result> trainer::run() {
   res.steps = step_;
   res.epochs = epoch_ + static_cast<double>(index_in_epoch_) / (steps_per_epoch_ * opts_.batch);
   res.final_train_loss = res.losses.empty() ? 0 : res.losses.back();
-  res.mean_step_seconds = res.losses.empty() ? 0 : step_seconds / res.losses.size();
+  if (!step_seconds.empty()) {
+    double sum = 0;
+    for (double s : step_seconds) sum += s;
+    res.mean_step_seconds = sum / static_cast<double>(step_seconds.size());
+    std::nth_element(step_seconds.begin(), step_seconds.begin() + step_seconds.size() / 2,
+                     step_seconds.end());
+    res.median_step_seconds = step_seconds[step_seconds.size() / 2];
+  }
 
   spdlog::info("evaluating");
   auto ev = evaluate();

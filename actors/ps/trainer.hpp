@@ -40,6 +40,7 @@ struct train_result {
   double epochs = 0;              // epochs of data consumed (fractional)
   double final_train_loss = 0;    // loss of the last step
   double mean_step_seconds = 0;   // training steps of this run only
+  double median_step_seconds = 0;
   std::vector<double> losses;     // every step of this run, in order
   bool classifier = false;
   double test_accuracy = 0;

@@ -15,7 +15,8 @@ expect_refusal() {  # expect_refusal "words the reason must contain" args...
 }
 
 expect_refusal "unknown role 'bogus'" --role=bogus
-expect_refusal "epochs" --epochs=abc
+expect_refusal "invalid value in '--epochs=abc'" --epochs=abc
+expect_refusal "unknown flag '--frobnicate=1'" --frobnicate=1
 expect_refusal "--batch must be positive" --batch=-3
 expect_refusal "unknown model 'resnet'" --model=resnet
 expect_refusal "unknown gpt shape" --model=gpt --shape=opt-999b
@@ -51,7 +52,7 @@ out=$("$CLEAVE" --steps=6 --checkpoint-dir="$ck" --resume --hidden=32 --report="
 expect_refusal "was written for model" --steps=6 --checkpoint-dir="$ck" --resume --hidden=64
 
 # --help explains every flag and exits 0.
-help=$("$CLEAVE" --help) || fail "--help exited non-zero"
+help=$("$CLEAVE" --help 2>&1) || fail "--help exited non-zero"
 for flag in role devices model shape dataset data-dir epochs steps batch lr seed threads report \
             checkpoint-dir checkpoint-every resume; do
   [[ $help == *"--$flag"* ]] || fail "--help does not mention --$flag"
