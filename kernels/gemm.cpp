@@ -1,3 +1,9 @@
+// GCC 12 reports false -Wmaybe-uninitialized positives inside Eigen's AVX-512
+// packet code; nothing in this file is affected.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "kernels/gemm.hpp"
 
 #include <atomic>

@@ -223,7 +223,9 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
   checkpoint ck;
   try {
     capnp::ReaderOptions opts;
-    opts.traversalLimitInWords = len / sizeof(capnp::word) + 1024;
+    // Decoding visits each tensor's chunks twice (length check, then copy);
+    // the limit still bounds any amplification to a few times the file size.
+    opts.traversalLimitInWords = 4 * (len / sizeof(capnp::word)) + 1024;
     capnp::FlatArrayMessageReader reader(words, opts);
     auto root = reader.getRoot<Checkpoint>();
     ck.model = decode_model(root.getModel());

