@@ -16,7 +16,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 cleave="${CLEAVE:-$root/build/cmd/cleave}"
 threads="$(nproc)"
-rounds=2
+rounds=3
 cases="mlp,gpt-small,opt-125m"
 opt_context=128
 opt_batch=4
@@ -86,6 +86,9 @@ for c in "${case_list[@]}"; do
   [[ -n "${desc[$c]:-}" ]] || { echo "unknown case '$c' (mlp, gpt-small, opt-125m)" >&2; exit 2; }
 done
 
+# Both sides spin OpenMP barriers over every core: anything else running
+# (a build, tests) inflates the medians far beyond its share. Run on a quiet box.
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg) (cores: $(nproc))"
 start=$SECONDS
 for ((r = 1; r <= rounds; ++r)); do
   for c in "${case_list[@]}"; do
@@ -96,8 +99,8 @@ for ((r = 1; r <= rounds; ++r)); do
     # shellcheck disable=SC2086
     "$py" "$here/peer_torch.py" ${peer[$c]} --threads="$threads" >"$tmp/torch.json"
     t="$(json_field "$tmp/torch.json" median_step_seconds)"
-    printf '[round %d] %-10s ours %.5f s/step  torch %.5f s/step  (%ds elapsed)\n' \
-      "$r" "$c" "$o" "$t" $((SECONDS - start)) >&2
+    printf '[round %d] %-10s ours %.5f s/step  torch %.5f s/step  (%ds elapsed, load %s)\n' \
+      "$r" "$c" "$o" "$t" $((SECONDS - start)) "$(cut -d' ' -f1-3 /proc/loadavg)" >&2
     per_round[$c]+="${per_round[$c]:+ }$o/$t"
     best_ours[$c]="$("$py" -c 'import sys; print(min(float(sys.argv[1]), float(sys.argv[2] or "inf")))' "$o" "${best_ours[$c]:-}")"
     best_torch[$c]="$("$py" -c 'import sys; print(min(float(sys.argv[1]), float(sys.argv[2] or "inf")))' "$t" "${best_torch[$c]:-}")"
@@ -106,7 +109,7 @@ done
 
 echo
 echo "Peer step time: cleave (reference, --role=all --devices=0) vs PyTorch $("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null) CPU"
-echo "threads=$threads (torch: set_num_threads($threads), interop 1, OMP_WAIT_POLICY=passive), rounds=$rounds, best of per-round medians"
+echo "threads=$threads (torch: set_num_threads($threads), interop 1, OpenBLAS pthread, OMP_WAIT_POLICY=passive, AdamW foreach=False), rounds=$rounds, best of per-round medians"
 printf '%-11s %-56s %12s %12s %12s\n' case shape "ours s/step" "torch s/step" "ours/torch"
 for c in "${case_list[@]}"; do
   printf '%-11s %-56s %12.5f %12.5f %11.2fx\n' "$c" "${desc[$c]}" "${best_ours[$c]}" "${best_torch[$c]}" \
@@ -114,4 +117,4 @@ for c in "${case_list[@]}"; do
 done
 echo "per-round medians ours/torch:"
 for c in "${case_list[@]}"; do echo "  $c: ${per_round[$c]}"; done
-echo "total $((SECONDS - start)) s"
+echo "total $((SECONDS - start)) s; load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -43,6 +43,9 @@ def parse_args():
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--weight-decay", type=float, default=0.01)
     p.add_argument("--clip", type=float, default=1.0)
+    p.add_argument("--foreach", type=int, choices=[0, 1], default=0,
+                   help="AdamW multi-tensor path; 1.13's CPU foreach AdamW is the slower "
+                        "one here (its _foreach sqrt/add are ~2x the per-tensor loop)")
     p.add_argument("--show-config", action="store_true",
                    help="print torch.__config__.show() and the BLAS libraries mapped into "
                         "this process, then exit")
@@ -202,7 +205,7 @@ def main():
             (decay if isinstance(mod, nn.Linear) and name == "weight" else no_decay).append(p)
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, 0.999), eps=1e-8, foreach=True)
+                            lr=a.lr, betas=(0.9, 0.999), eps=1e-8, foreach=bool(a.foreach))
     params = [p for p in model.parameters()]
     n_params = sum(p.numel() for p in params)
     model.train()
@@ -232,6 +235,7 @@ def main():
         "threads": torch.get_num_threads(),
         "interop_threads": torch.get_num_interop_threads(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "adamw_foreach": bool(a.foreach),
         "warmup_steps": a.warmup_steps,
         "steps": a.steps,
         "median_step_seconds": statistics.median(times) if times else None,

@@ -6,19 +6,13 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/ps/report.hpp"
-#include "actors/ps/trainer.hpp"
 #include "cmd/options.hpp"
+#include "cmd/roles.hpp"
 #include "schema/errors.hpp"
 
 using namespace cleave;
 
 namespace {
-
-int usage_error(const std::string& reason) {
-  std::cerr << "cleave: " << reason << " (see --help)\n";
-  return 2;
-}
 
 // CAF renders a CLI error as parser_error(code, ({"argument" = "--x=y"})):
 // turn that into a sentence naming the argument.
@@ -32,26 +26,6 @@ std::string explain_parse_error(const std::string& rendered) {
   if (arg.empty()) return rendered;
   if (rendered.find("not_an_option") != std::string::npos) return "unknown flag '" + arg + "'";
   return "invalid value in '" + arg + "'";
-}
-
-int runtime_error(const std::string& reason) {
-  std::cerr << "cleave: " << reason << "\n";
-  return 1;
-}
-
-// --role=all --devices=0: every role in this process, every GEMM local.
-int run_reference(const cleave_config& cfg, const train_options& opts, int threads) {
-  auto data = load_training_data(opts);
-  if (!data) return runtime_error(describe(data.error()));
-  trainer t(opts, **data, default_gemm_engine<float>());
-  auto res = t.run();
-  if (!res) return runtime_error(describe(res.error()));
-  if (!cfg.report.empty()) {
-    auto doc = make_report(opts, *res, cfg.devices, threads);
-    if (auto err = write_json_file(cfg.report, doc)) return runtime_error(describe(err));
-    spdlog::info("report written to {}", cfg.report);
-  }
-  return 0;
 }
 
 }  // namespace
@@ -75,11 +49,15 @@ int main(int argc, char** argv) {
                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   set_compute_threads(threads);
 
-  if (cfg.role == "all") {
-    if (cfg.devices < 0) return usage_error("--devices must be >= 0");
-    if (cfg.devices > 0)
-      return usage_error("--devices > 0 needs the distributed runtime, which this build does not include yet");
-    return run_reference(cfg, *opts, threads);
-  }
-  return usage_error("unknown role '" + cfg.role + "' (expected: all)");
+  cfg.set("scheduler.max-threads", threads);
+  if (cfg.devices < 0) return usage_error("--devices must be >= 0");
+  if (cfg.ps_shards != 1)
+    return usage_error("--ps-shards=" + std::to_string(cfg.ps_shards)
+                       + ": this build runs one parameter-server shard");
+  if (!(cfg.tile_timeout > 0) || !(cfg.heartbeat > 0) || !(cfg.ps_flops > 0) || !(cfg.ps_egress > 0))
+    return usage_error("--tile-timeout, --heartbeat, --ps-flops and --ps-egress must be positive");
+  if (cfg.role == "all") return run_all(cfg, *opts, threads);
+  if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
+  if (cfg.role == "device") return run_device(cfg, threads);
+  return usage_error("unknown role '" + cfg.role + "' (expected all, ps or device)");
 }

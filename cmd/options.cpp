@@ -2,7 +2,11 @@
 
 #include <sstream>
 
+#include <caf/io/middleman.hpp>
+
+#include "actors/planner/planner_actor.hpp"
 #include "schema/errors.hpp"
+#include "schema/messages.hpp"
 
 namespace cleave {
 
@@ -12,7 +16,7 @@ cleave_config::cleave_config() {
     .add(devices, "devices", "emulated devices for --role=all (0: every GEMM runs locally)")
     .add(model, "model", "mlp or gpt")
     .add(gpt_shape, "shape", "gpt shape: small (d=256, 4 layers), opt-125m ... opt-13b")
-    .add(hidden, "hidden", "mlp hidden widths, comma-separated (default 256,128)")
+    .add(hidden, "hidden", "mlp hidden widths, comma-separated (default 512,256)")
     .add(context, "context", "gpt context length in tokens (default 128)")
     .add(vocab, "vocab", "gpt vocabulary (default 256: bytes; OPT uses 50272)")
     .add(dataset, "dataset", "fashion-mnist (mlp default) or fortunes (gpt default)")
@@ -32,7 +36,20 @@ cleave_config::cleave_config() {
     .add(checkpoint_every, "checkpoint-every", "checkpoint every N steps (and at the end)")
     .add(resume, "resume", "continue from the newest valid checkpoint in --checkpoint-dir")
     .add(log_level, "log-level", "trace, debug, info, warn, error or off (default info)")
-    .add(progress_seconds, "progress-seconds", "seconds between progress lines (default 5)");
+    .add(progress_seconds, "progress-seconds", "seconds between progress lines (default 5)")
+    .add(fleet, "fleet", "JSON fleet file for the in-process devices (see README)")
+    .add(profile, "profile", "device preset: phone, edge, laptop, vm or fast")
+    .add(ps_shards, "ps-shards", "parameter-server shards (this build: 1)")
+    .add(listen, "listen", "--role=ps: [host:]port to accept devices on")
+    .add(connect, "connect", "--role=device: host:port of the ps")
+    .add(min_devices, "min-devices", "devices to wait for before the first step")
+    .add(tile_timeout, "tile-timeout", "seconds before an unanswered tile is reassigned (default 30)")
+    .add(ps_flops, "ps-flops", "the PS's own GEMM rate in FLOP/s, for the cost model (default 5e10)")
+    .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9)")
+    .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)");
+  add_cleave_message_types(*this);
+  add_planner_message_types(*this);
+  load<caf::io::middleman>();
 }
 
 namespace {
@@ -106,6 +123,21 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   if (!(c.progress_seconds > 0)) return fail("--progress-seconds must be positive");
   o.progress_seconds = c.progress_seconds;
   return o;
+}
+
+caf::expected<std::pair<std::string, uint16_t>> parse_endpoint(const std::string& text,
+                                                               const char* flag,
+                                                               bool allow_no_host) {
+  const auto colon = text.rfind(':');
+  std::string host = colon == std::string::npos ? "" : text.substr(0, colon);
+  const std::string port_text = colon == std::string::npos ? text : text.substr(colon + 1);
+  char* end = nullptr;
+  const long port = std::strtol(port_text.c_str(), &end, 10);
+  if (port_text.empty() || *end != '\0' || port < 0 || port > 65535)
+    return fail(std::string{"--"} + flag + ": '" + text + "' has no valid port (0-65535)");
+  if (host.empty() && !allow_no_host)
+    return fail(std::string{"--"} + flag + ": '" + text + "' needs host:port");
+  return std::make_pair(host, static_cast<uint16_t>(port));
 }
 
 }  // namespace cleave

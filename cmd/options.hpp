@@ -20,7 +20,7 @@ class cleave_config : public caf::actor_system_config {
   int devices = 0;
   std::string model = "mlp";
   std::string gpt_shape = "small";
-  std::string hidden = "256,128";
+  std::string hidden = "512,256";
   int context = 128;
   int vocab = 256;
   std::string dataset;  // default follows the model
@@ -40,11 +40,27 @@ class cleave_config : public caf::actor_system_config {
   int checkpoint_every = 0;
   bool resume = false;
   std::string log_level = "info";
+  // runtime
+  std::string fleet;           // fleet file for the in-process devices
+  std::string profile;         // device preset: the device role's profile, or the in-process fleet's
+  int ps_shards = 1;
+  std::string listen;          // --role=ps: [host:]port to publish on
+  std::string connect;         // --role=device: host:port of the ps
+  int min_devices = -1;        // default: --devices for role all, 1 for role ps
+  double tile_timeout = 30;    // seconds before a tile is given to someone else
+  double ps_flops = 5e10;      // the PS's own GEMM rate, for the cost model
+  double ps_egress = 1.25e9;   // bytes/s the PS can send to the fleet
+  double heartbeat = 0.1;      // seconds between device heartbeats
   double progress_seconds = 5;
 };
 
 // Checks every value and fills in model-dependent defaults. Errors are one
 // line naming the flag.
 caf::expected<train_options> to_train_options(const cleave_config& cfg);
+
+// Splits "host:port" (host optional when allow_no_host); checks the port.
+caf::expected<std::pair<std::string, uint16_t>> parse_endpoint(const std::string& text,
+                                                               const char* flag,
+                                                               bool allow_no_host);
 
 }  // namespace cleave

@@ -108,6 +108,8 @@ void set_compute_threads(int n) {
   omp_set_num_threads(n);  // calling thread's default; kernels also pass num_threads explicitly
 }
 
+void set_gemm_threads(int n) { Eigen::setNbThreads(n > 0 ? n : 1); }
+
 int compute_threads() {
   const int n = g_threads.load(std::memory_order_relaxed);
   return n > 0 ? n : omp_get_max_threads();

@@ -56,5 +56,9 @@ gemm_engine<T>& default_gemm_engine();
 // Threads used by Eigen's GEMM (and the OpenMP loops in kernels/).
 void set_compute_threads(int n);
 int compute_threads();
+// Threads inside one Eigen GEMM only (process-wide in Eigen). The distributed
+// runtime sets 1: its parallelism comes from many tiles running at once on
+// the actor scheduler's threads, and nested teams would oversubscribe cores.
+void set_gemm_threads(int n);
 
 }  // namespace cleave

@@ -6,6 +6,7 @@
 #include <caf/error.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/ps/distributed_gemm.hpp"
 #include "actors/ps/trainer.hpp"
 
 namespace cleave {
@@ -13,6 +14,11 @@ namespace cleave {
 // The fields every run reports; the runtime adds its own keys to the result.
 nlohmann::json make_report(const train_options& opts, const train_result& res, int devices,
                            int threads);
+
+// The distributed runtime's accounting: fleet totals, per device, and where
+// the step time went.
+void add_runtime_report(nlohmann::json& report, const distributed_gemm& eng, int ps_shards,
+                        int64_t steps);
 
 // Written to a temporary file and renamed, so a reader never sees half a report.
 caf::error write_json_file(const std::string& path, const nlohmann::json& doc);

@@ -196,6 +196,8 @@ caf::expected<train_result> trainer::run() {
       order = permutation(data_.train_samples(), derive_seed(opts_.seed, 100 + epoch_));
     }
     const auto t0 = clock_type::now();
+    if (before_step)
+      if (auto err = before_step(step_)) return err;
     data_.fill_train(order.data() + index_in_epoch_, opts_.batch, b);
     for (auto& p : params) p.grad.zero();
     const double loss = model_->train_batch(b);

@@ -61,6 +61,9 @@ class trainer {
   // valid checkpoint in checkpoint_dir.
   caf::expected<train_result> run();
 
+  // Called before every step (0-based step index); an error stops training.
+  // The distributed runtime refreshes its fleet here.
+  std::function<caf::error(int64_t)> before_step;
   // Called after every step with (step, loss); the runtime hooks accounting here.
   std::function<void(int64_t, double)> on_step;
 

@@ -1,0 +1,83 @@
+#include "actors/detector/detector_actor.hpp"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+namespace cleave {
+
+namespace {
+
+double now_seconds(caf::local_actor* self) {
+  return std::chrono::duration<double>(self->clock().now().time_since_epoch()).count();
+}
+
+void publish(caf::stateful_actor<detector_state>* self, fleet_event ev) {
+  spdlog::debug("detector: device {} {}", ev.device, to_string(ev.kind));
+  for (auto& sub : self->state.subscribers) self->send(sub, event_atom::value, ev);
+}
+
+}  // namespace
+
+caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector_options opts) {
+  self->state.opts = opts;
+  self->set_down_handler([=](const caf::down_msg& msg) {
+    for (auto& [id, dev] : self->state.devices) {
+      if (dev.handle.address() == msg.source && !dev.dead) {
+        dev.dead = true;
+        publish(self, {fleet_event_kind::dead, id, 0});
+      }
+    }
+  });
+  self->send(self, tick_atom::value);
+  return {
+    [=](subscribe_atom, caf::actor sub) {
+      self->monitor(sub);
+      self->state.subscribers.push_back(std::move(sub));
+    },
+    [=](watch_atom, int32_t id, caf::actor device) {
+      auto& st = self->state;
+      watched_device dev{device, phi_accrual{st.opts.heartbeat_seconds, st.opts.min_stddev}};
+      dev.level.heartbeat(now_seconds(self));
+      self->monitor(device);
+      st.devices.insert_or_assign(id, std::move(dev));
+      publish(self, {fleet_event_kind::join, id, 0});
+    },
+    [=](heartbeat_atom, int32_t id) {
+      auto& st = self->state;
+      auto it = st.devices.find(id);
+      if (it == st.devices.end()) {
+        spdlog::warn("detector: heartbeat from unknown device {} ignored", id);
+        return;
+      }
+      auto& dev = it->second;
+      if (dev.dead) return;  // a dead device must join again
+      dev.level.heartbeat(now_seconds(self));
+      if (dev.suspected) {
+        dev.suspected = false;
+        publish(self, {fleet_event_kind::rejoin, id, 0});
+      }
+    },
+    [=](tick_atom) {
+      auto& st = self->state;
+      const double now = now_seconds(self);
+      for (auto& [id, dev] : st.devices) {
+        if (dev.dead) continue;
+        const double phi = dev.level.phi(now);
+        if (phi >= st.opts.dead_phi) {
+          dev.dead = true;
+          publish(self, {fleet_event_kind::dead, id, phi});
+        } else if (phi >= st.opts.suspect_phi && !dev.suspected) {
+          dev.suspected = true;
+          publish(self, {fleet_event_kind::suspect, id, phi});
+        }
+      }
+      self->delayed_send(self,
+                         std::chrono::duration_cast<caf::timespan>(
+                           std::chrono::duration<double>{st.opts.check_seconds}),
+                         tick_atom::value);
+    },
+  };
+}
+
+}  // namespace cleave

@@ -1,0 +1,40 @@
+#pragma once
+// The failure detector: heartbeats feed a phi-accrual level per device, and a
+// CAF monitor on each device catches a lost connection at once. Subscribers
+// (planner, PS shards, console) receive join / suspect / dead / rejoin events.
+
+#include <map>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/detector/phi_accrual.hpp"
+#include "schema/messages.hpp"
+
+namespace cleave {
+
+struct detector_options {
+  double heartbeat_seconds = 0.1;  // what devices are told to send
+  double check_seconds = 0.05;     // how often phi is evaluated
+  double suspect_phi = 3;          // ~1 in 1000 chance the device is merely late
+  double dead_phi = 8;
+  double min_stddev = 0.02;
+};
+
+struct watched_device {
+  caf::actor handle;
+  phi_accrual level;
+  bool suspected = false;
+  bool dead = false;
+};
+
+struct detector_state {
+  detector_options opts;
+  std::map<int32_t, watched_device> devices;
+  std::vector<caf::actor> subscribers;
+  static inline const char* name = "cleave.detector";
+};
+
+caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector_options opts);
+
+}  // namespace cleave

@@ -1,0 +1,46 @@
+#pragma once
+// The device's bounded operand cache. Blocks are keyed by content, so a key
+// names exactly one value: a block sent for the forward pass (an activation
+// or weight block) is found again by the backward pass without either side
+// tracking tensor identities, and a stale hit is impossible by construction.
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+namespace cleave {
+
+// 64-bit content key of a rows x cols block (row stride ld) of floats.
+uint64_t block_key(const float* data, int64_t rows, int64_t cols, int64_t ld);
+
+struct cached_block {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::shared_ptr<const std::vector<float>> data;
+};
+
+class block_cache {
+ public:
+  explicit block_cache(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
+
+  // Least recently used blocks are evicted to make room; a block larger than
+  // the whole capacity is not cached.
+  void put(uint64_t key, cached_block block);
+  // Marks the block as recently used.
+  const cached_block* get(uint64_t key);
+
+  uint64_t bytes() const { return bytes_; }
+  uint64_t capacity() const { return capacity_; }
+  size_t size() const { return index_.size(); }
+
+ private:
+  using entry = std::pair<uint64_t, cached_block>;
+  uint64_t capacity_;
+  uint64_t bytes_ = 0;
+  std::list<entry> lru_;  // front: most recent
+  std::unordered_map<uint64_t, std::list<entry>::iterator> index_;
+};
+
+}  // namespace cleave

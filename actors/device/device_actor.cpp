@@ -1,0 +1,135 @@
+#include "actors/device/device_actor.hpp"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/device/pacing.hpp"
+#include "kernels/gemm.hpp"
+
+namespace cleave {
+
+namespace {
+
+using seconds_d = std::chrono::duration<double>;
+
+// Resolves an operand to its data: the payload if sent (and cached for
+// later), else the cached block. Null when the block is unknown or malformed.
+const cached_block* resolve(device_state& st, operand& op, cached_block& scratch, bool& hit) {
+  hit = false;
+  if (op.rows < 0 || op.cols < 0 || op.rows * op.cols > max_block_elements) return nullptr;
+  if (op.data.empty() && op.rows * op.cols > 0) {
+    const cached_block* b = st.cache.get(op.key);
+    if (b == nullptr || b->rows != op.rows || b->cols != op.cols) return nullptr;
+    hit = true;
+    return b;
+  }
+  if (static_cast<int64_t>(op.data.size()) != op.rows * op.cols) return nullptr;
+  scratch.rows = op.rows;
+  scratch.cols = op.cols;
+  scratch.data = std::make_shared<const std::vector<float>>(std::move(op.data));
+  st.cache.put(op.key, scratch);
+  return &scratch;
+}
+
+}  // namespace
+
+caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_options opts,
+                           caf::actor planner) {
+  auto& st = self->state;
+  st.opts = opts;
+  const uint64_t cap = opts.cache_bytes != 0
+                         ? opts.cache_bytes
+                         : std::min<uint64_t>(opts.profile.memory_bytes / 2, uint64_t{1} << 30);
+  st.cache = block_cache{cap};
+  st.busy_until = caf::make_timestamp();
+  self->monitor(planner);
+  self->set_down_handler([=](const caf::down_msg& msg) {
+    if (msg.source == planner) {
+      spdlog::info("device {}: planner is gone, leaving", self->state.id);
+      self->quit(msg.reason);
+    }
+  });
+  self->request(planner, caf::infinite, join_atom::value, join_request{message_schema_version, opts.profile})
+    .then(
+      [=](welcome_atom, int32_t id, caf::actor detector) {
+        auto& s = self->state;
+        s.id = id;
+        s.detector = detector;
+        spdlog::debug("device {} ({}) joined", id, s.opts.profile.name);
+        self->send(self, tick_atom::value);
+      },
+      [=](const caf::error& err) {
+        spdlog::error("device: join refused: {}", self->system().render(err));
+        self->quit(err);
+      });
+  return {
+    [=](tick_atom) {
+      auto& s = self->state;
+      if (s.detector) self->send(s.detector, heartbeat_atom::value, s.id);
+      self->delayed_send(self, std::chrono::duration_cast<caf::timespan>(seconds_d{s.opts.heartbeat_seconds}),
+                         tick_atom::value);
+    },
+    [=](tile_task& task) {
+      auto& s = self->state;
+      auto reply_to = caf::actor_cast<caf::actor>(self->current_sender());
+      cached_block a_scratch, b_scratch;
+      bool a_hit = false, b_hit = false;
+      const uint64_t bytes_down = (task.a.data.size() + task.b.data.size()) * sizeof(float);
+      const cached_block* a = resolve(s, task.a, a_scratch, a_hit);
+      const cached_block* b = resolve(s, task.b, b_scratch, b_hit);
+      for (auto [blk, op] : {std::pair{a, &task.a}, {b, &task.b}}) {
+        if (blk == nullptr && op->data.empty()) {
+          self->send(reply_to, tile_miss{task.key, s.id, op->key});
+          return;
+        }
+      }
+      const int64_t m = task.a.trans ? task.a.cols : task.a.rows;
+      const int64_t k = task.a.trans ? task.a.rows : task.a.cols;
+      const int64_t kb = task.b.trans ? task.b.cols : task.b.rows;
+      const int64_t n = task.b.trans ? task.b.rows : task.b.cols;
+      if (a == nullptr || b == nullptr || k != kb || m * n > max_block_elements) {
+        ++s.stats.refused;
+        spdlog::warn("device {}: refusing malformed task (step {}, gemm {}, tile {})", s.id,
+                     task.key.step, task.key.gemm, task.key.tile);
+        return;
+      }
+      const auto start = caf::make_timestamp();
+      tile_result res;
+      res.key = task.key;
+      res.device = s.id;
+      res.rows = m;
+      res.cols = n;
+      res.data.resize(static_cast<size_t>(m * n));
+      gemm_local<float>({a->data->data(), a->rows, a->cols, a->cols}, task.a.trans,
+                        {b->data->data(), b->rows, b->cols, b->cols}, task.b.trans,
+                        {res.data.data(), m, n, n}, 0.0f);
+      res.cache_hits = static_cast<uint32_t>(a_hit) + static_cast<uint32_t>(b_hit);
+      s.stats.cache_hits += res.cache_hits;
+      ++s.stats.tiles;
+      const auto now = caf::make_timestamp();
+      auto delay = caf::timespan{0};
+      if (s.opts.paced) {
+        const double paced = paced_seconds(s.opts.profile, bytes_down, 2.0 * m * n * k,
+                                           res.data.size() * sizeof(float));
+        const auto begin = std::max(start, s.busy_until);
+        const auto finish = std::max(now, begin + std::chrono::duration_cast<caf::timespan>(seconds_d{paced}));
+        s.busy_until = finish;
+        delay = finish - now;
+        res.busy_seconds = std::chrono::duration_cast<seconds_d>(finish - begin).count();
+      } else {
+        res.busy_seconds = std::chrono::duration_cast<seconds_d>(now - start).count();
+      }
+      if (delay > caf::timespan{0})
+        self->delayed_send(reply_to, delay, std::move(res));
+      else
+        self->send(reply_to, std::move(res));
+    },
+    [=](stats_atom) {
+      auto& s = self->state;
+      return caf::make_message(s.id, s.stats.tiles, s.stats.cache_hits, s.stats.refused);
+    },
+  };
+}
+
+}  // namespace cleave

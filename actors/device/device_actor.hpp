@@ -1,0 +1,40 @@
+#pragma once
+// A device: joins through the planner, heartbeats to the detector, computes
+// the sub-GEMM tiles it is sent and keeps a bounded cache of operand blocks.
+// An emulated device (in-process fleet) also paces its replies so its tile
+// times follow its declared profile.
+
+#include <caf/all.hpp>
+
+#include "actors/device/block_cache.hpp"
+#include "schema/messages.hpp"
+
+namespace cleave {
+
+struct device_options {
+  device_profile profile;
+  bool paced = true;                  // delay replies to follow the profile
+  double heartbeat_seconds = 0.1;
+  uint64_t cache_bytes = 0;           // 0: half the declared memory, at most 1 GiB
+};
+
+struct device_stats {
+  uint64_t tiles = 0;
+  uint64_t cache_hits = 0;
+  uint64_t refused = 0;
+};
+
+struct device_state {
+  int32_t id = -1;
+  device_options opts;
+  block_cache cache{0};
+  caf::actor detector;
+  device_stats stats;
+  caf::timestamp busy_until;  // paced work already promised
+  static inline const char* name = "cleave.device";
+};
+
+caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_options opts,
+                           caf::actor planner);
+
+}  // namespace cleave

@@ -1,0 +1,90 @@
+#include "actors/planner/planner_actor.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+std::vector<device_view> views(const planner_state& st) {
+  std::vector<device_view> out;
+  for (const auto& [id, m] : st.alive) out.push_back(device_view{id, m.profile, 0});
+  return out;
+}
+
+std::vector<fleet_member> members(const planner_state& st) {
+  std::vector<fleet_member> out;
+  for (const auto& [id, m] : st.alive) out.push_back(m);
+  return out;
+}
+
+void answer_waiters(caf::stateful_actor<planner_state>* self) {
+  auto& st = self->state;
+  if (static_cast<int>(st.alive.size()) < st.opts.min_devices) return;
+  for (auto& rp : st.waiting_for_fleet) rp.deliver(st.version, members(st));
+  st.waiting_for_fleet.clear();
+}
+
+}  // namespace
+
+caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_options opts,
+                            caf::actor detector) {
+  self->state.opts = opts;
+  self->state.detector = detector;
+  self->send(detector, subscribe_atom::value, caf::actor{self});
+  return {
+    [=](join_atom, const join_request& req) -> caf::result<welcome_atom, int32_t, caf::actor> {
+      auto& st = self->state;
+      if (req.schema_version != message_schema_version)
+        return fail("schema version " + std::to_string(req.schema_version) + " is not "
+                    + std::to_string(message_schema_version));
+      if (auto err = validate(req.profile)) return err;
+      auto device = caf::actor_cast<caf::actor>(self->current_sender());
+      if (!device) return fail("join without a sender");
+      const int32_t id = st.next_id++;
+      st.alive[id] = fleet_member{id, device, req.profile};
+      ++st.version;
+      self->send(st.detector, watch_atom::value, id, device);
+      spdlog::debug("planner: device {} ({}) joined; {} alive", id, req.profile.name,
+                    st.alive.size());
+      answer_waiters(self);
+      return {welcome_atom::value, id, st.detector};
+    },
+    [=](event_atom, const fleet_event& ev) {
+      auto& st = self->state;
+      if (ev.kind == fleet_event_kind::dead && st.alive.erase(ev.device) > 0) {
+        ++st.version;
+        spdlog::info("planner: device {} is dead; {} alive", ev.device, st.alive.size());
+      }
+    },
+    [=](fleet_atom) {
+      auto rp = self->make_response_promise();
+      self->state.waiting_for_fleet.push_back(rp);
+      answer_waiters(self);
+      return rp;
+    },
+    [=](plan_atom, const gemm_problem& g) {
+      return make_plan(g, views(self->state), self->state.opts.cost);
+    },
+    [=](mirror_atom, const plan& forward, gemm_role role, const gemm_problem& g) {
+      auto& st = self->state;
+      auto alive = views(st);
+      if (auto p = mirror_plan(forward, role, g, alive, st.opts.cost)) return std::move(*p);
+      return make_plan(g, alive, st.opts.cost);
+    },
+  };
+}
+
+void add_planner_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<fleet_member>("cleave::fleet_member");
+  cfg.add_message_type<std::vector<fleet_member>>("std::vector<cleave::fleet_member>");
+  cfg.add_message_type<gemm_problem>("cleave::gemm_problem");
+  cfg.add_message_type<gemm_role>("cleave::gemm_role");
+  cfg.add_message_type<tile>("cleave::tile");
+  cfg.add_message_type<assignment>("cleave::assignment");
+  cfg.add_message_type<plan>("cleave::plan");
+}
+
+}  // namespace cleave

@@ -1,0 +1,79 @@
+#pragma once
+// The planner: the fleet's registry (who joined, with which profile, who is
+// alive) and the source of GEMM plans. The arithmetic is in tiling.hpp; this
+// actor only keeps state and answers.
+
+#include <map>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/planner/tiling.hpp"
+#include "schema/messages.hpp"
+
+namespace cleave {
+
+using plan_atom = caf::atom_constant<caf::atom("plan")>;
+using mirror_atom = caf::atom_constant<caf::atom("mirror")>;
+
+struct fleet_member {
+  int32_t id = -1;
+  caf::actor handle;
+  device_profile profile;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, fleet_member& x) {
+  return f(caf::meta::type_name("fleet_member"), x.id, x.handle, x.profile);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gemm_problem& x) {
+  return f(caf::meta::type_name("gemm_problem"), x.m, x.n, x.k, x.role);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tile& x) {
+  return f(caf::meta::type_name("tile"), x.m0, x.m1, x.n0, x.n1, x.k0, x.k1);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, assignment& x) {
+  return f(caf::meta::type_name("assignment"), x.t, x.device, x.predicted_finish, x.a_cached,
+           x.b_cached);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, plan& x) {
+  return f(caf::meta::type_name("plan"), x.local, x.reason, x.problem, x.grid_m, x.grid_n,
+           x.grid_k, x.tiles, x.predicted_seconds, x.local_seconds, x.bytes_down, x.bytes_up,
+           x.devices_used, x.grids_evaluated);
+}
+
+struct planner_options {
+  planner_config cost;
+  int min_devices = 0;  // fleet requests wait until this many devices joined
+};
+
+struct planner_state {
+  planner_options opts;
+  caf::actor detector;
+  int32_t next_id = 0;
+  uint64_t version = 0;  // bumped on every membership change
+  std::map<int32_t, fleet_member> alive;
+  std::vector<caf::response_promise> waiting_for_fleet;
+  static inline const char* name = "cleave.planner";
+};
+
+// Messages:
+//   (join_atom, join_request)            -> (welcome_atom, id, detector)   from a device
+//   (event_atom, fleet_event)                                              from the detector
+//   (fleet_atom)                         -> (version, vector<fleet_member>) once min_devices joined
+//   (plan_atom, gemm_problem)            -> plan
+//   (mirror_atom, plan, gemm_role, gemm_problem) -> plan (mirror, or a fresh plan when a device is gone)
+caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_options opts,
+                            caf::actor detector);
+
+void add_planner_message_types(caf::actor_system_config& cfg);
+
+}  // namespace cleave

@@ -1,0 +1,887 @@
+#include "actors/planner/tiling.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace cleave {
+
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+// The one formula for a tile's time, shared by predict_tile and the planner's
+// inner loop so that both give bit-identical numbers.
+// Rates enter as reciprocals (seconds per byte, per FLOP).
+inline double tile_seconds(double latency, double inv_downlink, double inv_flops,
+                           double inv_uplink, uint64_t down, double flops, uint64_t up) {
+  return latency + static_cast<double>(down) * inv_downlink + flops * inv_flops +
+         static_cast<double>(up) * inv_uplink;
+}
+
+std::string fmt(const char* format, double a, double b = 0, double c = 0) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, format, a, b, c);
+  return buf;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A usable device, with its figures copied out of the profile.
+struct dev {
+  int32_t id;
+  double latency, downlink, flops, uplink, ready;
+  uint64_t memory;
+  double inv_downlink, inv_flops, inv_uplink;
+  dev(int32_t id_, const device_profile& p, double ready_)
+      : id(id_), latency(p.latency), downlink(p.downlink), flops(p.flops), uplink(p.uplink),
+        ready(ready_), memory(p.memory_bytes), inv_downlink(1.0 / p.downlink),
+        inv_flops(1.0 / p.flops), inv_uplink(1.0 / p.uplink) {}
+  double cost(uint64_t down, double fl, uint64_t up) const {
+    return tile_seconds(latency, inv_downlink, inv_flops, inv_uplink, down, fl, up);
+  }
+};
+
+// One dimension's split into g parts: its edges and its size classes.
+struct dim_split {
+  int64_t g = 1;
+  std::vector<int64_t> edges;
+  int64_t smax = 0, smin = 0;
+};
+
+dim_split make_dim_split(int64_t size, int64_t g, int64_t align) {
+  dim_split d;
+  d.g = g;
+  d.edges = split_edges(size, g, align);
+  d.smax = 0;
+  d.smin = std::numeric_limits<int64_t>::max();
+  for (int64_t p = 0; p < g; ++p) {
+    int64_t s = d.edges[p + 1] - d.edges[p];
+    d.smax = std::max(d.smax, s);
+    d.smin = std::min(d.smin, s);
+  }
+  return d;
+}
+
+// Part counts worth trying for one dimension: every count up to 16, then
+// counts whose largest part is at least 6% smaller than the last one kept
+// (every distinct largest part once parts are 16 units or fewer), and the
+// counts in `extra` (fractions and multiples of the fleet size).
+std::vector<dim_split> dim_candidates(int64_t size, int64_t align, int64_t max_parts,
+                                      const std::vector<int64_t>& extra = {}) {
+  std::vector<dim_split> out;
+  int64_t units = ceil_div(size, align);
+  int64_t gmax = std::min(units, max_parts);
+  int64_t last = std::numeric_limits<int64_t>::max();
+  for (int64_t g = 1; g <= gmax; ++g) {
+    int64_t per = ceil_div(units, g);
+    bool keep = g <= 16 || (per < last && (per <= 16 || per * 100 <= last * 94)) ||
+                std::find(extra.begin(), extra.end(), g) != extra.end();
+    if (!keep) continue;
+    out.push_back(make_dim_split(size, g, align));
+    last = per;
+  }
+  return out;
+}
+
+const char* const bound_names[] = {"compute",      "PS egress",       "PS ingress",
+                                   "device downlink", "device uplink", "one tile",
+                                   "latency"};
+
+// Min-heap entry (lazy deletion: valid while ver matches the device's).
+struct entry {
+  double key;
+  uint32_t dev;
+  uint32_t ver;
+};
+struct entry_after {
+  bool operator()(const entry& x, const entry& y) const {
+    return x.key > y.key || (x.key == y.key && x.dev > y.dev);
+  }
+};
+
+struct dev_state {
+  double avail;
+  uint32_t ver;
+  int64_t last_a, last_b;  // block indices of the previous tile, -1 if none
+};
+
+// Simulates the assignment of one grid; reused across grids.
+class grid_sim {
+ public:
+  // dominators[d]: how many devices are at least as good as d in every
+  // figure (ready, latency, rates, memory) and better in one or by a lower
+  // id, capped. While one of them is unused, the assignment prefers it to d;
+  // a grid of T tiles uses at most T devices, so d cannot get a tile of a
+  // grid with T <= dominators[d] and is left out of its simulation.
+  grid_sim(const std::vector<dev>& devs, const std::vector<int64_t>& dominators,
+           const planner_config& cfg)
+      : devs_(devs), dominators_(dominators), cfg_(cfg) {}
+
+  struct result {
+    double predicted = inf;
+    double max_finish = 0;
+    uint64_t bytes_down = 0, bytes_up = 0;
+    int32_t devices_used = 0;
+  };
+
+  // Returns the grid's predicted time, or inf when it provably cannot beat
+  // `bound` (then `out` is incomplete). Fills out.tiles when it completes.
+  result run(const dim_split& dm, const dim_split& dn, const dim_split& dk, double bound,
+             std::vector<assignment>& out) {
+    result res;
+    const int64_t gm = dm.g, gn = dn.g, gk = dk.g;
+    const uint64_t ws = gemm_element_bytes *
+                        static_cast<uint64_t>(dm.smax * dk.smax + dk.smax * dn.smax +
+                                              dm.smax * dn.smax);
+    eligible_.clear();
+    const int64_t tiles = gm * gn * gk;
+    for (uint32_t d = 0; d < devs_.size(); ++d)
+      if (devs_[d].memory >= ws && dominators_[d] < tiles) eligible_.push_back(d);
+    if (eligible_.empty()) return res;
+    state_.assign(devs_.size(), dev_state{0, 0, -1, -1});
+    for (uint32_t d : eligible_) state_[d].avail = devs_[d].ready;
+    heap_a_.resize(static_cast<size_t>(gm * gk));
+    heap_b_.resize(static_cast<size_t>(gk * gn));
+    for (auto& h : heap_a_) h.clear();
+    for (auto& h : heap_b_) h.clear();
+    out.clear();
+    out.reserve(static_cast<size_t>(gm * gn * gk));
+
+    // Size classes per dimension (largest first), then shape groups by flops.
+    auto classes = [](const dim_split& s) {
+      std::vector<std::pair<int64_t, std::vector<int64_t>>> cl;  // size, indices
+      for (int64_t p = 0; p < s.g; ++p) {
+        int64_t len = s.edges[p + 1] - s.edges[p];
+        auto it = std::find_if(cl.begin(), cl.end(), [&](auto& c) { return c.first == len; });
+        if (it == cl.end()) cl.push_back({len, {p}});
+        else it->second.push_back(p);
+      }
+      std::sort(cl.begin(), cl.end(), [](auto& x, auto& y) { return x.first > y.first; });
+      return cl;
+    };
+    auto cm = classes(dm), cn = classes(dn), ck = classes(dk);
+    struct group {
+      int64_t flops;
+      size_t a, b, c;  // class indices in m, n, k
+    };
+    std::vector<group> groups;
+    for (size_t a = 0; a < cm.size(); ++a)
+      for (size_t b = 0; b < cn.size(); ++b)
+        for (size_t c = 0; c < ck.size(); ++c)
+          groups.push_back({2 * cm[a].first * cn[b].first * ck[c].first, a, b, c});
+    std::stable_sort(groups.begin(), groups.end(),
+                     [](const group& x, const group& y) { return x.flops > y.flops; });
+
+    const double egress_bound = bound * cfg_.ps_egress;  // bytes_down beyond this lose
+    const uint64_t up_per_unit = gemm_element_bytes;
+    std::vector<bool> used(devs_.size(), false);
+    entry_after after;
+    for (const group& gr : groups) {
+      const int64_t sm = cm[gr.a].first, sn = cn[gr.b].first, sk = ck[gr.c].first;
+      const uint64_t ab = gemm_element_bytes * static_cast<uint64_t>(sm * sk);
+      const uint64_t bb = gemm_element_bytes * static_cast<uint64_t>(sk * sn);
+      const uint64_t cb = up_per_unit * static_cast<uint64_t>(sm * sn);
+      const double fl = static_cast<double>(2 * sm * sn * sk);
+      // Rebuild the heaps for this shape.
+      global_.clear();
+      for (int64_t i : touched_a_) heap_a_[static_cast<size_t>(i)].clear();
+      for (int64_t i : touched_b_) heap_b_[static_cast<size_t>(i)].clear();
+      touched_a_.clear();
+      touched_b_.clear();
+      for (uint32_t d : eligible_) {
+        const dev_state& s = state_[d];
+        global_.push_back({s.avail + devs_[d].cost(ab + bb, fl, cb), d, s.ver});
+        if (s.last_a >= 0) {
+          heap_a_[static_cast<size_t>(s.last_a)].push_back(
+              {s.avail + devs_[d].cost(bb, fl, cb), d, s.ver});
+          touched_a_.push_back(s.last_a);
+        }
+        if (s.last_b >= 0) {
+          heap_b_[static_cast<size_t>(s.last_b)].push_back(
+              {s.avail + devs_[d].cost(ab, fl, cb), d, s.ver});
+          touched_b_.push_back(s.last_b);
+        }
+      }
+      std::make_heap(global_.begin(), global_.end(), after);
+      std::sort(touched_a_.begin(), touched_a_.end());
+      touched_a_.erase(std::unique(touched_a_.begin(), touched_a_.end()), touched_a_.end());
+      std::sort(touched_b_.begin(), touched_b_.end());
+      touched_b_.erase(std::unique(touched_b_.begin(), touched_b_.end()), touched_b_.end());
+      for (int64_t i : touched_a_)
+        std::make_heap(heap_a_[static_cast<size_t>(i)].begin(),
+                       heap_a_[static_cast<size_t>(i)].end(), after);
+      for (int64_t i : touched_b_)
+        std::make_heap(heap_b_[static_cast<size_t>(i)].begin(),
+                       heap_b_[static_cast<size_t>(i)].end(), after);
+
+      auto top = [&](std::vector<entry>& h) -> const entry* {
+        while (!h.empty() && h.front().ver != state_[h.front().dev].ver) {
+          std::pop_heap(h.begin(), h.end(), after);
+          h.pop_back();
+        }
+        return h.empty() ? nullptr : &h.front();
+      };
+      auto push = [&](std::vector<entry>& h, entry e) {
+        h.push_back(e);
+        std::push_heap(h.begin(), h.end(), after);
+      };
+
+      for (int64_t l : ck[gr.c].second)
+        for (int64_t i : cm[gr.a].second)
+          for (int64_t j : cn[gr.b].second) {
+            const int64_t ai = l * gm + i, bi = l * gn + j;
+            auto& ha = heap_a_[static_cast<size_t>(ai)];
+            auto& hb = heap_b_[static_cast<size_t>(bi)];
+            // Candidates: the earliest finish with nothing cached, and the
+            // earliest among the holders of the A block and of the B block.
+            // Each heap's top is also the best of its kind by the objective
+            // below, since within a heap the bytes sent are equal.
+            uint32_t d = 0;
+            bool a_cached = false, b_cached = false;
+            uint64_t down = 0;
+            double finish = inf, obj = inf;
+            int which = -1;
+            const entry* tops[] = {top(global_), top(ha), top(hb)};
+            for (int c = 0; c < 3; ++c) {
+              const entry* e = tops[c];
+              if (!e) continue;
+              const uint64_t bytes = c == 0 ? ab + bb : c == 1 ? bb : ab;
+              const double o = std::max(
+                  e->key, static_cast<double>(res.bytes_down + bytes) / cfg_.ps_egress);
+              if (which < 0 || o < obj || (o == obj && (e->key < finish ||
+                                                        (e->key == finish && e->dev < d)))) {
+                which = c;
+                d = e->dev;
+                obj = o;
+                finish = e->key;
+              }
+            }
+            dev_state& s = state_[d];
+            a_cached = s.last_a == ai;
+            b_cached = s.last_b == bi;
+            down = (a_cached ? 0 : ab) + (b_cached ? 0 : bb);
+            finish = s.avail + devs_[d].cost(down, fl, cb);
+            res.bytes_down += down;
+            res.bytes_up += cb;
+            res.max_finish = std::max(res.max_finish, finish);
+            if (!(res.max_finish < bound) || !(static_cast<double>(res.bytes_down) < egress_bound))
+              return result{};  // cannot beat the bound
+            if (!used[d]) {
+              used[d] = true;
+              ++res.devices_used;
+            }
+            s.avail = finish;
+            ++s.ver;
+            if (s.last_a != ai) {
+              s.last_a = ai;
+              touched_a_.push_back(ai);
+            }
+            if (s.last_b != bi) {
+              s.last_b = bi;
+              touched_b_.push_back(bi);
+            }
+            assignment as;
+            as.t = tile{dm.edges[i], dm.edges[i + 1], dn.edges[j], dn.edges[j + 1],
+                        dk.edges[l], dk.edges[l + 1]};
+            as.device = devs_[d].id;
+            as.predicted_finish = finish;
+            as.a_cached = a_cached;
+            as.b_cached = b_cached;
+            out.push_back(as);
+            push(global_, {s.avail + devs_[d].cost(ab + bb, fl, cb), d, s.ver});
+            push(ha, {s.avail + devs_[d].cost(bb, fl, cb), d, s.ver});
+            push(hb, {s.avail + devs_[d].cost(ab, fl, cb), d, s.ver});
+          }
+    }
+    res.predicted = std::max({res.max_finish,
+                              static_cast<double>(res.bytes_down) / cfg_.ps_egress,
+                              static_cast<double>(res.bytes_up) / cfg_.ps_ingress});
+    if (!(res.predicted < bound)) return result{};
+    return res;
+  }
+
+ private:
+  const std::vector<dev>& devs_;
+  const std::vector<int64_t>& dominators_;
+  const planner_config& cfg_;
+  std::vector<uint32_t> eligible_;
+  std::vector<dev_state> state_;
+  std::vector<entry> global_;
+  std::vector<std::vector<entry>> heap_a_, heap_b_;
+  std::vector<int64_t> touched_a_, touched_b_;
+};
+
+// The search over grids: lower bounds, seeds, local search, simulation.
+class grid_search {
+ public:
+  struct found {
+    int64_t gm, gn, gk;
+    grid_sim::result r;
+  };
+
+  grid_search(const gemm_problem& g, const std::vector<dev>& devs, const planner_config& cfg)
+      : g_(g), devs_(devs), cfg_(cfg), sim_(devs, dominators_, cfg) {
+    const size_t nd = devs.size();
+    auto prefix_desc = [&](auto field) {
+      std::vector<double> v;
+      for (const auto& d : devs) v.push_back(field(d));
+      std::sort(v.begin(), v.end(), std::greater<>());
+      std::vector<double> pre(nd + 1, 0);
+      for (size_t i = 0; i < nd; ++i) pre[i + 1] = pre[i] + v[i];
+      return pre;
+    };
+    pre_f_ = prefix_desc([](const dev& d) { return d.flops; });
+    pre_dl_ = prefix_desc([](const dev& d) { return d.downlink; });
+    pre_ul_ = prefix_desc([](const dev& d) { return d.uplink; });
+    lat_min_ = ready_min_ = inf;
+    for (const auto& d : devs) {
+      mem_sorted_.push_back(d.memory);
+      lat_min_ = std::min(lat_min_, d.latency);
+      ready_min_ = std::min(ready_min_, d.ready);
+    }
+    std::sort(mem_sorted_.begin(), mem_sorted_.end());
+    max_tiles_ = static_cast<int64_t>(nd) * std::max<int64_t>(1, cfg.max_tiles_per_device);
+    const int64_t align = std::max<int64_t>(1, cfg.tile_align);
+    const auto nd64 = static_cast<int64_t>(nd);
+    const std::vector<int64_t> extra{nd64 / 8, nd64 / 4, nd64 / 2, nd64, 2 * nd64, 4 * nd64};
+    dm_ = dim_candidates(g.m, align, max_tiles_, extra);
+    dn_ = dim_candidates(g.n, align, max_tiles_, extra);
+    dk_ = g.role == gemm_role::grad_weight ? dim_candidates(g.k, align, max_tiles_, extra)
+                                           : std::vector<dim_split>{make_dim_split(g.k, 1, align)};
+    // Dominance counts (see grid_sim), capped at the largest tile count.
+    dominators_.assign(nd, 0);
+    std::vector<uint32_t> by_flops(nd);  // candidates for dominating come first
+    for (uint32_t i = 0; i < nd; ++i) by_flops[i] = i;
+    std::sort(by_flops.begin(), by_flops.end(), [&](uint32_t x, uint32_t y) {
+      return devs[x].flops > devs[y].flops || (devs[x].flops == devs[y].flops && x < y);
+    });
+    for (size_t x = 0; x < nd; ++x) {
+      const dev& a = devs[x];
+      for (size_t i = 0; i < nd && dominators_[x] < max_tiles_; ++i) {
+        const size_t y = by_flops[i];
+        const dev& b = devs[y];
+        if (b.flops < a.flops) break;
+        if (y != x && b.ready <= a.ready && b.latency <= a.latency && b.downlink >= a.downlink &&
+            b.flops >= a.flops && b.uplink >= a.uplink && b.memory >= a.memory &&
+            (y < x || b.ready < a.ready || b.latency < a.latency || b.downlink > a.downlink ||
+             b.flops > a.flops || b.uplink > a.uplink))
+          ++dominators_[x];
+      }
+    }
+  }
+
+  uint64_t largest_memory() const { return mem_sorted_.back(); }
+
+  // The smallest working set over the allowed grids (finest split of M and N
+  // for each K split).
+  uint64_t smallest_working_set() const {
+    uint64_t best = std::numeric_limits<uint64_t>::max();
+    for (const auto& K : dk_)
+      for (const auto& M : dm_) {
+        if (K.g * M.g > max_tiles_) break;
+        const dim_split* N = nullptr;
+        for (const auto& c : dn_)
+          if (K.g * M.g * c.g <= max_tiles_) N = &c;
+        if (N) best = std::min(best, working_set(M, *N, K));
+      }
+    return best;
+  }
+  bool any_fits() const { return smallest_working_set() <= largest_memory(); }
+
+  void run(double local_seconds) {
+    best_bound_ = local_seconds;  // a distributed plan must beat the PS
+    budget_ = cfg_.search_budget > 0 ? cfg_.search_budget : std::numeric_limits<int32_t>::max();
+    if (cfg_.search_budget <= 0) return exhaustive();
+    // 1. Seeds: on a coarse sub-lattice of the part counts, the grid with the
+    //    lowest bound for each (tile count within sqrt 2, K split within 2).
+    //    When memory rules out the whole sub-lattice, the full lattice.
+    std::map<std::tuple<int, int, int>, std::pair<double, uint64_t>> buckets;
+    auto scan = [&](const std::vector<uint32_t>& ks, const std::vector<uint32_t>& ms,
+                    const std::vector<uint32_t>& ns) {
+    for (uint32_t ik : ks)
+      for (uint32_t im : ms) {
+        if (dk_[ik].g * dm_[im].g > max_tiles_) break;
+        for (uint32_t in : ns) {
+          const int64_t T = dk_[ik].g * dm_[im].g * dn_[in].g;
+          if (T > max_tiles_) break;
+          const info& f = lookup(im, in, ik);
+          if (!f.feasible) continue;
+          // Strips (one part along M or along N) form their own buckets: they
+          // let a device keep one operand across its tiles.
+          const int shape = dm_[im].g == 1 ? 0 : dn_[in].g == 1 ? 1 : 2;
+          std::tuple<int, int, int> b{static_cast<int>(std::floor(2 * std::log2(double(T)))),
+                                      static_cast<int>(std::floor(std::log2(double(dk_[ik].g)))),
+                                      shape};
+          auto it = buckets.find(b);
+          if (it == buckets.end() || f.lb < it->second.first)
+            buckets[b] = {f.lb, key(im, in, ik)};
+        }
+      }
+    };
+    scan(coarse(dk_), coarse(dm_), coarse(dn_));
+    if (buckets.empty()) scan(all(dk_), all(dm_), all(dn_));
+    std::vector<std::pair<double, uint64_t>> seeds;
+    for (const auto& [b, v] : buckets) seeds.push_back(v);
+    std::sort(seeds.begin(), seeds.end());
+    const int32_t seed_budget = std::max<int32_t>(1, budget_ / 2);
+    for (const auto& [lb, k] : seeds) {
+      if (!(lb < best_bound_) || evaluated_ >= seed_budget) break;
+      simulate(k);
+    }
+    // 2. Local search: expand the best grid's neighbourhood until it stops
+    //    improving, then the neighbourhoods of the next seeds.
+    std::set<uint64_t> expanded;
+    size_t next_seed = 0;
+    const size_t max_centers = 12;
+    while (evaluated_ < budget_) {
+      uint64_t center;
+      if (best_ && !expanded.count(best_key_)) {
+        center = best_key_;
+      } else {
+        while (next_seed < seeds.size() && expanded.count(seeds[next_seed].second)) ++next_seed;
+        if (next_seed >= seeds.size() || next_seed >= max_centers) break;
+        center = seeds[next_seed].second;
+      }
+      expanded.insert(center);
+      expand(center);
+    }
+  }
+
+  const found* best() const { return best_ ? &best_found_ : nullptr; }
+  std::vector<assignment> take_tiles() { return std::move(best_tiles_); }
+  int32_t evaluated() const { return evaluated_; }
+  int32_t considered() const { return static_cast<int32_t>(memo_.size()); }
+  double lowest_bound() const { return lowest_lb_; }
+  int lowest_bound_kind() const { return lowest_kind_; }
+
+ private:
+  struct info {
+    double lb = inf;
+    int kind = 0;
+    bool feasible = false;
+    bool simulated = false;
+  };
+
+  uint64_t key(uint64_t im, uint64_t in, uint64_t ik) const {
+    return (ik * dm_.size() + im) * dn_.size() + in;
+  }
+  void unkey(uint64_t k, uint32_t& im, uint32_t& in, uint32_t& ik) const {
+    in = static_cast<uint32_t>(k % dn_.size());
+    k /= dn_.size();
+    im = static_cast<uint32_t>(k % dm_.size());
+    ik = static_cast<uint32_t>(k / dm_.size());
+  }
+
+  static uint64_t working_set(const dim_split& M, const dim_split& N, const dim_split& K) {
+    return gemm_element_bytes *
+           static_cast<uint64_t>(M.smax * K.smax + K.smax * N.smax + M.smax * N.smax);
+  }
+
+  // Indices of a geometric subsequence (ratio about 1.5) of a part-count list.
+  static std::vector<uint32_t> coarse(const std::vector<dim_split>& list) {
+    std::vector<uint32_t> out;
+    double target = 1;
+    for (uint32_t i = 0; i < list.size(); ++i)
+      if (static_cast<double>(list[i].g) >= target || i + 1 == list.size()) {
+        out.push_back(i);
+        target = std::max(target * 1.5, static_cast<double>(list[i].g) + 1);
+      }
+    return out;
+  }
+
+  static std::vector<uint32_t> all(const std::vector<dim_split>& list) {
+    std::vector<uint32_t> out(list.size());
+    for (uint32_t i = 0; i < list.size(); ++i) out[i] = i;
+    return out;
+  }
+
+  const info& lookup(uint32_t im, uint32_t in, uint32_t ik) {
+    auto [it, fresh] = memo_.try_emplace(key(im, in, ik));
+    if (fresh) it->second = bound(dm_[im], dn_[in], dk_[ik]);
+    return it->second;
+  }
+
+  // A lower bound on the predicted time of any assignment of this grid. The
+  // assignment uses some number u of devices; the PS's traffic grows with u
+  // (each device's first tile brings both operands) while the devices' share
+  // of the work shrinks with u: minimise over u by bisection.
+  info bound(const dim_split& M, const dim_split& N, const dim_split& K) {
+    info f;
+    const int64_t T = M.g * N.g * K.g;
+    const uint64_t ws = working_set(M, N, K);
+    const size_t fits = static_cast<size_t>(
+        mem_sorted_.end() - std::lower_bound(mem_sorted_.begin(), mem_sorted_.end(), ws));
+    if (T > max_tiles_ || fits == 0) return f;
+    f.feasible = true;
+    const double E = static_cast<double>(gemm_element_bytes);
+    const double md = double(g_.m), nd = double(g_.n), kd = double(g_.k), T_ = double(T);
+    const double total = g_.flops();
+    const double up = E * md * nd * double(K.g);
+    const double a_min = E * double(M.smin * K.smin), b_min = E * double(K.smin * N.smin);
+    const double once = E * (md * kd + kd * nd);     // every block at least once
+    const double per_tile = std::min(a_min, b_min);  // at most one operand cached
+    const double down_min = std::max(once, T_ * per_tile);
+    const double bm = double(M.smax), bn = double(N.smax), bk = double(K.smax);
+    // The first tile issued is a largest one, with nothing cached.
+    const double one_tile = ready_min_ + lat_min_ + E * bk * (bm + bn) / pre_dl_[1] +
+                            2 * bm * bn * bk / pre_f_[1] + E * bm * bn / pre_ul_[1];
+    const double ingress = up / cfg_.ps_ingress;
+    auto egress = [&](size_t u) {
+      const double ud = double(u);
+      return std::max(once, ud * (a_min + b_min) + (T_ - ud) * per_tile) / cfg_.ps_egress;
+    };
+    auto device_side = [&](size_t u, int* which) {
+      const double v[] = {total / pre_f_[u], down_min / pre_dl_[u], up / pre_ul_[u],
+                          ready_min_ + double(ceil_div(T, static_cast<int64_t>(u))) * lat_min_};
+      int w = 0;
+      for (int b = 1; b < 4; ++b)
+        if (v[b] > v[w]) w = b;
+      if (which) *which = w;
+      return v[w];
+    };
+    size_t lo = 1, hi = std::min(static_cast<size_t>(T), fits);
+    while (lo < hi) {  // smallest u with egress(u) >= device_side(u)
+      size_t mid = (lo + hi) / 2;
+      if (egress(mid) >= device_side(mid, nullptr)) hi = mid;
+      else lo = mid + 1;
+    }
+    size_t u = lo;
+    if (u > 1 && std::max(egress(u - 1), device_side(u - 1, nullptr)) <
+                     std::max(egress(u), device_side(u, nullptr)))
+      --u;
+    int dev_which = 0;
+    const double dev_lb = device_side(u, &dev_which);
+    const int dev_kinds[] = {0, 3, 4, 6};
+    const double lbs[] = {dev_lb, egress(u), ingress, one_tile};
+    const int kinds[] = {dev_kinds[dev_which], 1, 2, 5};
+    int w = 0;
+    for (int b = 1; b < 4; ++b)
+      if (lbs[b] > lbs[w]) w = b;
+    f.lb = lbs[w];
+    f.kind = kinds[w];
+    if (f.lb < lowest_lb_) {
+      lowest_lb_ = f.lb;
+      lowest_kind_ = f.kind;
+    }
+    return f;
+  }
+
+  // Simulates a grid unless its bound cannot beat the best; true if it did.
+  bool simulate(uint64_t k) {
+    uint32_t im, in, ik;
+    unkey(k, im, in, ik);
+    info& f = memo_[k];
+    if (f.simulated || !f.feasible || !(f.lb < best_bound_) || evaluated_ >= budget_)
+      return false;
+    f.simulated = true;
+    ++evaluated_;
+    auto r = sim_.run(dm_[im], dn_[in], dk_[ik], best_bound_, work_);
+    if (!(r.predicted < best_bound_)) return false;
+    best_bound_ = r.predicted;
+    best_ = true;
+    best_key_ = k;
+    best_found_ = found{dm_[im].g, dn_[in].g, dk_[ik].g, r};
+    std::swap(best_tiles_, work_);
+    return true;
+  }
+
+  // Moves of 1, 2, 4, 8 places along each dimension's list of part counts,
+  // and diagonal moves that trade parts between two dimensions; simulated in
+  // order of their bounds.
+  void expand(uint64_t center) {
+    uint32_t im, in, ik;
+    unkey(center, im, in, ik);
+    std::vector<std::pair<double, uint64_t>> moves;
+    auto add = [&](int64_t dm, int64_t dn, int64_t dk) {
+      const int64_t a = im + dm, b = in + dn, c = ik + dk;
+      if (a < 0 || b < 0 || c < 0 || a >= int64_t(dm_.size()) || b >= int64_t(dn_.size()) ||
+          c >= int64_t(dk_.size()))
+        return;
+      const info& f = lookup(uint32_t(a), uint32_t(b), uint32_t(c));
+      if (f.feasible && !f.simulated && f.lb < best_bound_)
+        moves.push_back({f.lb, key(uint64_t(a), uint64_t(b), uint64_t(c))});
+    };
+    const bool k_axis = dk_.size() > 1;
+    for (int64_t st : {1, 2, 4, 8, 16})
+      for (int64_t sg : {-1, 1}) {
+        const int64_t d = st * sg;
+        add(d, 0, 0);
+        add(0, d, 0);
+        add(d, -d, 0);
+        if (k_axis) {
+          add(0, 0, d);
+          add(d, 0, -d);
+          add(0, d, -d);
+        }
+      }
+    std::sort(moves.begin(), moves.end());
+    moves.erase(std::unique(moves.begin(), moves.end()), moves.end());
+    for (const auto& [lb, k] : moves) simulate(k);
+  }
+
+  // Every grid, in bound order, until the bound reaches the best time.
+  void exhaustive() {
+    std::vector<std::pair<double, uint64_t>> all;
+    for (uint32_t ik = 0; ik < dk_.size(); ++ik)
+      for (uint32_t im = 0; im < dm_.size(); ++im) {
+        if (dk_[ik].g * dm_[im].g > max_tiles_) break;
+        for (uint32_t in = 0; in < dn_.size(); ++in) {
+          if (dk_[ik].g * dm_[im].g * dn_[in].g > max_tiles_) break;
+          const info& f = lookup(im, in, ik);
+          if (f.feasible) all.push_back({f.lb, key(im, in, ik)});
+        }
+      }
+    std::sort(all.begin(), all.end());
+    for (const auto& [lb, k] : all) {
+      if (!(lb < best_bound_)) break;
+      simulate(k);
+    }
+  }
+
+  const gemm_problem& g_;
+  const std::vector<dev>& devs_;
+  const planner_config& cfg_;
+  std::vector<int64_t> dominators_;
+  grid_sim sim_;
+  std::vector<double> pre_f_, pre_dl_, pre_ul_;
+  std::vector<uint64_t> mem_sorted_;
+  double lat_min_ = 0, ready_min_ = 0;
+  int64_t max_tiles_ = 1;
+  std::vector<dim_split> dm_, dn_, dk_;
+  std::unordered_map<uint64_t, info> memo_;
+  double best_bound_ = inf;
+  int32_t budget_ = 0, evaluated_ = 0;
+  bool best_ = false;
+  uint64_t best_key_ = 0;
+  found best_found_{};
+  std::vector<assignment> work_, best_tiles_;
+  double lowest_lb_ = inf;
+  int lowest_kind_ = 0;
+};
+
+plan local_plan(const gemm_problem& g, double local_seconds, std::string reason) {
+  plan p;
+  p.local = true;
+  p.problem = g;
+  p.local_seconds = local_seconds;
+  p.reason = std::move(reason);
+  return p;
+}
+
+}  // namespace
+
+double gemm_problem::flops() const {
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+}
+
+int64_t tile::flops() const { return 2 * (m1 - m0) * (n1 - n0) * (k1 - k0); }
+uint64_t tile::a_bytes() const {
+  return gemm_element_bytes * static_cast<uint64_t>((m1 - m0) * (k1 - k0));
+}
+uint64_t tile::b_bytes() const {
+  return gemm_element_bytes * static_cast<uint64_t>((k1 - k0) * (n1 - n0));
+}
+uint64_t tile::c_bytes() const {
+  return gemm_element_bytes * static_cast<uint64_t>((m1 - m0) * (n1 - n0));
+}
+
+bool operator==(const tile& x, const tile& y) {
+  return x.m0 == y.m0 && x.m1 == y.m1 && x.n0 == y.n0 && x.n1 == y.n1 && x.k0 == y.k0 &&
+         x.k1 == y.k1;
+}
+
+bool usable(const device_profile& p) {
+  auto positive = [](double x) { return std::isfinite(x) && x > 0; };
+  return positive(p.flops) && positive(p.downlink) && positive(p.uplink) &&
+         std::isfinite(p.latency) && p.latency >= 0 && p.memory_bytes > 0;
+}
+
+tile_cost predict_tile(const tile& t, const device_profile& p, bool a_cached, bool b_cached) {
+  tile_cost c;
+  c.bytes_down = (a_cached ? 0 : t.a_bytes()) + (b_cached ? 0 : t.b_bytes());
+  c.bytes_up = t.c_bytes();
+  c.seconds = usable(p) ? tile_seconds(p.latency, 1.0 / p.downlink, 1.0 / p.flops,
+                                       1.0 / p.uplink, c.bytes_down,
+                                       static_cast<double>(t.flops()), c.bytes_up)
+                        : inf;
+  return c;
+}
+
+uint64_t tile_working_set(const tile& t) { return t.a_bytes() + t.b_bytes() + t.c_bytes(); }
+
+std::vector<int64_t> split_edges(int64_t size, int64_t parts, int64_t align) {
+  size = std::max<int64_t>(size, 0);
+  parts = std::max<int64_t>(1, std::min(parts, std::max<int64_t>(size, 1)));
+  align = std::max<int64_t>(align, 1);
+  int64_t units = ceil_div(size, align);
+  if (parts > units) {  // cannot align that finely: plain even split
+    units = size;
+    align = 1;
+  }
+  std::vector<int64_t> edges(static_cast<size_t>(parts + 1));
+  for (int64_t p = 0; p < parts; ++p) edges[static_cast<size_t>(p)] = align * (p * units / parts);
+  edges[static_cast<size_t>(parts)] = size;
+  return edges;
+}
+
+plan make_plan(const gemm_problem& g, const std::vector<device_view>& devices,
+               const planner_config& cfg) {
+  const double total = g.flops();
+  const double local_seconds = total / cfg.ps_flops;
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return local_plan(g, local_seconds, "empty product");
+  if (total < cfg.min_split_flops)
+    return local_plan(g, local_seconds,
+                      fmt("%.3g FLOPs below the split threshold %.3g", total, cfg.min_split_flops));
+
+  // Usable devices, by id: the order ties are broken in.
+  std::vector<dev> devs;
+  devs.reserve(devices.size());
+  for (const auto& v : devices) {
+    if (!usable(v.profile) || !std::isfinite(v.ready_at)) continue;
+    devs.emplace_back(v.id, v.profile, std::max(0.0, v.ready_at));
+  }
+  std::stable_sort(devs.begin(), devs.end(), [](const dev& x, const dev& y) { return x.id < y.id; });
+  if (devs.empty()) return local_plan(g, local_seconds, "no usable device");
+
+  grid_search search(g, devs, cfg);
+  if (!search.any_fits())
+    return local_plan(g, local_seconds,
+                      fmt("no device can hold a tile: the smallest needs %.3g bytes, the largest "
+                          "device memory is %.3g bytes",
+                          static_cast<double>(search.smallest_working_set()),
+                          static_cast<double>(search.largest_memory())));
+  search.run(local_seconds);
+  const auto* best = search.best();
+  if (!best) {
+    plan p = local_plan(g, local_seconds,
+                        "distributed is not faster than local " + fmt("%.3g s", local_seconds) +
+                            fmt(" (lowest bound found %.3g s: ", search.lowest_bound()) +
+                            bound_names[search.lowest_bound_kind()] + ")");
+    p.grids_considered = search.considered();
+    p.grids_evaluated = search.evaluated();
+    return p;
+  }
+  plan p;
+  p.local = false;
+  p.problem = g;
+  p.grid_m = best->gm;
+  p.grid_n = best->gn;
+  p.grid_k = best->gk;
+  p.tiles = search.take_tiles();
+  p.predicted_seconds = best->r.predicted;
+  p.local_seconds = local_seconds;
+  p.bytes_down = best->r.bytes_down;
+  p.bytes_up = best->r.bytes_up;
+  p.devices_used = best->r.devices_used;
+  p.grids_considered = search.considered();
+  p.grids_evaluated = search.evaluated();
+  p.reason = "split " + std::to_string(p.grid_m) + "x" + std::to_string(p.grid_n) + "x" +
+             std::to_string(p.grid_k) + " = " + std::to_string(p.tiles.size()) +
+             " tiles over " + std::to_string(p.devices_used) + " devices: " +
+             fmt("%.3g s vs local %.3g s", p.predicted_seconds, local_seconds);
+  return p;
+}
+
+std::optional<plan> mirror_plan(const plan& forward, gemm_role role,
+                                const gemm_problem& backward,
+                                const std::vector<device_view>& alive,
+                                const planner_config& cfg, const plan* grad_input) {
+  if (forward.local || forward.tiles.empty()) return std::nullopt;
+  if (role != gemm_role::grad_input && role != gemm_role::grad_weight) return std::nullopt;
+  // The forward shape, from its tiles; K must not be split.
+  int64_t fm = 0, fn = 0, fk = forward.tiles.front().t.k1;
+  for (const auto& a : forward.tiles) {
+    if (a.t.k0 != 0 || a.t.k1 != fk) return std::nullopt;
+    fm = std::max(fm, a.t.m1);
+    fn = std::max(fn, a.t.n1);
+  }
+  if (role == gemm_role::grad_input &&
+      (backward.m != fm || backward.n != fk || backward.k != fn))
+    return std::nullopt;
+  if (role == gemm_role::grad_weight &&
+      (backward.m != fk || backward.n != fn || backward.k != fm))
+    return std::nullopt;
+
+  std::map<int32_t, const device_view*> by_id;
+  for (const auto& v : alive) by_id.emplace(v.id, &v);
+  // dY blocks already sent by the grad_input plan: (m-range, n-range) -> device.
+  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int32_t>> dy_at;
+  if (role == gemm_role::grad_weight && grad_input && !grad_input->local)
+    for (const auto& a : grad_input->tiles)
+      dy_at.emplace(a.t.m0, a.t.m1, a.t.k0, a.t.k1, a.device);
+
+  plan p;
+  p.local = false;
+  p.problem = backward;
+  p.problem.role = role;
+  p.local_seconds = backward.flops() / cfg.ps_flops;
+  std::map<int32_t, double> avail;
+  double max_finish = 0;
+  for (const auto& f : forward.tiles) {
+    auto it = by_id.find(f.device);
+    if (it == by_id.end() || !usable(it->second->profile)) return std::nullopt;
+    const device_view& v = *it->second;
+    assignment a;
+    a.device = f.device;
+    if (role == gemm_role::grad_input) {
+      a.t = tile{f.t.m0, f.t.m1, 0, fk, f.t.n0, f.t.n1};
+      a.a_cached = false;  // dY block
+      a.b_cached = true;   // W block, sent for the forward tile
+    } else {
+      a.t = tile{0, fk, f.t.n0, f.t.n1, f.t.m0, f.t.m1};
+      a.a_cached = true;  // X block, sent for the forward tile
+      a.b_cached = dy_at.count({f.t.m0, f.t.m1, f.t.n0, f.t.n1, f.device}) > 0;
+    }
+    if (v.profile.memory_bytes < tile_working_set(a.t)) return std::nullopt;
+    auto cost = predict_tile(a.t, v.profile, a.a_cached, a.b_cached);
+    auto [slot, fresh] = avail.emplace(f.device, std::max(0.0, v.ready_at));
+    slot->second += cost.seconds;
+    a.predicted_finish = slot->second;
+    max_finish = std::max(max_finish, a.predicted_finish);
+    p.bytes_down += cost.bytes_down;
+    p.bytes_up += cost.bytes_up;
+    p.tiles.push_back(a);
+  }
+  if (role == gemm_role::grad_input) {
+    p.grid_m = forward.grid_m;
+    p.grid_n = 1;
+    p.grid_k = forward.grid_n;
+  } else {
+    p.grid_m = 1;
+    p.grid_n = forward.grid_n;
+    p.grid_k = forward.grid_m;
+  }
+  p.devices_used = static_cast<int32_t>(avail.size());
+  p.predicted_seconds = std::max({max_finish, static_cast<double>(p.bytes_down) / cfg.ps_egress,
+                                  static_cast<double>(p.bytes_up) / cfg.ps_ingress});
+  p.reason = std::string("mirror of forward ") + std::to_string(forward.grid_m) + "x" +
+             std::to_string(forward.grid_n) + " placement (" +
+             (role == gemm_role::grad_input ? "W" : "X") + " blocks cached): " +
+             fmt("%.3g s vs local %.3g s", p.predicted_seconds, p.local_seconds);
+  return p;
+}
+
+double plan_seconds(const plan& p) { return p.local ? p.local_seconds : p.predicted_seconds; }
+
+double predict_sequence(const std::vector<gemm_problem>& gemms,
+                        const std::vector<device_view>& devices, const planner_config& cfg) {
+  double total = 0;
+  for (const auto& g : gemms) total += plan_seconds(make_plan(g, devices, cfg));
+  return total;
+}
+
+std::vector<std::pair<int32_t, uint64_t>> bytes_down_per_device(const plan& p) {
+  std::map<int32_t, uint64_t> m;
+  for (const auto& a : p.tiles)
+    m[a.device] += (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
+  return {m.begin(), m.end()};
+}
+
+}  // namespace cleave

@@ -1,0 +1,277 @@
+#include "actors/ps/distributed_gemm.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/device/block_cache.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+bool all_finite(const std::vector<float>& v) {
+  for (float x : v)
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+
+}  // namespace
+
+distributed_gemm::distributed_gemm(caf::actor_system& sys, caf::actor planner,
+                                   double tile_timeout_seconds)
+    : self_(sys),
+      planner_(std::move(planner)),
+      tile_timeout_(std::chrono::duration_cast<caf::timespan>(
+        std::chrono::duration<double>(tile_timeout_seconds))) {}
+
+caf::error distributed_gemm::begin_step(uint64_t step) {
+  step_ = step;
+  gemm_seq_ = 0;
+  forward_plans_.clear();
+  sent_.clear();
+  caf::error err;
+  self_->request(planner_, caf::infinite, fleet_atom::value)
+    .receive(
+      [&](uint64_t version, std::vector<fleet_member>& members) {
+        if (version == fleet_version_) return;
+        fleet_version_ = version;
+        fleet_.clear();
+        for (auto& m : members) {
+          accounts_[m.id].profile = m.profile.name;
+          fleet_.emplace(m.id, std::move(m));
+        }
+        plans_.clear();
+      },
+      [&](caf::error& e) { err = std::move(e); });
+  if (err) return fail("cannot reach the planner: " + self_->system().render(err));
+  return caf::none;
+}
+
+const plan& distributed_gemm::plan_for(gemm_tag tag, const gemm_problem& g) {
+  const auto key = std::make_tuple(g.m, g.n, g.k, static_cast<int>(g.role),
+                                   tag.role == gemm_role::forward ? 0u : tag.layer);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    plan p;
+    p.local = true;
+    p.reason = "planner unreachable";
+    auto fwd = forward_plans_.find(tag.layer);
+    const bool mirror = (g.role == gemm_role::grad_input || g.role == gemm_role::grad_weight)
+                        && fwd != forward_plans_.end() && !fwd->second.local;
+    auto on_plan = [&](plan& reply) { p = std::move(reply); };
+    auto on_error = [&](caf::error& e) {
+      spdlog::warn("planner did not answer ({}); computing locally", self_->system().render(e));
+    };
+    if (mirror)
+      self_->request(planner_, caf::infinite, mirror_atom::value, fwd->second, g.role, g)
+        .receive(on_plan, on_error);
+    else
+      self_->request(planner_, caf::infinite, plan_atom::value, g).receive(on_plan, on_error);
+    for (auto& a : p.tiles)
+      if (fleet_.count(a.device) == 0) p.local = true;  // the fleet moved on; stay safe
+    spdlog::debug("plan {}x{}x{} role {} layer {}: {}", g.m, g.n, g.k, static_cast<int>(g.role),
+                  tag.layer, p.reason);
+    it = plans_.emplace(key, std::move(p)).first;
+  }
+  if (g.role == gemm_role::forward) forward_plans_[tag.layer] = it->second;
+  return it->second;
+}
+
+void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float> b, bool tb,
+                                 mut_view<float> c, float beta) {
+  const auto t0 = clock_type::now();
+  gemm_local<float>(a, ta, b, tb, c, beta);
+  totals_.ps_compute_seconds += since(t0);
+  ++local_gemms_;
+}
+
+operand distributed_gemm::make_operand(const_view<float> m, bool trans, int64_t r0, int64_t r1,
+                                       int64_t c0, int64_t c1) {
+  // (r0, r1, c0, c1) are ranges of op(m); the block travels as stored.
+  if (trans) {
+    std::swap(r0, c0);
+    std::swap(r1, c1);
+  }
+  operand op;
+  op.rows = r1 - r0;
+  op.cols = c1 - c0;
+  op.trans = trans;
+  op.data.resize(static_cast<size_t>(op.rows * op.cols));
+  const float* src = m.data + r0 * m.ld + c0;
+  for (int64_t r = 0; r < op.rows; ++r)
+    std::copy(src + r * m.ld, src + r * m.ld + op.cols, op.data.data() + r * op.cols);
+  op.key = block_key(op.data.data(), op.rows, op.cols, op.cols);
+  return op;
+}
+
+void distributed_gemm::send_task(pending_tile& p, bool with_all_data) {
+  const int32_t dev = p.where.device;
+  auto& known = sent_[dev];
+  auto& acct = accounts_[dev];
+  tile_task msg;
+  msg.key = p.task.key;
+  for (auto [src, dst] : {std::pair{&p.task.a, &msg.a}, {&p.task.b, &msg.b}}) {
+    dst->key = src->key;
+    dst->rows = src->rows;
+    dst->cols = src->cols;
+    dst->trans = src->trans;
+    ++acct.operands;
+    if (with_all_data || known.count(src->key) == 0) {
+      dst->data = src->data;
+      acct.bytes_down += src->data.size() * sizeof(float);
+      known.insert(src->key);
+    }
+  }
+  self_->send(fleet_.at(dev).handle, std::move(msg));
+}
+
+bool distributed_gemm::accept(pending_tile& p, tile_result& r) {
+  const tile& t = p.where.t;
+  const int64_t rows = t.m1 - t.m0;
+  const int64_t cols = t.n1 - t.n0;
+  const char* problem = nullptr;
+  if (r.device != p.where.device)
+    problem = "from a device the tile was not given to";
+  else if (r.rows != rows || r.cols != cols || static_cast<int64_t>(r.data.size()) != rows * cols)
+    problem = "of the wrong shape";
+  else if (!all_finite(r.data))
+    problem = "containing NaN or infinity";
+  if (problem != nullptr) {
+    ++refused_;
+    ++accounts_[r.device].refused;
+    spdlog::warn("refusing result {} for step {} gemm {} tile {} from device {}", problem,
+                 r.key.step, r.key.gemm, r.key.tile, r.device);
+    return false;
+  }
+  auto& acct = accounts_[r.device];
+  ++acct.tiles;
+  acct.bytes_up += r.data.size() * sizeof(float);
+  acct.cache_hits += r.cache_hits;
+  acct.busy_seconds += r.busy_seconds;
+  p.result = std::move(r.data);
+  p.done = true;
+  return true;
+}
+
+void distributed_gemm::reassign(pending_tile& p) {
+  // Next device in id order after the one that failed; the PS itself when
+  // none is left that can hold the tile.
+  const uint64_t need = tile_working_set(p.where.t);
+  int32_t next = -1;
+  for (int pass = 0; pass < 2 && next < 0; ++pass)
+    for (const auto& [id, m] : fleet_)
+      if ((pass == 1 || id > p.where.device) && id != p.where.device
+          && m.profile.memory_bytes >= need && (next < 0 || id < next))
+        next = id;
+  p.where.device = next;
+  if (next >= 0) send_task(p, true);
+}
+
+void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b,
+                            bool trans_b, mut_view<float> c, float beta) {
+  gemm_problem g;
+  g.m = c.rows;
+  g.n = c.cols;
+  g.k = trans_a ? a.rows : a.cols;
+  g.role = tag.role;
+  const uint32_t seq = gemm_seq_++;
+  static const plan stay_local{};
+  const plan& p = fleet_.empty() ? stay_local : plan_for(tag, g);
+  if (p.local || p.tiles.empty()) {
+    run_local(a, trans_a, b, trans_b, c, beta);
+    return;
+  }
+  std::vector<pending_tile> tiles(p.tiles.size());
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    auto& pt = tiles[i];
+    pt.where = p.tiles[i];
+    const tile& t = pt.where.t;
+    pt.task.key = tile_key{step_, seq, static_cast<uint32_t>(i)};
+    pt.task.a = make_operand(a, trans_a, t.m0, t.m1, t.k0, t.k1);
+    pt.task.b = make_operand(b, trans_b, t.k0, t.k1, t.n0, t.n1);
+    send_task(pt, false);
+  }
+  tiles_total_ += tiles.size();
+
+  const auto t_wait = clock_type::now();
+  size_t remaining = tiles.size();
+  auto find = [&](const tile_key& k) -> pending_tile* {
+    if (k.step != step_ || k.gemm != seq || k.tile >= tiles.size()) return nullptr;
+    return &tiles[k.tile];
+  };
+  while (remaining > 0) {
+    bool timed_out = false;
+    self_->receive(
+      [&](tile_result& r) {
+        pending_tile* pt = find(r.key);
+        if (pt == nullptr || pt->done) {
+          spdlog::debug("dropping late or duplicate result step {} gemm {} tile {} from {}",
+                        r.key.step, r.key.gemm, r.key.tile, r.device);
+          return;
+        }
+        if (accept(*pt, r))
+          --remaining;
+        else if (r.device == pt->where.device)
+          reassign(*pt);
+      },
+      [&](tile_miss& m) {
+        pending_tile* pt = find(m.key);
+        if (pt != nullptr && !pt->done && m.device == pt->where.device) {
+          sent_[m.device].clear();  // its cache is not what we thought
+          send_task(*pt, true);
+        }
+      },
+      caf::after(tile_timeout_) >> [&] { timed_out = true; });
+    if (timed_out) {
+      for (auto& pt : tiles)
+        if (!pt.done) {
+          spdlog::warn("tile step {} gemm {} tile {} timed out on device {}; reassigning",
+                       step_, seq, pt.task.key.tile, pt.where.device);
+          pt.where.device = -1;
+        }
+    }
+    // Tiles without a device (none could take them) are computed here.
+    for (auto& pt : tiles) {
+      if (pt.done || pt.where.device >= 0) continue;
+      const tile& t = pt.where.t;
+      pt.result.assign(static_cast<size_t>((t.m1 - t.m0) * (t.n1 - t.n0)), 0.0f);
+      const auto& oa = pt.task.a;
+      const auto& ob = pt.task.b;
+      run_local({oa.data.data(), oa.rows, oa.cols, oa.cols}, oa.trans,
+                {ob.data.data(), ob.rows, ob.cols, ob.cols}, ob.trans,
+                {pt.result.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
+      pt.done = true;
+      --remaining;
+    }
+  }
+  totals_.wait_seconds += since(t_wait);
+
+  const auto t_gather = clock_type::now();
+  auto cm = c.map();
+  if (beta == 0.0f)
+    cm.setZero();
+  else if (beta != 1.0f)
+    cm *= beta;
+  for (auto& pt : tiles) {  // tile order: K partials add up the same way every run
+    const tile& t = pt.where.t;
+    const int64_t rows = t.m1 - t.m0;
+    const int64_t cols = t.n1 - t.n0;
+    for (int64_t r = 0; r < rows; ++r) {
+      float* dst = c.data + (t.m0 + r) * c.ld + t.n0;
+      const float* src = pt.result.data() + r * cols;
+      for (int64_t j = 0; j < cols; ++j) dst[j] += src[j];
+    }
+  }
+  totals_.allgather_seconds += since(t_gather);
+}
+
+}  // namespace cleave

@@ -1,0 +1,92 @@
+#pragma once
+// The PS's gemm_engine for a fleet: each product is planned (selective: stay
+// local, or hybrid tiles over M, N and K), its tiles go to devices as tasks
+// keyed by (step, gemm, tile), and results are checked and assembled here.
+// K-split partials are added in tile order, so a run's numbers do not depend
+// on which device answers first.
+//
+// It runs in the training loop's thread and talks to the actors through a
+// scoped (blocking) actor: the loop waits for its tiles, which is what a
+// synchronous training step means.
+
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/planner/planner_actor.hpp"
+#include "kernels/gemm.hpp"
+#include "schema/messages.hpp"
+
+namespace cleave {
+
+struct device_account {
+  std::string profile;
+  uint64_t tiles = 0;
+  uint64_t bytes_down = 0;
+  uint64_t bytes_up = 0;
+  uint64_t cache_hits = 0;
+  uint64_t operands = 0;  // operands needed (hits + sent)
+  uint64_t refused = 0;   // results refused as malformed
+  double busy_seconds = 0;
+};
+
+struct step_account {
+  double ps_compute_seconds = 0;  // GEMMs the planner kept local
+  double wait_seconds = 0;        // waiting on device tiles
+  double allgather_seconds = 0;   // assembling results (no sharding: copies only)
+};
+
+class distributed_gemm final : public gemm_engine<float> {
+ public:
+  distributed_gemm(caf::actor_system& sys, caf::actor planner, double tile_timeout_seconds);
+
+  // Refreshes the fleet from the planner and starts a new idempotency epoch.
+  caf::error begin_step(uint64_t step);
+
+  void gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b, bool trans_b,
+            mut_view<float> c, float beta) override;
+
+  const std::map<int32_t, device_account>& devices() const { return accounts_; }
+  const step_account& totals() const { return totals_; }
+  uint64_t tiles_total() const { return tiles_total_; }
+  uint64_t local_gemms() const { return local_gemms_; }
+  uint64_t refused_results() const { return refused_; }
+
+ private:
+  struct pending_tile {
+    assignment where;
+    tile_task task;  // operands with data, kept for resends
+    bool done = false;
+    std::vector<float> result;
+  };
+
+  const plan& plan_for(gemm_tag tag, const gemm_problem& g);
+  void run_local(const_view<float> a, bool ta, const_view<float> b, bool tb, mut_view<float> c,
+                 float beta);
+  operand make_operand(const_view<float> m, bool trans, int64_t r0, int64_t r1, int64_t c0,
+                       int64_t c1);
+  void send_task(pending_tile& p, bool with_all_data);
+  bool accept(pending_tile& p, tile_result& r);
+  void reassign(pending_tile& p);
+
+  caf::scoped_actor self_;
+  caf::actor planner_;
+  caf::timespan tile_timeout_;
+  uint64_t step_ = 0;
+  uint32_t gemm_seq_ = 0;
+  uint64_t fleet_version_ = ~uint64_t{0};
+  std::unordered_map<int32_t, fleet_member> fleet_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int, uint32_t>, plan> plans_;
+  std::map<uint32_t, plan> forward_plans_;  // this step's, by layer tag, for mirroring
+  std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
+  std::map<int32_t, device_account> accounts_;
+  step_account totals_;
+  uint64_t tiles_total_ = 0;
+  uint64_t local_gemms_ = 0;
+  uint64_t refused_ = 0;
+};
+
+}  // namespace cleave

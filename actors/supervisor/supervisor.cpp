@@ -1,0 +1,51 @@
+#include "actors/supervisor/supervisor.hpp"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+namespace cleave {
+
+namespace {
+
+void start_child(caf::stateful_actor<supervisor_state>* self, child_spec spec) {
+  auto child = spec.start(self);
+  self->monitor(child);
+  self->system().registry().put(caf::atom_from_string(spec.name), child);
+  self->state.children.emplace(child.address(), std::move(spec));
+}
+
+}  // namespace
+
+caf::behavior supervisor_actor(caf::stateful_actor<supervisor_state>* self,
+                               supervisor_options opts, std::vector<child_spec> children) {
+  self->state.opts = opts;
+  self->state.budget = restart_budget{opts.max_restarts, opts.window_seconds};
+  self->set_down_handler([=](const caf::down_msg& msg) {
+    auto& st = self->state;
+    auto it = st.children.find(msg.source);
+    if (it == st.children.end()) return;
+    child_spec spec = std::move(it->second);
+    st.children.erase(it);
+    if (!msg.reason || msg.reason == caf::exit_reason::user_shutdown) return;  // a clean stop
+    const double now = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (!st.budget.try_restart(now)) {
+      spdlog::error("supervisor: {} failed ({}) more than {} times in {} s; giving up", spec.name,
+                    self->system().render(msg.reason), st.opts.max_restarts,
+                    st.opts.window_seconds);
+      self->quit(msg.reason);
+      return;
+    }
+    spdlog::warn("supervisor: restarting {} after {}", spec.name, self->system().render(msg.reason));
+    start_child(self, std::move(spec));
+  });
+  for (auto& spec : children) start_child(self, std::move(spec));
+  // Children that end for good leave the supervisor idle but alive: the
+  // process decides when to stop.
+  return {
+    [=](caf::get_atom) { return static_cast<uint64_t>(self->state.children.size()); },
+  };
+}
+
+}  // namespace cleave

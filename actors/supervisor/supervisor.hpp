@@ -1,0 +1,41 @@
+#pragma once
+// One supervisor per process: spawns the process's actors, monitors them, and
+// restarts a child that fails (one-for-one) within its restart budget. Past
+// the budget it escalates: it exits with the child's error, and the process
+// exits with a message saying which child failed and why.
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/supervisor/restart_budget.hpp"
+
+namespace cleave {
+
+struct child_spec {
+  std::string name;  // also the child's name in the actor registry (at most 10 characters)
+  std::function<caf::actor(caf::local_actor*)> start;
+};
+
+struct supervisor_options {
+  int max_restarts = 3;
+  double window_seconds = 10;
+};
+
+struct supervisor_state {
+  supervisor_options opts;
+  restart_budget budget{3, 10};
+  std::map<caf::actor_addr, child_spec> children;
+  static inline const char* name = "cleave.supervisor";
+};
+
+// Starts `children` in order. Each (re)started child is put into the actor
+// system's registry under its name, so peers in this process always find the
+// live one: system.registry().get(caf::atom_from_string(name)).
+caf::behavior supervisor_actor(caf::stateful_actor<supervisor_state>* self,
+                               supervisor_options opts, std::vector<child_spec> children);
+
+}  // namespace cleave

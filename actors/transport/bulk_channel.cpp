@@ -1,0 +1,462 @@
+#include "actors/transport/bulk_channel.hpp"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "schema/errors.hpp"
+
+namespace cleave::transport {
+
+namespace {
+
+using bulk_tick_atom = caf::atom_constant<caf::atom("bulk_tick")>;
+using clock_type = std::chrono::steady_clock;
+using payload_buffer = std::variant<std::vector<char>, std::vector<float>>;
+
+size_t byte_size(const payload_buffer& p) {
+  return std::visit([](const auto& v) { return v.size() * sizeof(v[0]); }, p);
+}
+const char* byte_data(const payload_buffer& p) {
+  return std::visit([](const auto& v) { return reinterpret_cast<const char*>(v.data()); }, p);
+}
+
+struct outgoing {
+  uint16_t kind;
+  uint64_t tag;
+  payload_buffer payload;
+  caf::response_promise rp;
+};
+
+enum class read_state { header, hello, payload_direct, payload_chunked };
+
+struct connection {
+  uint64_t id = 0;
+  caf::io::connection_handle hdl;
+  std::string peer;
+  read_state rd = read_state::header;
+  frame_header pending;            // header of the frame being read
+  std::vector<char> assembling;    // chunked payloads
+  uint64_t remaining = 0;          // chunked payload bytes still to read
+  bool hello_received = false;
+  uint64_t peer_max_payload = 0;
+  receive_window rw;
+  send_window sw;
+  std::deque<outgoing> queue;
+  uint64_t queued_bytes = 0;
+  size_t at_sink = 0;  // frames delivered whose reply is pending
+  clock_type::time_point last_progress;
+  explicit connection(uint64_t window) : rw(window) {}
+};
+
+struct bulk_state {
+  caf::actor sink;
+  bulk_options opts;
+  bool client = false;
+  std::string closed_reason;  // client: why its one connection is gone
+  uint64_t next_id = 1;
+  std::unordered_map<uint64_t, connection> conns;         // by connection id
+  std::unordered_map<int64_t, uint64_t> by_hdl;           // handle id -> connection id
+  std::vector<std::vector<char>> pool;                    // reusable read buffers, size == capacity
+  static const char* name;
+};
+const char* bulk_state::name = "cleave.bulk_channel";
+
+using bulk_broker = caf::io::stateful_broker<bulk_state>;
+
+void tune_socket(caf::io::connection_handle hdl, const bulk_options& opts) {
+  if (opts.socket_buffer_bytes <= 0) return;
+  // CAF 0.17's default multiplexer derives a connection handle's id from its
+  // native socket (network::conn_hdl_from_socket), so it is the fd.
+  auto fd = static_cast<int>(hdl.id());
+  int v = opts.socket_buffer_bytes;
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
+}
+
+connection* find_conn(bulk_broker* self, uint64_t id) {
+  auto i = self->state.conns.find(id);
+  return i == self->state.conns.end() ? nullptr : &i->second;
+}
+
+void write_frame_header(bulk_broker* self, connection& c, const frame_header& h) {
+  auto bytes = encode_header(h);
+  self->write(c.hdl, bytes.size(), bytes.data());
+}
+
+void expect_header(bulk_broker* self, connection& c) {
+  c.rd = read_state::header;
+  self->configure_read(c.hdl, caf::io::receive_policy::exactly(frame_header_size));
+}
+
+// Removes a connection: notify the sink, fail queued sends, close the socket
+// unless the peer already did. `c` is dangling afterwards.
+void drop(bulk_broker* self, connection& c, const std::string& reason, bool malformed,
+          bool already_closed = false) {
+  auto& st = self->state;
+  if (malformed)
+    spdlog::warn("bulk channel: closing connection {} ({}): {}", c.id, c.peer, reason);
+  else
+    spdlog::debug("bulk channel: connection {} ({}) closed: {}", c.id, c.peer, reason);
+  for (auto& o : c.queue) o.rp.deliver(fail("bulk connection " + std::to_string(c.id) + " closed: " + reason));
+  auto id = c.id;
+  auto hdl = c.hdl;
+  st.by_hdl.erase(hdl.id());
+  st.conns.erase(id);
+  if (!already_closed) self->close(hdl);
+  self->send(st.sink, bulk_closed_atom::value, id, reason);
+  if (st.client) st.closed_reason = reason;
+}
+
+// Writes queued frames while the peer's window allows.
+void pump(bulk_broker* self, connection& c) {
+  bool wrote = false;
+  while (!c.queue.empty() && c.sw.is_open()) {
+    auto& o = c.queue.front();
+    auto len = byte_size(o.payload);
+    if (len > c.peer_max_payload) {
+      o.rp.deliver(fail("frame of " + std::to_string(len) + " bytes exceeds the peer's cap of " +
+                        std::to_string(c.peer_max_payload) + " bytes"));
+    } else if (!c.sw.can_send(len)) {
+      break;
+    } else {
+      write_frame_header(self, c, frame_header{o.kind, len, o.tag});
+      if (len > 0) self->write(c.hdl, len, byte_data(o.payload));
+      c.sw.sent(len);
+      wrote = true;
+      // The bytes are in the write buffer: hand the caller its buffer back.
+      std::visit([&](auto& v) { o.rp.deliver(std::move(v)); }, o.payload);
+    }
+    c.queued_bytes -= len;
+    c.queue.pop_front();
+  }
+  if (wrote) self->flush(c.hdl);
+}
+
+void recycle(bulk_broker* self, std::vector<char>&& buf) {
+  auto& st = self->state;
+  if (buf.capacity() == 0 || buf.capacity() > st.opts.chunk_bytes) return;
+  if (st.pool.size() >= st.opts.buffer_pool) return;
+  buf.resize(buf.capacity());  // zero-fills only the tail, once
+  st.pool.push_back(std::move(buf));
+}
+
+void on_consumed(bulk_broker* self, uint64_t id, uint64_t len) {
+  auto c = find_conn(self, id);
+  if (!c) return;
+  if (c->at_sink > 0) --c->at_sink;
+  c->rw.consumed(len);
+  if (auto credit = c->rw.take_credit(c->at_sink == 0)) {
+    write_frame_header(self, *c, frame_header{kind_credit, 0, credit});
+    self->flush(c->hdl);
+  }
+}
+
+void deliver(bulk_broker* self, connection& c, uint16_t kind, uint64_t tag,
+             std::vector<char>&& payload) {
+  auto id = c.id;
+  uint64_t len = payload.size();
+  ++c.at_sink;
+  bulk_frame f{kind, tag, id, std::move(payload)};
+  auto h = self->request(self->state.sink, caf::infinite, bulk_frame_atom::value, std::move(f));
+  self->add_multiplexed_response_handler(
+    h.id(), caf::behavior{[=]() { on_consumed(self, id, len); },
+                          [=](std::vector<char>& buf) {
+                            recycle(self, std::move(buf));
+                            on_consumed(self, id, len);
+                          },
+                          [=](caf::error&) { on_consumed(self, id, len); }});
+}
+
+// Puts a pooled buffer of at least len bytes in place of the read buffer, so
+// the coming exactly(len) read shrinks it instead of allocating and zeroing.
+void offer_pooled_buffer(bulk_broker* self, std::vector<char>& rd_buf, uint64_t len) {
+  auto& pool = self->state.pool;
+  for (size_t i = 0; i < pool.size(); ++i) {
+    if (pool[i].size() >= len) {
+      rd_buf.swap(pool[i]);
+      pool[i] = std::move(pool.back());
+      pool.pop_back();
+      return;
+    }
+  }
+}
+
+void on_header(bulk_broker* self, connection& c, std::vector<char>& buf) {
+  auto& opts = self->state.opts;
+  auto h = decode_header(buf.data(), buf.size(), opts.max_payload);
+  if (!h) return drop(self, c, "malformed frame header: " + describe(h.error()), true);
+  if (h->kind >= first_reserved_kind) {
+    switch (h->kind) {
+      case kind_hello:
+        if (c.hello_received) return drop(self, c, "second hello", true);
+        if (h->length != hello_payload_size)
+          return drop(self, c, "hello with a " + std::to_string(h->length) + "-byte payload", true);
+        c.rd = read_state::hello;
+        self->configure_read(c.hdl, caf::io::receive_policy::exactly(hello_payload_size));
+        return;
+      case kind_credit:
+        if (!c.hello_received) return drop(self, c, "credit before hello", true);
+        if (h->length != 0) return drop(self, c, "credit frame with a payload", true);
+        if (auto err = c.sw.credit(h->tag)) return drop(self, c, describe(err), true);
+        return pump(self, c);
+      default:
+        return drop(self, c, "unknown control frame kind " + std::to_string(h->kind), true);
+    }
+  }
+  if (!c.hello_received) return drop(self, c, "data frame before hello", true);
+  if (auto err = c.rw.admit(h->length)) return drop(self, c, describe(err), true);
+  if (h->length == 0) return deliver(self, c, h->kind, h->tag, {});
+  c.pending = *h;
+  if (h->length <= opts.chunk_bytes) {
+    c.rd = read_state::payload_direct;
+    offer_pooled_buffer(self, buf, h->length);
+    self->configure_read(c.hdl, caf::io::receive_policy::exactly(h->length));
+  } else {
+    c.rd = read_state::payload_chunked;
+    c.remaining = h->length;
+    c.assembling.clear();
+    c.assembling.reserve(h->length);  // address space only until bytes arrive
+    self->configure_read(c.hdl, caf::io::receive_policy::exactly(opts.chunk_bytes));
+  }
+}
+
+void on_data(bulk_broker* self, caf::io::new_data_msg& msg) {
+  auto& st = self->state;
+  auto i = st.by_hdl.find(msg.handle.id());
+  if (i == st.by_hdl.end()) return;
+  auto c = find_conn(self, i->second);
+  if (!c) return;
+  c->last_progress = clock_type::now();
+  switch (c->rd) {
+    case read_state::header:
+      return on_header(self, *c, msg.buf);
+    case read_state::hello: {
+      auto h = decode_hello(msg.buf.data(), msg.buf.size());
+      if (!h) return drop(self, *c, "malformed hello: " + describe(h.error()), true);
+      c->hello_received = true;
+      c->peer_max_payload = h->max_payload;
+      c->sw.open(h->receive_window);
+      expect_header(self, *c);
+      return pump(self, *c);
+    }
+    case read_state::payload_direct: {
+      std::vector<char> payload;
+      payload.swap(msg.buf);  // zero-copy: the read buffer becomes the frame
+      expect_header(self, *c);
+      return deliver(self, *c, c->pending.kind, c->pending.tag, std::move(payload));
+    }
+    case read_state::payload_chunked: {
+      c->assembling.insert(c->assembling.end(), msg.buf.begin(), msg.buf.end());
+      c->remaining -= msg.buf.size();
+      if (c->remaining > 0) {
+        auto next = std::min<uint64_t>(c->remaining, st.opts.chunk_bytes);
+        self->configure_read(c->hdl, caf::io::receive_policy::exactly(next));
+        return;
+      }
+      expect_header(self, *c);
+      return deliver(self, *c, c->pending.kind, c->pending.tag, std::move(c->assembling));
+    }
+  }
+}
+
+// Registers a fresh connection, sends our hello, starts reading headers.
+void start_connection(bulk_broker* self, caf::io::connection_handle hdl) {
+  auto& st = self->state;
+  auto id = st.next_id++;
+  auto [it, inserted] = st.conns.emplace(id, connection{st.opts.receive_window});
+  auto& c = it->second;
+  c.id = id;
+  c.hdl = hdl;
+  c.peer = self->remote_addr(hdl) + ":" + std::to_string(self->remote_port(hdl));
+  c.last_progress = clock_type::now();
+  st.by_hdl.emplace(hdl.id(), id);
+  tune_socket(hdl, st.opts);
+  write_frame_header(self, c, frame_header{kind_hello, hello_payload_size, 0});
+  auto hb = encode_hello(hello{st.opts.receive_window, st.opts.max_payload});
+  self->write(hdl, hb.size(), hb.data());
+  self->flush(hdl);
+  expect_header(self, c);
+  self->send(st.sink, bulk_opened_atom::value, caf::actor_cast<caf::actor>(self), id, c.peer);
+}
+
+caf::response_promise enqueue_send(bulk_broker* self, uint64_t conn, uint16_t kind, uint64_t tag,
+                                   payload_buffer&& payload) {
+  auto rp = self->make_response_promise();
+  auto& st = self->state;
+  if (kind >= first_reserved_kind) {
+    rp.deliver(fail("frame kind " + std::to_string(kind) + " is reserved for the channel"));
+    return rp;
+  }
+  auto c = find_conn(self, conn);
+  if (!c) {
+    if (st.client && !st.closed_reason.empty())
+      rp.deliver(fail("bulk connection closed: " + st.closed_reason));
+    else
+      rp.deliver(fail("no bulk connection " + std::to_string(conn)));
+    return rp;
+  }
+  auto len = byte_size(payload);
+  if (c->hello_received && len > c->peer_max_payload) {
+    rp.deliver(fail("frame of " + std::to_string(len) + " bytes exceeds the peer's cap of " +
+                    std::to_string(c->peer_max_payload) + " bytes"));
+    return rp;
+  }
+  if (!c->queue.empty() && c->queued_bytes + len > st.opts.max_send_queue) {
+    rp.deliver(fail("send queue full on bulk connection " + std::to_string(conn) + " (" +
+                    std::to_string(c->queued_bytes) + " bytes waiting)"));
+    return rp;
+  }
+  c->queued_bytes += len;
+  c->queue.push_back(outgoing{kind, tag, std::move(payload), rp});
+  pump(self, *c);
+  return rp;
+}
+
+uint64_t client_conn(bulk_broker* self) {
+  auto& conns = self->state.conns;
+  return conns.empty() ? 0 : conns.begin()->first;
+}
+
+void schedule_tick(bulk_broker* self) {
+  auto t = self->state.opts.stall_timeout;
+  if (t.count() > 0) self->delayed_send(self, std::max<caf::timespan>(t / 4, std::chrono::milliseconds(10)), bulk_tick_atom::value);
+}
+
+caf::behavior bulk_behavior(bulk_broker* self) {
+  self->monitor(self->state.sink);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    if (dm.source == self->state.sink) {
+      spdlog::debug("bulk channel: sink terminated, closing");
+      self->quit(caf::exit_reason::normal);
+    }
+  });
+  schedule_tick(self);
+  return {
+    [=](caf::io::new_connection_msg& msg) {
+      auto& st = self->state;
+      if (st.conns.size() >= st.opts.max_connections) {
+        spdlog::warn("bulk channel: refusing connection from {}:{}: {} connections open",
+                     self->remote_addr(msg.handle), self->remote_port(msg.handle),
+                     st.conns.size());
+        self->close(msg.handle);
+        return;
+      }
+      start_connection(self, msg.handle);
+    },
+    [=](caf::io::new_data_msg& msg) { on_data(self, msg); },
+    [=](caf::io::connection_closed_msg& msg) {
+      auto& st = self->state;
+      auto i = st.by_hdl.find(msg.handle.id());
+      if (i == st.by_hdl.end()) return;
+      if (auto c = find_conn(self, i->second))
+        drop(self, *c, "connection closed by peer", false, true);
+    },
+    [=](caf::io::acceptor_closed_msg&) {
+      spdlog::warn("bulk channel: listening socket closed");
+    },
+    [=](bulk_send_atom, uint64_t conn, uint16_t kind, uint64_t tag, std::vector<char>& p) {
+      return enqueue_send(self, conn, kind, tag, std::move(p));
+    },
+    [=](bulk_send_atom, uint64_t conn, uint16_t kind, uint64_t tag, std::vector<float>& p) {
+      return enqueue_send(self, conn, kind, tag, std::move(p));
+    },
+    [=](bulk_send_atom, uint16_t kind, uint64_t tag, std::vector<char>& p) {
+      return enqueue_send(self, client_conn(self), kind, tag, std::move(p));
+    },
+    [=](bulk_send_atom, uint16_t kind, uint64_t tag, std::vector<float>& p) {
+      return enqueue_send(self, client_conn(self), kind, tag, std::move(p));
+    },
+    [=](bulk_closed_atom, uint64_t conn) {
+      if (auto c = find_conn(self, conn)) drop(self, *c, "closed locally", false);
+    },
+    [=](bulk_tick_atom) {
+      auto& st = self->state;
+      auto now = clock_type::now();
+      std::vector<uint64_t> stalled;
+      for (auto& kv : st.conns) {
+        auto& c = kv.second;
+        bool mid = !c.hello_received || c.rd != read_state::header;
+        if (mid && now - c.last_progress > st.opts.stall_timeout) stalled.push_back(kv.first);
+      }
+      for (auto id : stalled)
+        if (auto c = find_conn(self, id))
+          drop(self, *c, "stalled: no progress for " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(st.opts.stall_timeout).count()) + " ms inside a frame or handshake", true);
+      schedule_tick(self);
+    },
+  };
+}
+
+caf::behavior listener_fun(bulk_broker* self, caf::io::doorman_ptr dm, caf::actor sink,
+                           bulk_options opts) {
+  self->state.sink = std::move(sink);
+  self->state.opts = std::move(opts);
+  self->add_doorman(std::move(dm));
+  return bulk_behavior(self);
+}
+
+caf::behavior client_fun(bulk_broker* self, caf::io::connection_handle hdl, caf::actor sink,
+                         bulk_options opts) {
+  self->state.sink = std::move(sink);
+  self->state.opts = std::move(opts);
+  self->state.client = true;
+  start_connection(self, hdl);
+  return bulk_behavior(self);
+}
+
+caf::error check_options(const bulk_options& o) {
+  if (o.receive_window == 0) return fail("bulk_options.receive_window must be > 0");
+  if (o.chunk_bytes == 0) return fail("bulk_options.chunk_bytes must be > 0");
+  return caf::none;
+}
+
+}  // namespace
+
+void add_transport_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<bulk_frame>("cleave::bulk_frame");
+  cfg.add_message_type<std::vector<float>>("std::vector<float>");
+}
+
+caf::expected<bulk_listener> spawn_bulk_listener(caf::actor_system& sys, uint16_t port,
+                                                 caf::actor sink, bulk_options opts) {
+  if (!sink) return fail("bulk listener needs a sink actor");
+  if (auto err = check_options(opts)) return err;
+  auto& mm = sys.middleman();
+  const char* in = opts.bind_address.empty() ? nullptr : opts.bind_address.c_str();
+  auto dm = mm.backend().new_tcp_doorman(port, in, opts.reuse_address);
+  if (!dm)
+    return fail("bulk listener cannot listen on port " + std::to_string(port) + ": " +
+                caf::to_string(dm.error()));
+  auto bound = (*dm)->port();
+  auto channel = mm.spawn_broker(listener_fun, std::move(*dm), std::move(sink), std::move(opts));
+  return bulk_listener{std::move(channel), bound};
+}
+
+caf::expected<uint16_t> open_bulk_listener(caf::actor_system& sys, uint16_t port, caf::actor sink,
+                                           bulk_options opts) {
+  auto l = spawn_bulk_listener(sys, port, std::move(sink), std::move(opts));
+  if (!l) return l.error();
+  return l->port;
+}
+
+caf::expected<caf::actor> connect_bulk(caf::actor_system& sys, const std::string& host,
+                                       uint16_t port, caf::actor sink, bulk_options opts) {
+  if (!sink) return fail("bulk channel needs a sink actor");
+  if (auto err = check_options(opts)) return err;
+  auto channel = sys.middleman().spawn_client(client_fun, host, port, std::move(sink), std::move(opts));
+  if (!channel)
+    return fail("cannot connect bulk channel to " + host + ":" + std::to_string(port) + ": " +
+                caf::to_string(channel.error()));
+  return *channel;
+}
+
+}  // namespace cleave::transport

@@ -1,0 +1,136 @@
+#pragma once
+// Bulk tensor transport: length-capped frames (frame.hpp) through a CAF
+// io::broker that the project owns. BASP moves std::vector<float> at a few
+// percent of raw TCP; a broker reading frames with receive_policy::exactly
+// runs near raw TCP. BASP keeps carrying small control messages.
+//
+// Every port is hostile. Per connection, the broker reads the 24-byte header,
+// validates it (magic, version, length <= max_payload, receive window) and only
+// then configures the payload read. A malformed frame, a protocol violation or
+// a stalled peer closes that connection with a log line; the broker and the
+// node keep running.
+//
+// Messages a sink receives:
+//   (bulk_opened_atom, caf::actor channel, uint64_t conn, std::string peer)
+//       a connection is up (peer = "addr:port").
+//   (bulk_frame_atom, bulk_frame)   sent as a request
+//       one frame. The payload arrives zero-copy (the broker's read buffer is
+//       moved into the message). The sink's reply returns window credit to
+//       the sender: reply when done with the frame (a handler returning void
+//       replies at once; a response promise delays the credit = backpressure).
+//       Replying with the payload std::vector<char> hands the buffer back to
+//       the broker for reuse in a later read (optional, saves an allocation).
+//   (bulk_closed_atom, uint64_t conn, std::string reason)
+//       the connection is gone (peer closed, malformed frame, stall, ...).
+//
+// Messages a channel accepts (both return the payload buffer when it has been
+// copied into the socket's write buffer, or an error; use request() and keep
+// a few sends in flight, the reply is the sender's backpressure):
+//   (bulk_send_atom, uint64_t conn, uint16_t kind, uint64_t tag, std::vector<char>)
+//   (bulk_send_atom, uint64_t conn, uint16_t kind, uint64_t tag, std::vector<float>)
+//   client channels only, to their single connection:
+//   (bulk_send_atom, uint16_t kind, uint64_t tag, std::vector<char>)
+//   (bulk_send_atom, uint16_t kind, uint64_t tag, std::vector<float>)
+//   (bulk_closed_atom, uint64_t conn)   close one connection
+// Argument types must match exactly (uint16_t kind, uint64_t tag and conn).
+// Channels quit on an exit message or when their sink terminates. A client
+// channel whose connection closed stays up and fails every send with the
+// reason, so a request never waits on a dead broker (CAF 0.17 brokers do not
+// bounce requests once terminated: abstract_broker::cleanup skips the
+// mailbox close of scheduled_actor::cleanup). Exit it when reconnecting. A vector<float> payload travels as
+// its raw bytes (host byte order; every Cleave node is little-endian x86-64/ARM).
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
+#include <caf/expected.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/timespan.hpp>
+
+#include "actors/transport/frame.hpp"
+
+namespace cleave::transport {
+
+using bulk_frame_atom = caf::atom_constant<caf::atom("bulk_frame")>;
+using bulk_send_atom = caf::atom_constant<caf::atom("bulk_send")>;
+using bulk_opened_atom = caf::atom_constant<caf::atom("bulk_open")>;
+using bulk_closed_atom = caf::atom_constant<caf::atom("bulk_close")>;
+
+struct bulk_frame {
+  uint16_t kind = 0;
+  uint64_t tag = 0;
+  uint64_t conn = 0;  // connection id within the channel that received it
+  std::vector<char> payload;
+
+  // The payload as floats (malloc'd buffers are suitably aligned). Sizes that
+  // are not a multiple of 4 have no float view: float_count() == 0.
+  const float* floats() const { return reinterpret_cast<const float*>(payload.data()); }
+  float* floats() { return reinterpret_cast<float*>(payload.data()); }
+  size_t float_count() const { return payload.size() % sizeof(float) == 0 ? payload.size() / sizeof(float) : 0; }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, bulk_frame& x) {
+  return f(caf::meta::type_name("cleave::bulk_frame"), x.kind, x.tag, x.conn, x.payload);
+}
+
+struct bulk_options {
+  // Largest payload accepted from a peer; larger headers close the connection
+  // before anything is allocated. Advertised to the peer, whose sends over it
+  // fail locally instead.
+  uint64_t max_payload = default_max_payload;
+  // Receive window advertised to the peer (bytes of payload + 4 KiB per frame
+  // delivered to the sink and not yet replied to).
+  uint64_t receive_window = uint64_t{64} << 20;
+  // Payloads up to this size are read in place into one buffer that is handed
+  // to the sink (zero-copy). Larger ones are read in chunks of this size and
+  // appended, so memory follows the bytes a peer actually sends, not what its
+  // header claims.
+  uint64_t chunk_bytes = uint64_t{16} << 20;
+  // Bytes a channel queues per connection beyond the window before bulk_send
+  // fails with "send queue full".
+  uint64_t max_send_queue = uint64_t{256} << 20;
+  // Listener: connections beyond this are closed on accept.
+  size_t max_connections = 256;
+  // A connection that has not completed its hello, or is inside a frame, and
+  // made no progress for this long is closed. Zero disables.
+  caf::timespan stall_timeout = std::chrono::seconds(60);
+  // SO_SNDBUF / SO_RCVBUF for the channel's sockets; 0 keeps kernel autotuning.
+  int socket_buffer_bytes = 0;
+  // Listener: bind address (empty = all interfaces) and SO_REUSEADDR.
+  std::string bind_address;
+  bool reuse_address = true;
+  // Buffers kept for reuse (replies from sinks that return their payload).
+  size_t buffer_pool = 4;
+};
+
+// Registers bulk_frame (and std::vector<float>) with CAF; call on the config
+// of every actor system that uses the channel.
+void add_transport_message_types(caf::actor_system_config& cfg);
+
+struct bulk_listener {
+  caf::actor channel;  // the broker: send replies through it, exit it to stop
+  uint16_t port = 0;
+};
+
+// Listens on `port` (0: ephemeral) and delivers every connection's frames to
+// `sink`. The actor system must have the io middleman loaded.
+caf::expected<bulk_listener> spawn_bulk_listener(caf::actor_system& sys, uint16_t port,
+                                                 caf::actor sink, bulk_options opts = {});
+
+// Same, returning only the bound port.
+caf::expected<uint16_t> open_bulk_listener(caf::actor_system& sys, uint16_t port, caf::actor sink,
+                                           bulk_options opts = {});
+
+// Connects to a listener (blocking for the TCP connect) and returns the
+// channel actor; frames from the peer go to `sink`.
+caf::expected<caf::actor> connect_bulk(caf::actor_system& sys, const std::string& host,
+                                       uint16_t port, caf::actor sink, bulk_options opts = {});
+
+}  // namespace cleave::transport

@@ -1,0 +1,409 @@
+// bench_transport: tensor throughput between two processes on loopback, side
+// by side in one run: (a) raw TCP, blocking write/read of length-prefixed
+// messages; (b) the bulk channel (CAF broker, frames) carrying float tensors;
+// (c) CAF BASP: std::vector<float> sent to a remote actor, for reference.
+//
+//   bench_transport server            prints "READY <raw> <bulk> <basp>" and
+//                                     serves until stdin closes
+//   bench_transport client <raw> <bulk> <basp> [options]
+//       --host H --rounds N --mib M (message size) --frames F (per bulk/raw
+//       measurement) --basp-frames F --inflight K --no-basp
+//
+// Rounds interleave raw, bulk and BASP so machine noise hits all of them
+// alike; each line is one measurement, then medians and bulk/raw ratios.
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "actors/transport/bulk_channel.hpp"
+
+using namespace cleave::transport;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr uint16_t kind_tensor = 1;
+constexpr uint16_t kind_end = 2;
+constexpr uint16_t kind_ack = 3;
+constexpr uint64_t raw_cap = uint64_t{1} << 30;
+
+[[noreturn]] void die(const std::string& what) {
+  std::fprintf(stderr, "bench_transport: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// ------------------------------------------------------------------ raw TCP
+
+bool read_all(int fd, void* p, size_t n) {
+  auto c = static_cast<char*>(p);
+  while (n > 0) {
+    auto r = ::recv(fd, c, n, 0);
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool write_all(int fd, const void* p, size_t n) {
+  auto c = static_cast<const char*>(p);
+  while (n > 0) {
+    auto w = ::send(fd, c, n, MSG_NOSIGNAL);
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+int listen_any(uint16_t& port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd, 16) != 0)
+    die("raw listen failed");
+  socklen_t len = sizeof(a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
+// Serves raw clients one after another: u64 length + payload, length 0 ends a
+// measurement and is answered with one byte.
+void raw_server(int lfd) {
+  std::vector<char> buf;
+  for (;;) {
+    int fd = ::accept(lfd, nullptr, nullptr);
+    if (fd < 0) return;
+    for (;;) {
+      uint64_t len;
+      if (!read_all(fd, &len, sizeof(len))) break;
+      if (len == 0) {
+        char ack = 1;
+        if (!write_all(fd, &ack, 1)) break;
+        continue;
+      }
+      if (len > raw_cap) break;
+      if (buf.size() < len) buf.resize(len);
+      if (!read_all(fd, buf.data(), len)) break;
+    }
+    ::close(fd);
+  }
+}
+
+int raw_connect(const std::string& host, uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0)
+    die("cannot resolve " + host);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (::connect(fd, res->ai_addr, res->ai_addrlen) != 0) die("raw connect failed");
+  ::freeaddrinfo(res);
+  return fd;
+}
+
+double raw_round(int fd, const std::vector<float>& tensor, int frames) {
+  uint64_t len = tensor.size() * sizeof(float);
+  auto t0 = clock_type::now();
+  for (int i = 0; i < frames; ++i) {
+    if (!write_all(fd, &len, sizeof(len)) || !write_all(fd, tensor.data(), len))
+      die("raw write failed");
+  }
+  uint64_t end = 0;
+  char ack;
+  if (!write_all(fd, &end, sizeof(end)) || !read_all(fd, &ack, 1)) die("raw ack failed");
+  std::chrono::duration<double> dt = clock_type::now() - t0;
+  return double(len) * frames / dt.count() / 1e6;
+}
+
+// ------------------------------------------------------------- bulk channel
+
+using go_atom = caf::atom_constant<caf::atom("go")>;
+
+// Server side: counts tensor frames, hands buffers back for reuse, answers
+// the end marker on the same connection with the number of frames received.
+caf::behavior bulk_sink(caf::event_based_actor* self) {
+  auto frames = std::make_shared<uint64_t>(0);
+  return {
+    [=](bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
+    [=](bulk_closed_atom, uint64_t, const std::string&) {},
+    [=](bulk_frame_atom, bulk_frame& f) -> std::vector<char> {
+      if (f.kind == kind_tensor) {
+        ++*frames;
+      } else if (f.kind == kind_end) {
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()), bulk_send_atom::value,
+                   f.conn, kind_ack, *frames, std::vector<char>{});
+        *frames = 0;
+      }
+      return std::move(f.payload);
+    },
+    [=](std::vector<char>&) {},  // our own reply's returned buffer
+    [=](caf::error&) {},
+  };
+}
+
+// Client side: the ack of the end marker completes a measurement.
+caf::behavior ack_sink(caf::event_based_actor*, std::shared_ptr<std::promise<uint64_t>>* slot) {
+  return {
+    [=](bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
+    [=](bulk_closed_atom, uint64_t, const std::string& reason) {
+      std::fprintf(stderr, "bulk channel closed: %s\n", reason.c_str());
+    },
+    [=](bulk_frame_atom, bulk_frame& f) {
+      if (f.kind == kind_ack && *slot) (*slot)->set_value(f.tag);
+    },
+  };
+}
+
+// Sends `frames` tensors with `inflight` requests outstanding, reusing each
+// buffer the channel hands back, then the end marker.
+caf::behavior producer(caf::event_based_actor* self, caf::actor channel, std::vector<float> proto) {
+  struct st {
+    int issued = 0, done = 0, frames = 0;
+  };
+  auto s = std::make_shared<st>();
+  auto err = [=](caf::error& e) { std::fprintf(stderr, "send failed: %s\n", caf::to_string(e).c_str()); std::exit(1); };
+  auto issue = std::make_shared<std::function<void(std::vector<float>)>>();
+  *issue = [=](std::vector<float> buf) {
+    ++s->issued;
+    self->request(channel, caf::infinite, bulk_send_atom::value, kind_tensor, uint64_t(s->issued), std::move(buf))
+      .then(
+        [=](std::vector<float>& back) {
+          ++s->done;
+          if (s->issued < s->frames) (*issue)(std::move(back));
+          else if (s->done == s->frames)
+            self->send(channel, bulk_send_atom::value, kind_end, uint64_t{0}, std::vector<char>{});
+        },
+        err);
+  };
+  return {
+    [=](go_atom, int frames, int inflight) {
+      s->issued = s->done = 0;
+      s->frames = frames;
+      for (int i = 0; i < std::min(inflight, frames); ++i) (*issue)(proto);
+    },
+    [=](std::vector<char>&) {},  // the end marker's returned buffer
+  };
+}
+
+// -------------------------------------------------------------------- BASP
+
+caf::behavior basp_sink(caf::event_based_actor*) {
+  return {[](const std::vector<float>& v) -> uint64_t { return v.size(); }};
+}
+
+caf::behavior basp_producer(caf::event_based_actor* self, caf::actor remote,
+                            std::shared_ptr<std::vector<float>> tensor,
+                            std::shared_ptr<std::promise<void>>* finished) {
+  struct st {
+    int issued = 0, done = 0, frames = 0;
+  };
+  auto s = std::make_shared<st>();
+  auto issue = std::make_shared<std::function<void()>>();
+  *issue = [=] {
+    ++s->issued;
+    self->request(remote, caf::infinite, *tensor)
+      .then(
+        [=](uint64_t) {
+          ++s->done;
+          if (s->issued < s->frames) (*issue)();
+          else if (s->done == s->frames) (*finished)->set_value();
+        },
+        [=](caf::error& e) { std::fprintf(stderr, "basp failed: %s\n", caf::to_string(e).c_str()); std::exit(1); });
+  };
+  return {
+    [=](go_atom, int frames, int inflight) {
+      s->issued = s->done = 0;
+      s->frames = frames;
+      for (int i = 0; i < std::min(inflight, frames); ++i) (*issue)();
+    },
+  };
+}
+
+void configure(caf::actor_system_config& cfg) {
+  cfg.load<caf::io::middleman>();
+  add_transport_message_types(cfg);
+  cfg.set("logger.file-verbosity", caf::atom("quiet"));
+  cfg.set("logger.console-verbosity", caf::atom("quiet"));
+}
+
+int run_server() {
+  caf::actor_system_config cfg;
+  configure(cfg);
+  caf::actor_system sys{cfg};
+  uint16_t raw_port = 0;
+  int lfd = listen_any(raw_port);
+  std::thread raw([=] { raw_server(lfd); });
+  raw.detach();
+  auto sink = sys.spawn(bulk_sink);
+  bulk_options opts;
+  opts.bind_address = "127.0.0.1";
+  auto lst = spawn_bulk_listener(sys, 0, sink, opts);
+  if (!lst) die("bulk listen: " + caf::to_string(lst.error()));
+  auto basp = sys.spawn(basp_sink);
+  auto bp = sys.middleman().publish(basp, 0, "127.0.0.1");
+  if (!bp) die("publish: " + caf::to_string(bp.error()));
+  std::printf("READY %u %u %u\n", raw_port, lst->port, *bp);
+  std::fflush(stdout);
+  std::string line;
+  while (std::getline(std::cin, line)) {
+  }
+  caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(lst->channel, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(basp, caf::exit_reason::user_shutdown);
+  ::shutdown(lfd, SHUT_RDWR);
+  std::_Exit(0);  // the raw thread may be blocked in accept
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int run_client(int argc, char** argv) {
+  if (argc < 5) die("usage: bench_transport client <raw-port> <bulk-port> <basp-port> [options]");
+  uint16_t raw_port = uint16_t(std::atoi(argv[2])), bulk_port = uint16_t(std::atoi(argv[3])),
+           basp_port = uint16_t(std::atoi(argv[4]));
+  std::string host = "127.0.0.1";
+  int rounds = 5, mib = 4, frames = 256, basp_frames = 24, inflight = 4;
+  bool basp = true;
+  for (int i = 5; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] {
+      if (i + 1 >= argc) die("missing value for " + a);
+      return std::string(argv[++i]);
+    };
+    if (a == "--host") host = next();
+    else if (a == "--rounds") rounds = std::stoi(next());
+    else if (a == "--mib") mib = std::stoi(next());
+    else if (a == "--frames") frames = std::stoi(next());
+    else if (a == "--basp-frames") basp_frames = std::stoi(next());
+    else if (a == "--inflight") inflight = std::stoi(next());
+    else if (a == "--no-basp") basp = false;
+    else die("unknown option " + a);
+  }
+  caf::actor_system_config cfg;
+  configure(cfg);
+  caf::actor_system sys{cfg};
+
+  std::vector<float> tensor(size_t(mib) << 18);  // mib MiB of floats
+  for (size_t i = 0; i < tensor.size(); ++i) tensor[i] = float(i % 1000) * 0.001f;
+  const double bytes_per = double(tensor.size() * sizeof(float));
+
+  int raw_fd = raw_connect(host, raw_port);
+
+  std::shared_ptr<std::promise<uint64_t>> ack_slot;
+  auto client_sink = sys.spawn(ack_sink, &ack_slot);
+  auto ch = connect_bulk(sys, host, bulk_port, client_sink);
+  if (!ch) die("bulk connect: " + caf::to_string(ch.error()));
+  auto prod = sys.spawn(producer, *ch, tensor);
+
+  caf::actor basp_prod;
+  std::shared_ptr<std::promise<void>> basp_slot;
+  if (basp) {
+    auto remote = sys.middleman().remote_actor(host, basp_port);
+    if (!remote) die("remote_actor: " + caf::to_string(remote.error()));
+    basp_prod = sys.spawn(basp_producer, *remote, std::make_shared<std::vector<float>>(tensor), &basp_slot);
+  }
+
+  auto bulk_round = [&] {
+    ack_slot = std::make_shared<std::promise<uint64_t>>();
+    auto fut = ack_slot->get_future();
+    auto t0 = clock_type::now();
+    caf::anon_send(prod, go_atom::value, frames, inflight);
+    auto got = fut.get();
+    std::chrono::duration<double> dt = clock_type::now() - t0;
+    if (got != uint64_t(frames)) die("bulk: server counted " + std::to_string(got) + " frames");
+    return bytes_per * frames / dt.count() / 1e6;
+  };
+  auto basp_round = [&] {
+    basp_slot = std::make_shared<std::promise<void>>();
+    auto fut = basp_slot->get_future();
+    auto t0 = clock_type::now();
+    caf::anon_send(basp_prod, go_atom::value, basp_frames, inflight);
+    fut.get();
+    std::chrono::duration<double> dt = clock_type::now() - t0;
+    return bytes_per * basp_frames / dt.count() / 1e6;
+  };
+
+  std::printf("message %d MiB of float32, %d messages per raw/bulk measurement, %d per BASP, "
+              "%d in flight, %d rounds\n", mib, frames, basp_frames, inflight, rounds);
+  // Warm-up (not reported): connections, buffers, page cache of the pools.
+  raw_round(raw_fd, tensor, std::max(1, frames / 8));
+  {
+    auto f = frames;
+    frames = std::max(1, frames / 8);
+    bulk_round();
+    frames = f;
+  }
+  std::vector<double> raw_v, bulk_v, basp_v, ratio_v;
+  for (int r = 1; r <= rounds; ++r) {
+    // Alternate which goes first, so drift does not favour one side.
+    double raw_mbs, bulk_mbs;
+    if (r % 2) {
+      raw_mbs = raw_round(raw_fd, tensor, frames);
+      bulk_mbs = bulk_round();
+    } else {
+      bulk_mbs = bulk_round();
+      raw_mbs = raw_round(raw_fd, tensor, frames);
+    }
+    double basp_mbs = basp ? basp_round() : 0;
+    raw_v.push_back(raw_mbs);
+    bulk_v.push_back(bulk_mbs);
+    basp_v.push_back(basp_mbs);
+    ratio_v.push_back(bulk_mbs / raw_mbs);
+    std::printf("round %d: raw %8.1f MB/s  bulk %8.1f MB/s  basp %7.1f MB/s  bulk/raw %.3f%s\n", r,
+                raw_mbs, bulk_mbs, basp_mbs, bulk_mbs / raw_mbs,
+                basp ? ("  basp/raw " + std::to_string(basp_mbs / raw_mbs).substr(0, 5)).c_str() : "");
+    std::fflush(stdout);
+  }
+  std::printf("median: raw %.1f MB/s  bulk %.1f MB/s  basp %.1f MB/s  bulk/raw %.3f (min %.3f, max %.3f)\n",
+              median(raw_v), median(bulk_v), median(basp_v), median(ratio_v),
+              *std::min_element(ratio_v.begin(), ratio_v.end()),
+              *std::max_element(ratio_v.begin(), ratio_v.end()));
+  ::close(raw_fd);
+  caf::anon_send_exit(prod, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(*ch, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(client_sink, caf::exit_reason::user_shutdown);
+  if (basp_prod) caf::anon_send_exit(basp_prod, caf::exit_reason::user_shutdown);
+  std::fflush(stdout);
+  std::_Exit(median(ratio_v) >= 0.5 ? 0 : 2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "server") return run_server();
+  if (argc >= 2 && std::string(argv[1]) == "client") return run_client(argc, argv);
+  std::fprintf(stderr,
+               "usage: bench_transport server | client <raw-port> <bulk-port> <basp-port> "
+               "[--host H] [--rounds N] [--mib M] [--frames F] [--basp-frames F] "
+               "[--inflight K] [--no-basp]\n");
+  return 1;
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Tensor transport on loopback, measured side by side in one run: raw TCP,
+# the bulk channel (CAF broker + frames) and CAF BASP, between two processes.
+#
+#   bench/transport/run.sh [path/to/bench_transport] [client options...]
+#
+# Client options: --rounds N (5) --mib M (4) --frames F (256) --basp-frames F
+# (24) --inflight K (4) --no-basp. Exit status 2 when median bulk/raw < 0.5.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+bin="${1:-}"
+if [[ -n "$bin" && -x "$bin" ]]; then
+  shift
+else
+  bin=""
+  for cand in "$here/../../build/bench/transport/bench_transport" "$here/../../build/bench_transport" \
+              /tmp/tbuild/out/bench_transport; do
+    if [[ -x "$cand" ]]; then bin="$cand"; break; fi
+  done
+  [[ -n "$bin" ]] || { echo "run.sh: build bench_transport first (or pass its path)" >&2; exit 1; }
+fi
+
+echo "# $(date -u +%FT%TZ) $(uname -srm), $(nproc) cores, binary $bin"
+fifo="$(mktemp -u)"
+mkfifo "$fifo"
+# The server serves until its stdin closes: keep a pipe open to it.
+exec 3<> "$fifo"
+rm -f "$fifo"
+out="$(mktemp)"
+"$bin" server <&3 >"$out" 2>&1 &
+server=$!
+cleanup() { exec 3>&-; wait "$server" 2>/dev/null || true; rm -f "$out"; }
+trap cleanup EXIT
+
+for _ in $(seq 100); do
+  grep -q '^READY' "$out" && break
+  kill -0 "$server" 2>/dev/null || { cat "$out" >&2; exit 1; }
+  sleep 0.1
+done
+read -r _ raw bulk basp < <(grep '^READY' "$out")
+echo "# server pid $server: raw port $raw, bulk port $bulk, basp port $basp"
+status=0
+"$bin" client "$raw" "$bulk" "$basp" "$@" || status=$?
+exit $status

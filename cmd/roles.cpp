@@ -1,0 +1,200 @@
+#include "cmd/roles.hpp"
+
+#include <iostream>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/detector/detector_actor.hpp"
+#include "actors/device/device_actor.hpp"
+#include "actors/planner/planner_actor.hpp"
+#include "actors/ps/distributed_gemm.hpp"
+#include "actors/ps/report.hpp"
+#include "actors/supervisor/supervisor.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+int usage_error(const std::string& reason) {
+  std::cerr << "cleave: " << reason << " (see --help)\n";
+  return 2;
+}
+
+int runtime_error(const std::string& reason) {
+  std::cerr << "cleave: " << reason << "\n";
+  return 1;
+}
+
+namespace {
+
+caf::actor registered(caf::actor_system& sys, const char* name) {
+  return caf::actor_cast<caf::actor>(sys.registry().get(caf::atom_from_string(name)));
+}
+
+// Runs the training loop over whatever fleet the planner has, writes the report.
+int train(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
+          int threads, caf::actor planner, int devices) {
+  auto data = load_training_data(opts);
+  if (!data) return runtime_error(describe(data.error()));
+  distributed_gemm engine(sys, planner, cfg.tile_timeout);
+  trainer t(opts, **data, engine);
+  t.before_step = [&](int64_t step) { return engine.begin_step(static_cast<uint64_t>(step)); };
+  auto res = t.run();
+  if (!res) return runtime_error(describe(res.error()));
+  uint64_t down = 0, up = 0;
+  for (const auto& [id, acct] : engine.devices()) {
+    down += acct.bytes_down;
+    up += acct.bytes_up;
+  }
+  spdlog::info("fleet: {} tiles, {:.1f} MB down, {:.1f} MB up, {} GEMMs kept local",
+               engine.tiles_total(), down / 1e6, up / 1e6, engine.local_gemms());
+  if (!cfg.report.empty()) {
+    auto doc = make_report(opts, *res, devices, threads);
+    add_runtime_report(doc, engine, cfg.ps_shards, res->steps);
+    if (auto err = write_json_file(cfg.report, doc)) return runtime_error(describe(err));
+    spdlog::info("report written to {}", cfg.report);
+  }
+  return 0;
+}
+
+planner_options planner_opts(const cleave_config& cfg, int min_devices) {
+  planner_options o;
+  o.cost.ps_flops = cfg.ps_flops;
+  o.cost.ps_egress = cfg.ps_egress;
+  o.cost.ps_ingress = cfg.ps_egress;
+  o.min_devices = min_devices;
+  return o;
+}
+
+detector_options detector_opts(const cleave_config& cfg) {
+  detector_options o;
+  o.heartbeat_seconds = cfg.heartbeat;
+  return o;
+}
+
+// The control-plane children every coordinator runs: detector, then planner.
+std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices) {
+  auto dopts = detector_opts(cfg);
+  auto popts = planner_opts(cfg, min_devices);
+  return {
+    {"detector", [dopts](caf::local_actor* sup) { return sup->spawn(detector_actor, dopts); }},
+    {"planner",
+     [popts](caf::local_actor* sup) {
+       return sup->spawn(planner_actor, popts, registered(sup->system(), "detector"));
+     }},
+  };
+}
+
+caf::expected<std::vector<device_profile>> in_process_fleet(const cleave_config& cfg) {
+  if (!cfg.fleet.empty()) {
+    auto fleet = read_fleet_file(cfg.fleet);
+    if (!fleet) return fleet;
+    if (cfg.devices != 0 && static_cast<int>(fleet->size()) != cfg.devices)
+      return fail("--fleet " + cfg.fleet + " lists " + std::to_string(fleet->size())
+                  + " devices but --devices=" + std::to_string(cfg.devices));
+    return fleet;
+  }
+  if (!cfg.profile.empty()) {
+    auto p = preset_profile(cfg.profile);
+    if (!p) return p.error();
+    return std::vector<device_profile>(static_cast<size_t>(cfg.devices), *p);
+  }
+  return default_fleet(cfg.devices);
+}
+
+// The supervisor starts its children when it initialises; one round trip
+// ensures that has happened and the registry names them.
+caf::actor start_supervisor(caf::actor_system& sys, std::vector<child_spec> children) {
+  auto sup = sys.spawn(supervisor_actor, supervisor_options{}, std::move(children));
+  caf::scoped_actor self{sys};
+  self->request(sup, caf::infinite, caf::get_atom::value).receive([](uint64_t) {}, [](caf::error&) {});
+  return sup;
+}
+
+void stop(caf::actor_system& sys, const caf::actor& supervisor) {
+  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+  (void) sys;
+}
+
+}  // namespace
+
+int run_all(cleave_config& cfg, const train_options& opts, int threads) {
+  if (cfg.devices == 0 && cfg.fleet.empty()) {
+    auto data = load_training_data(opts);
+    if (!data) return runtime_error(describe(data.error()));
+    trainer t(opts, **data, default_gemm_engine<float>());
+    auto res = t.run();
+    if (!res) return runtime_error(describe(res.error()));
+    if (!cfg.report.empty()) {
+      auto doc = make_report(opts, *res, 0, threads);
+      if (auto err = write_json_file(cfg.report, doc)) return runtime_error(describe(err));
+      spdlog::info("report written to {}", cfg.report);
+    }
+    return 0;
+  }
+  auto fleet = in_process_fleet(cfg);
+  if (!fleet) return usage_error(describe(fleet.error()));
+  const int n = static_cast<int>(fleet->size());
+  // The fleet's tiles run on the scheduler's threads; one GEMM thread each.
+  set_gemm_threads(1);
+  caf::actor_system sys{cfg};
+  auto children = control_plane(cfg, cfg.min_devices >= 0 ? cfg.min_devices : n);
+  for (int i = 0; i < n; ++i) {
+    device_options dopt;
+    dopt.profile = (*fleet)[static_cast<size_t>(i)];
+    dopt.heartbeat_seconds = cfg.heartbeat;
+    children.push_back({"device" + std::to_string(i), [dopt](caf::local_actor* sup) {
+                          return sup->spawn(device_actor, dopt, registered(sup->system(), "planner"));
+                        }});
+  }
+  auto supervisor = start_supervisor(sys, std::move(children));
+  spdlog::info("in-process fleet: {} emulated devices", n);
+  const int rc = train(sys, cfg, opts, threads, registered(sys, "planner"), n);
+  stop(sys, supervisor);
+  return rc;
+}
+
+int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
+  auto endpoint = parse_endpoint(cfg.listen, "listen", true);
+  if (!endpoint) return usage_error(describe(endpoint.error()));
+  const int min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;
+  caf::actor_system sys{cfg};
+  auto supervisor = start_supervisor(sys, control_plane(cfg, min_devices));
+  auto planner = registered(sys, "planner");
+  const char* host = endpoint->first.empty() ? nullptr : endpoint->first.c_str();
+  auto port = sys.middleman().publish(planner, endpoint->second, host, true);
+  if (!port) {
+    stop(sys, supervisor);
+    return runtime_error("cannot listen on " + cfg.listen + ": " + sys.render(port.error()));
+  }
+  spdlog::info("ps: listening on port {}, waiting for {} device(s)", *port, min_devices);
+  const int rc = train(sys, cfg, opts, threads, planner, min_devices);
+  stop(sys, supervisor);
+  return rc;
+}
+
+int run_device(cleave_config& cfg, int threads) {
+  auto endpoint = parse_endpoint(cfg.connect, "connect", false);
+  if (!endpoint) return usage_error(describe(endpoint.error()));
+  auto profile = preset_profile(cfg.profile.empty() ? "vm" : cfg.profile);
+  if (!profile) return usage_error(describe(profile.error()));
+  set_gemm_threads(threads);
+  caf::actor_system sys{cfg};
+  auto planner = sys.middleman().remote_actor(endpoint->first, endpoint->second);
+  if (!planner)
+    return runtime_error("cannot reach the ps at " + cfg.connect + ": " + sys.render(planner.error()));
+  device_options dopt;
+  dopt.profile = *profile;
+  dopt.paced = false;  // a real device is as fast as it is
+  dopt.heartbeat_seconds = cfg.heartbeat;
+  auto device = sys.spawn(device_actor, dopt, *planner);
+  spdlog::info("device: joined {} as a '{}' device", cfg.connect, profile->name);
+  caf::scoped_actor self{sys};
+  self->monitor(device);
+  self->receive([](const caf::down_msg&) {});
+  spdlog::info("device: the ps has gone; exiting");
+  return 0;
+}
+
+}  // namespace cleave

@@ -1,0 +1,23 @@
+#pragma once
+// Role wiring: which actors this process runs and how they find each other.
+
+#include "cmd/options.hpp"
+
+namespace cleave {
+
+// --role=all: every role in this process; --devices=0 is the single-process
+// reference, N > 0 an emulated fleet of N devices.
+int run_all(cleave_config& cfg, const train_options& opts, int threads);
+
+// --role=ps: the coordinator shard with the planner and detector; devices
+// connect to --listen.
+int run_ps(cleave_config& cfg, const train_options& opts, int threads);
+
+// --role=device: one device that joins the ps at --connect.
+int run_device(cleave_config& cfg, int threads);
+
+// One line on stderr; exit code 2 for usage, 1 for run-time failures.
+int usage_error(const std::string& reason);
+int runtime_error(const std::string& reason);
+
+}  // namespace cleave

@@ -1,0 +1,143 @@
+#pragma once
+// Messages between Cleave's actors. Every type here has an inspect overload
+// and is registered with CAF by add_cleave_message_types(), so it can cross
+// a process boundary; no actor may assume its peer is local.
+//
+// message_schema_version is exchanged when a device joins: peers with another
+// version are refused rather than misread.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include "schema/profile.hpp"
+
+namespace cleave {
+
+inline constexpr uint32_t message_schema_version = 1;
+
+// Largest operand or result block a peer accepts (elements): the planner never
+// makes a bigger tile, so anything larger is malformed.
+inline constexpr int64_t max_block_elements = int64_t{1} << 28;
+
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using welcome_atom = caf::atom_constant<caf::atom("welcome")>;
+using task_atom = caf::atom_constant<caf::atom("task")>;
+using result_atom = caf::atom_constant<caf::atom("result")>;
+using miss_atom = caf::atom_constant<caf::atom("miss")>;
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using stats_atom = caf::atom_constant<caf::atom("stats")>;
+using fleet_atom = caf::atom_constant<caf::atom("fleet")>;
+using event_atom = caf::atom_constant<caf::atom("event")>;
+using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
+using watch_atom = caf::atom_constant<caf::atom("watch")>;
+
+// A tile is identified by the step, the GEMM's position in that step, and the
+// tile's index in the GEMM's plan: the idempotency key.
+struct tile_key {
+  uint64_t step = 0;
+  uint32_t gemm = 0;
+  uint32_t tile = 0;
+  bool operator==(const tile_key& o) const { return step == o.step && gemm == o.gemm && tile == o.tile; }
+  bool operator<(const tile_key& o) const {
+    return step != o.step ? step < o.step : gemm != o.gemm ? gemm < o.gemm : tile < o.tile;
+  }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tile_key& x) {
+  return f(caf::meta::type_name("tile_key"), x.step, x.gemm, x.tile);
+}
+
+// A block of a stored (row-major) matrix. The device multiplies op(block),
+// op = transpose when `trans`. An empty `data` means "use the block cached
+// under `key`"; the device answers with a miss when it has no such block.
+struct operand {
+  uint64_t key = 0;  // content hash of (rows, cols, data)
+  int64_t rows = 0;
+  int64_t cols = 0;
+  bool trans = false;
+  std::vector<float> data;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, operand& x) {
+  return f(caf::meta::type_name("operand"), x.key, x.rows, x.cols, x.trans, x.data);
+}
+
+// C_tile = op(a) * op(b)
+struct tile_task {
+  tile_key key;
+  operand a;
+  operand b;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tile_task& x) {
+  return f(caf::meta::type_name("tile_task"), x.key, x.a, x.b);
+}
+
+struct tile_result {
+  tile_key key;
+  int32_t device = -1;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<float> data;
+  double busy_seconds = 0;  // the device's time on this tile (paced, for emulated devices)
+  uint32_t cache_hits = 0;  // operands served from the device's cache
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tile_result& x) {
+  return f(caf::meta::type_name("tile_result"), x.key, x.device, x.rows, x.cols, x.data,
+           x.busy_seconds, x.cache_hits);
+}
+
+// The device evicted (or never had) the operand with this key.
+struct tile_miss {
+  tile_key key;
+  int32_t device = -1;
+  uint64_t operand_key = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tile_miss& x) {
+  return f(caf::meta::type_name("tile_miss"), x.key, x.device, x.operand_key);
+}
+
+// A device asks to join: its profile and the schema version it speaks.
+struct join_request {
+  uint32_t schema_version = message_schema_version;
+  device_profile profile;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, join_request& x) {
+  return f(caf::meta::type_name("join_request"), x.schema_version, x.profile);
+}
+
+// What the detector publishes to its subscribers.
+enum class fleet_event_kind : uint8_t { join = 0, suspect = 1, dead = 2, rejoin = 3 };
+
+struct fleet_event {
+  fleet_event_kind kind = fleet_event_kind::join;
+  int32_t device = -1;
+  double phi = 0;  // suspicion level when the event was raised
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, fleet_event& x) {
+  return f(caf::meta::type_name("fleet_event"), x.kind, x.device, x.phi);
+}
+
+const char* to_string(fleet_event_kind k);
+
+void add_cleave_message_types(caf::actor_system_config& cfg);
+
+}  // namespace cleave

@@ -1,0 +1,565 @@
+// Bulk tensor transport: the frame codec and window arithmetic directly, then
+// the broker channel end to end on loopback, including hostile peers.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <gtest/gtest.h>
+
+#include "actors/transport/bulk_channel.hpp"
+#include "actors/transport/frame.hpp"
+#include "schema/errors.hpp"
+
+using namespace cleave::transport;
+using namespace std::chrono_literals;
+
+namespace {
+
+// ---------------------------------------------------------------- frame codec
+
+TEST(Frame, HeaderRoundTrip) {
+  for (auto h : {frame_header{0, 0, 0}, frame_header{1, 1, 42},
+                 frame_header{0xFEFF, default_max_payload, ~uint64_t{0}},
+                 frame_header{kind_credit, 0, 123456789}}) {
+    auto bytes = encode_header(h);
+    auto back = decode_header(bytes.data(), bytes.size(), default_max_payload);
+    ASSERT_TRUE(back) << cleave::describe(back.error());
+    EXPECT_EQ(*back, h);
+  }
+}
+
+TEST(Frame, HeaderLayoutIsLittleEndian) {
+  auto b = encode_header(frame_header{0x0102, 0x030405, 0x0A0B});
+  EXPECT_EQ(std::string(b.data(), 4), "CLVF");
+  EXPECT_EQ(b[4], 1);  // version
+  EXPECT_EQ(b[5], 0);
+  EXPECT_EQ(b[6], 0x02);  // kind
+  EXPECT_EQ(b[7], 0x01);
+  EXPECT_EQ(b[8], 0x05);  // length
+  EXPECT_EQ(b[9], 0x04);
+  EXPECT_EQ(b[10], 0x03);
+  EXPECT_EQ(b[16], 0x0B);  // tag
+  EXPECT_EQ(b[17], 0x0A);
+}
+
+TEST(Frame, RejectsBadMagic) {
+  auto b = encode_header(frame_header{1, 10, 0});
+  b[0] = 'X';
+  auto h = decode_header(b.data(), b.size(), default_max_payload);
+  ASSERT_FALSE(h);
+  EXPECT_NE(cleave::describe(h.error()).find("magic"), std::string::npos);
+}
+
+TEST(Frame, RejectsBadVersion) {
+  auto b = encode_header(frame_header{1, 10, 0});
+  b[4] = 2;
+  auto h = decode_header(b.data(), b.size(), default_max_payload);
+  ASSERT_FALSE(h);
+  EXPECT_NE(cleave::describe(h.error()).find("version 2"), std::string::npos);
+}
+
+TEST(Frame, RejectsOversizeLength) {
+  auto b = encode_header(frame_header{1, uint64_t{4} << 30, 0});  // claims 4 GiB
+  auto h = decode_header(b.data(), b.size(), default_max_payload);
+  ASSERT_FALSE(h);
+  EXPECT_NE(cleave::describe(h.error()).find("exceeds the cap"), std::string::npos);
+  // The cap is the caller's: exactly at the cap passes, one over fails.
+  auto at = encode_header(frame_header{1, 1000, 0});
+  EXPECT_TRUE(decode_header(at.data(), at.size(), 1000));
+  EXPECT_FALSE(decode_header(at.data(), at.size(), 999));
+}
+
+TEST(Frame, RejectsWrongHeaderSize) {
+  auto b = encode_header(frame_header{1, 10, 0});
+  EXPECT_FALSE(decode_header(b.data(), b.size() - 1, default_max_payload));
+}
+
+TEST(Frame, HelloRoundTripAndRejection) {
+  auto b = encode_hello(hello{1 << 20, 5000});
+  auto h = decode_hello(b.data(), b.size());
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->receive_window, 1u << 20);
+  EXPECT_EQ(h->max_payload, 5000u);
+  auto zero = encode_hello(hello{0, 5000});
+  EXPECT_FALSE(decode_hello(zero.data(), zero.size()));
+  EXPECT_FALSE(decode_hello(b.data(), 15));
+}
+
+TEST(Window, ReceiverAdmitsWithinWindowAndCredits) {
+  receive_window rw(frame_cost(1000) * 2);
+  EXPECT_FALSE(rw.admit(1000));
+  EXPECT_FALSE(rw.admit(1000));
+  EXPECT_TRUE(rw.admit(0));  // a third frame, even empty, overruns
+  rw.consumed(1000);
+  EXPECT_EQ(rw.take_credit(false), frame_cost(1000));  // half the window: credit at once
+  EXPECT_FALSE(rw.admit(0));
+}
+
+TEST(Window, CreditBatchingAndIdleFlush) {
+  receive_window rw(uint64_t{1} << 20);
+  ASSERT_FALSE(rw.admit(10));
+  ASSERT_FALSE(rw.admit(10));
+  rw.consumed(10);
+  EXPECT_EQ(rw.take_credit(false), 0u);  // small, sink busy: batch
+  rw.consumed(10);
+  EXPECT_EQ(rw.take_credit(true), 2 * frame_cost(10));  // sink idle: flush all
+  EXPECT_EQ(rw.outstanding(), 0u);
+}
+
+TEST(Window, OversizeFrameAllowedOnlyWhenNothingOutstanding) {
+  receive_window rw(1 << 16);
+  EXPECT_FALSE(rw.admit(1 << 20));  // alone: fine
+  EXPECT_TRUE(rw.admit(1));         // anything on top: overrun
+  send_window sw;
+  EXPECT_FALSE(sw.can_send(1));  // closed until hello
+  sw.open(1 << 16);
+  EXPECT_TRUE(sw.can_send(1 << 20));
+  sw.sent(1 << 20);
+  EXPECT_FALSE(sw.can_send(0));
+  EXPECT_TRUE(sw.credit(frame_cost(1 << 20) + 1));  // more than in flight
+  EXPECT_FALSE(sw.credit(frame_cost(1 << 20)));
+  EXPECT_TRUE(sw.can_send(0));
+}
+
+// ------------------------------------------------------------- end to end
+
+// Everything a test sink saw, for the test thread to wait on.
+struct collector {
+  std::mutex mx;
+  std::condition_variable cv;
+  std::vector<bulk_frame> frames;
+  std::vector<std::pair<uint64_t, std::string>> closed;
+  std::vector<std::pair<uint64_t, caf::actor>> opened;
+  std::vector<caf::response_promise> held;  // replies withheld (backpressure test)
+
+  template <class Pred>
+  bool wait(Pred pred, std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock<std::mutex> lk(mx);
+    return cv.wait_for(lk, timeout, [&] { return pred(); });
+  }
+};
+
+using release_atom = caf::atom_constant<caf::atom("release")>;
+
+caf::behavior sink_fun(caf::event_based_actor* self, std::shared_ptr<collector> col, bool hold) {
+  return {
+    [=](bulk_opened_atom, caf::actor ch, uint64_t conn, const std::string&) {
+      std::lock_guard<std::mutex> lk(col->mx);
+      col->opened.emplace_back(conn, ch);
+      col->cv.notify_all();
+    },
+    [=](bulk_frame_atom, bulk_frame& f) -> caf::result<void> {
+      std::lock_guard<std::mutex> lk(col->mx);
+      col->frames.push_back(std::move(f));
+      col->cv.notify_all();
+      if (hold) {
+        auto rp = self->make_response_promise();
+        col->held.push_back(rp);
+        return rp;
+      }
+      return caf::unit;
+    },
+    [=](bulk_closed_atom, uint64_t conn, const std::string& reason) {
+      std::lock_guard<std::mutex> lk(col->mx);
+      col->closed.emplace_back(conn, reason);
+      col->cv.notify_all();
+    },
+    [=](release_atom) {
+      std::vector<caf::response_promise> rps;
+      {
+        std::lock_guard<std::mutex> lk(col->mx);
+        rps.swap(col->held);
+      }
+      for (auto& rp : rps) rp.deliver(caf::unit);
+    },
+  };
+}
+
+struct node {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::vector<caf::actor> actors;
+  node() {
+    cfg.load<caf::io::middleman>();
+    add_transport_message_types(cfg);
+    cfg.set("logger.file-verbosity", caf::atom("quiet"));
+    cfg.set("logger.console-verbosity", caf::atom("quiet"));
+    sys = std::make_unique<caf::actor_system>(cfg);
+  }
+  ~node() {
+    for (auto& a : actors) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    sys.reset();
+  }
+  caf::actor sink(std::shared_ptr<collector> col, bool hold = false) {
+    auto a = sys->spawn(sink_fun, std::move(col), hold);
+    actors.push_back(a);
+    return a;
+  }
+};
+
+std::vector<char> pattern(size_t n, uint32_t seed) {
+  std::vector<char> v(n);
+  std::mt19937 rng(seed);
+  for (auto& c : v) c = static_cast<char>(rng());
+  return v;
+}
+
+// Sends one frame through a channel and waits for the buffer to come back.
+caf::error send_frame(caf::actor_system& sys, const caf::actor& ch, uint16_t kind, uint64_t tag,
+                      std::vector<char> payload, uint64_t conn = 0) {
+  caf::scoped_actor self{sys};
+  caf::error result;
+  auto ok = [&](std::vector<char>&) {};
+  auto bad = [&](caf::error& e) { result = e; };
+  if (conn == 0)
+    self->request(ch, 10s, bulk_send_atom::value, kind, tag, std::move(payload)).receive(ok, bad);
+  else
+    self->request(ch, 10s, bulk_send_atom::value, conn, kind, tag, std::move(payload)).receive(ok, bad);
+  return result;
+}
+
+// A plain blocking TCP client for hostile peers.
+struct raw_client {
+  int fd = -1;
+  explicit raw_client(uint16_t port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+    timeval tv{10, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~raw_client() {
+    if (fd >= 0) ::close(fd);
+  }
+  bool write_all(const void* p, size_t n) {
+    auto c = static_cast<const char*>(p);
+    while (n > 0) {
+      auto w = ::send(fd, c, n, MSG_NOSIGNAL);
+      if (w <= 0) return false;
+      c += w;
+      n -= static_cast<size_t>(w);
+    }
+    return true;
+  }
+  // Reads until the server closes (true) or the timeout passes (false).
+  bool sees_close() {
+    char buf[4096];
+    for (;;) {
+      auto r = ::recv(fd, buf, sizeof(buf), 0);
+      if (r == 0) return true;
+      if (r < 0) return errno == ECONNRESET;
+    }
+  }
+  void send_hello(uint64_t window = uint64_t{1} << 30) {
+    auto h = encode_header(frame_header{kind_hello, hello_payload_size, 0});
+    auto p = encode_hello(hello{window, default_max_payload});
+    write_all(h.data(), h.size());
+    write_all(p.data(), p.size());
+  }
+};
+
+long max_rss_kib() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+TEST(BulkChannel, FramesArriveIntactInOrderBothWays) {
+  node n;
+  auto server_col = std::make_shared<collector>();
+  auto client_col = std::make_shared<collector>();
+  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(server_col));
+  ASSERT_TRUE(lst) << cleave::describe(lst.error());
+  n.actors.push_back(lst->channel);
+  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(client_col));
+  ASSERT_TRUE(ch) << cleave::describe(ch.error());
+  n.actors.push_back(*ch);
+
+  const std::vector<size_t> sizes{0, 1, size_t{4} << 20};
+  std::vector<std::vector<char>> sent;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    sent.push_back(pattern(sizes[i], static_cast<uint32_t>(i + 1)));
+    auto err = send_frame(*n.sys, *ch, static_cast<uint16_t>(i + 1), 100 + i, sent.back());
+    ASSERT_FALSE(err) << cleave::describe(err);
+  }
+  ASSERT_TRUE(server_col->wait([&] { return server_col->frames.size() == sizes.size(); }));
+  uint64_t conn = 0;
+  {
+    std::lock_guard<std::mutex> lk(server_col->mx);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      auto& f = server_col->frames[i];
+      EXPECT_EQ(f.kind, i + 1);
+      EXPECT_EQ(f.tag, 100 + i);
+      EXPECT_EQ(f.payload.size(), sizes[i]);
+      EXPECT_TRUE(f.payload == sent[i]) << "payload " << i << " corrupted";
+      conn = f.conn;
+    }
+    ASSERT_EQ(server_col->opened.size(), 1u);
+    EXPECT_EQ(server_col->opened[0].first, conn);
+    EXPECT_EQ(server_col->opened[0].second, lst->channel);
+  }
+
+  // Reply path: the server sends back on the same connection, as floats.
+  std::vector<float> tensor(1 << 20);
+  for (size_t i = 0; i < tensor.size(); ++i) tensor[i] = static_cast<float>(i) * 0.5f;
+  {
+    caf::scoped_actor self{*n.sys};
+    bool ok = false;
+    self->request(lst->channel, 10s, bulk_send_atom::value, conn, uint16_t{7}, uint64_t{77}, tensor)
+      .receive([&](std::vector<float>& back) { ok = back.size() == tensor.size(); },
+               [&](caf::error& e) { ADD_FAILURE() << cleave::describe(e); });
+    EXPECT_TRUE(ok);
+  }
+  ASSERT_TRUE(client_col->wait([&] { return client_col->frames.size() == 1; }));
+  {
+    std::lock_guard<std::mutex> lk(client_col->mx);
+    auto& f = client_col->frames[0];
+    EXPECT_EQ(f.kind, 7);
+    EXPECT_EQ(f.tag, 77u);
+    ASSERT_EQ(f.float_count(), tensor.size());
+    EXPECT_EQ(std::memcmp(f.floats(), tensor.data(), tensor.size() * sizeof(float)), 0);
+  }
+
+  // Local send errors: reserved kinds and frames over the peer's cap.
+  EXPECT_TRUE(send_frame(*n.sys, *ch, kind_hello, 0, {}));
+  auto small = bulk_options{};
+  small.max_payload = 1000;
+  auto col3 = std::make_shared<collector>();
+  auto lst3 = spawn_bulk_listener(*n.sys, 0, n.sink(col3), small);
+  ASSERT_TRUE(lst3);
+  n.actors.push_back(lst3->channel);
+  auto ch3 = connect_bulk(*n.sys, "127.0.0.1", lst3->port, n.sink(std::make_shared<collector>()));
+  ASSERT_TRUE(ch3);
+  n.actors.push_back(*ch3);
+  auto err = send_frame(*n.sys, *ch3, 1, 0, std::vector<char>(1001));
+  ASSERT_TRUE(err);
+  EXPECT_NE(cleave::describe(err).find("peer's cap"), std::string::npos) << cleave::describe(err);
+  EXPECT_FALSE(send_frame(*n.sys, *ch3, 1, 0, std::vector<char>(1000)));
+}
+
+TEST(BulkChannel, LargeFramesAreReadInChunks) {
+  node n;
+  auto col = std::make_shared<collector>();
+  bulk_options opts;
+  opts.chunk_bytes = 64 << 10;
+  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  ASSERT_TRUE(lst);
+  n.actors.push_back(lst->channel);
+  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  ASSERT_TRUE(ch);
+  n.actors.push_back(*ch);
+  auto big = pattern((3 << 20) + 17, 9);
+  ASSERT_FALSE(send_frame(*n.sys, *ch, 5, 55, big));
+  ASSERT_TRUE(col->wait([&] { return col->frames.size() == 1; }));
+  std::lock_guard<std::mutex> lk(col->mx);
+  EXPECT_TRUE(col->frames[0].payload == big);
+}
+
+TEST(BulkChannel, SenderWaitsForReceiverCredit) {
+  node n;
+  auto col = std::make_shared<collector>();
+  bulk_options opts;
+  opts.receive_window = 1 << 20;
+  auto sink = n.sink(col, /*hold=*/true);
+  auto lst = spawn_bulk_listener(*n.sys, 0, sink, opts);
+  ASSERT_TRUE(lst);
+  n.actors.push_back(lst->channel);
+  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  ASSERT_TRUE(ch);
+  n.actors.push_back(*ch);
+  caf::scoped_actor self{*n.sys};
+  const int frames = 12;  // 3 MiB against a 1 MiB window
+  for (int i = 0; i < frames; ++i)
+    self->send(*ch, bulk_send_atom::value, uint16_t{1}, uint64_t(i), std::vector<char>(256 << 10, char(i)));
+  ASSERT_TRUE(col->wait([&] { return col->frames.size() >= 3; }));
+  std::this_thread::sleep_for(300ms);
+  {
+    std::lock_guard<std::mutex> lk(col->mx);
+    // 256 KiB + 4 KiB per frame: at most 4 fit the window while the sink holds its replies.
+    EXPECT_LE(col->frames.size(), 4u);
+  }
+  // Release the held replies until everything has arrived.
+  for (int k = 0; k < 500; ++k) {
+    caf::anon_send(sink, release_atom::value);
+    if (col->wait([&] { return col->frames.size() == size_t(frames); }, 20ms)) break;
+  }
+  std::lock_guard<std::mutex> lk(col->mx);
+  ASSERT_EQ(col->frames.size(), static_cast<size_t>(frames));
+  for (int i = 0; i < frames; ++i) EXPECT_EQ(col->frames[i].tag, uint64_t(i));
+}
+
+TEST(BulkChannel, HostileLengthClosesConnectionWithoutAllocating) {
+  node n;
+  auto col = std::make_shared<collector>();
+  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col));
+  ASSERT_TRUE(lst);
+  n.actors.push_back(lst->channel);
+  auto rss_before = max_rss_kib();
+  for (int i = 0; i < 4; ++i) {
+    raw_client bad(lst->port);
+    ASSERT_GE(bad.fd, 0);
+    bad.send_hello();
+    auto h = encode_header(frame_header{1, uint64_t{4} << 30, 0});  // claims 4 GiB
+    ASSERT_TRUE(bad.write_all(h.data(), h.size()));
+    EXPECT_TRUE(bad.sees_close());
+  }
+  ASSERT_TRUE(col->wait([&] { return col->closed.size() == 4; }));
+  {
+    std::lock_guard<std::mutex> lk(col->mx);
+    EXPECT_NE(col->closed[0].second.find("exceeds the cap"), std::string::npos) << col->closed[0].second;
+  }
+  EXPECT_LT(max_rss_kib() - rss_before, 256 * 1024) << "hostile headers made the listener allocate";
+
+  // A well-behaved client is still served.
+  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  ASSERT_TRUE(ch);
+  n.actors.push_back(*ch);
+  auto p = pattern(4 << 20, 3);
+  ASSERT_FALSE(send_frame(*n.sys, *ch, 2, 22, p));
+  ASSERT_TRUE(col->wait([&] { return col->frames.size() == 1; }));
+  std::lock_guard<std::mutex> lk(col->mx);
+  EXPECT_TRUE(col->frames[0].payload == p);
+}
+
+TEST(BulkChannel, GarbageAndProtocolViolationsCloseOnlyThatConnection) {
+  node n;
+  auto col = std::make_shared<collector>();
+  bulk_options opts;
+  opts.receive_window = 64 << 10;
+  opts.stall_timeout = 300ms;
+  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  ASSERT_TRUE(lst);
+  n.actors.push_back(lst->channel);
+  auto closed_with = [&](size_t k) {
+    EXPECT_TRUE(col->wait([&] { return col->closed.size() > k; }));
+    std::lock_guard<std::mutex> lk(col->mx);
+    return col->closed.size() > k ? col->closed[k].second : std::string{};
+  };
+
+  {  // random bytes
+    raw_client bad(lst->port);
+    auto junk = pattern(100000, 77);
+    bad.write_all(junk.data(), junk.size());
+    EXPECT_TRUE(bad.sees_close());
+    EXPECT_NE(closed_with(0).find("magic"), std::string::npos);
+  }
+  {  // data before hello
+    raw_client bad(lst->port);
+    auto h = encode_header(frame_header{1, 0, 0});
+    bad.write_all(h.data(), h.size());
+    EXPECT_TRUE(bad.sees_close());
+    EXPECT_NE(closed_with(1).find("before hello"), std::string::npos);
+  }
+  {  // ignores the 64 KiB window: frames written back to back without credit
+    raw_client bad(lst->port);
+    bad.send_hello();
+    std::vector<char> burst;
+    for (int i = 0; i < 4; ++i) {
+      auto h = encode_header(frame_header{1, 60 << 10, 0});
+      burst.insert(burst.end(), h.begin(), h.end());
+      burst.resize(burst.size() + (60 << 10));
+    }
+    bad.write_all(burst.data(), burst.size());
+    EXPECT_TRUE(bad.sees_close());
+    EXPECT_NE(closed_with(2).find("overran"), std::string::npos);
+  }
+  {  // forged credit
+    raw_client bad(lst->port);
+    bad.send_hello();
+    auto h = encode_header(frame_header{kind_credit, 0, 1 << 20});
+    bad.write_all(h.data(), h.size());
+    EXPECT_TRUE(bad.sees_close());
+    EXPECT_NE(closed_with(3).find("credit"), std::string::npos);
+  }
+  {  // half a frame, then silence
+    raw_client bad(lst->port);
+    bad.send_hello();
+    auto h = encode_header(frame_header{1, 1000, 0});
+    bad.write_all(h.data(), h.size());
+    bad.write_all(std::string(10, 'x').data(), 10);
+    EXPECT_TRUE(bad.sees_close());
+    EXPECT_NE(closed_with(4).find("stalled"), std::string::npos);
+  }
+  // The listener still serves a well-behaved client.
+  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  ASSERT_TRUE(ch);
+  n.actors.push_back(*ch);
+  ASSERT_FALSE(send_frame(*n.sys, *ch, 3, 33, pattern(1000, 5)));
+  ASSERT_TRUE(col->wait([&] { return !col->frames.empty() && col->frames.back().tag == 33; }));
+}
+
+TEST(BulkChannel, ConnectionLimitAndCloseNotification) {
+  node n;
+  auto col = std::make_shared<collector>();
+  bulk_options opts;
+  opts.max_connections = 1;
+  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  ASSERT_TRUE(lst);
+  n.actors.push_back(lst->channel);
+  auto client_col = std::make_shared<collector>();
+  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(client_col));
+  ASSERT_TRUE(ch);
+  n.actors.push_back(*ch);
+  ASSERT_TRUE(col->wait([&] { return col->opened.size() == 1; }));
+  {
+    raw_client extra(lst->port);
+    EXPECT_TRUE(extra.sees_close());
+  }
+  // Closing the connection from the server side reaches the client's sink.
+  uint64_t conn;
+  {
+    std::lock_guard<std::mutex> lk(col->mx);
+    conn = col->opened[0].first;
+  }
+  caf::anon_send(lst->channel, bulk_closed_atom::value, conn);
+  ASSERT_TRUE(client_col->wait([&] { return client_col->closed.size() == 1; }));
+  {
+    std::lock_guard<std::mutex> lk(client_col->mx);
+    EXPECT_EQ(client_col->closed[0].second, "connection closed by peer");
+  }
+  // The client channel answers sends on its dead connection with the reason.
+  auto err = send_frame(*n.sys, *ch, 1, 1, {});
+  ASSERT_TRUE(err);
+  EXPECT_NE(cleave::describe(err).find("closed"), std::string::npos) << cleave::describe(err);
+}
+
+TEST(BulkChannel, FrameIsSerialisable) {
+  caf::actor_system_config cfg;
+  add_transport_message_types(cfg);
+  caf::actor_system sys{cfg};
+  bulk_frame f{3, 44, 5, pattern(1000, 1)};
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  ASSERT_FALSE(sink(f));
+  bulk_frame g;
+  caf::binary_deserializer src{sys, buf};
+  ASSERT_FALSE(src(g));
+  EXPECT_EQ(g.kind, 3);
+  EXPECT_EQ(g.tag, 44u);
+  EXPECT_EQ(g.conn, 5u);
+  EXPECT_TRUE(g.payload == f.payload);
+  auto msg = caf::make_message(bulk_frame_atom::value, f);
+  EXPECT_TRUE(msg.match_element<bulk_frame>(1));
+}
+
+}  // namespace
