@@ -70,9 +70,9 @@ json_field() {  # file field
 # Step counts: ours' first step includes allocation (the median ignores it);
 # torch gets untimed warm-up steps instead.
 declare -A desc ours peer
-desc[mlp]="mlp 784-256-128-10, batch 64"
-ours[mlp]="--model=mlp --batch=64 --steps=300"
-peer[mlp]="--model=mlp --batch=64 --steps=300 --warmup-steps=10"
+desc[mlp]="mlp 784-512-256-10, batch 64"
+ours[mlp]="--model=mlp --hidden=512,256 --batch=64 --steps=300"
+peer[mlp]="--model=mlp --hidden=512,256 --batch=64 --steps=300 --warmup-steps=10"
 desc[gpt-small]="gpt small d256 L4 H4 ffn1024 vocab256, ctx 128, batch 16"
 ours[gpt-small]="--model=gpt --shape=small --vocab=256 --context=128 --batch=16 --steps=16 --eval-tokens=2048"
 peer[gpt-small]="--model=gpt --shape=small --vocab=256 --context=128 --batch=16 --steps=15 --warmup-steps=2"

@@ -1,13 +1,13 @@
 // The planner's pure core: tile cost model, grid search, assignment, mirrors.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <map>
 #include <random>
 #include <set>
-#include <ctime>
-
-#include <gtest/gtest.h>
 
 #include "actors/planner/tiling.hpp"
 
@@ -170,8 +170,8 @@ void check_plan(const plan& p, const gemm_problem& g, const std::vector<device_v
 }
 
 bool same_plan(const plan& x, const plan& y) {
-  if (x.local != y.local || x.reason != y.reason || x.grid_m != y.grid_m ||
-      x.grid_n != y.grid_n || x.grid_k != y.grid_k || x.tiles.size() != y.tiles.size() ||
+  if (x.local != y.local || x.reason != y.reason || x.grid_m != y.grid_m || x.grid_n != y.grid_n ||
+      x.grid_k != y.grid_k || x.tiles.size() != y.tiles.size() ||
       x.predicted_seconds != y.predicted_seconds || x.bytes_down != y.bytes_down ||
       x.bytes_up != y.bytes_up)
     return false;
@@ -223,7 +223,9 @@ TEST(PlannerCost, SplitEdgesAreAlignedAndBalanced) {
 
 TEST(Planner, CoverageIsExactAndDisjointForRandomShapesAndFleets) {
   std::mt19937_64 rng(20240607);
-  auto uni = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto uni = [&](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
   auto logu = [&](double lo, double hi) { return std::exp(uni(std::log(lo), std::log(hi))); };
   int distributed = 0, ksplit = 0;
   for (int iter = 0; iter < 300; ++iter) {
@@ -235,10 +237,10 @@ TEST(Planner, CoverageIsExactAndDisjointForRandomShapesAndFleets) {
     int n = 1 + static_cast<int>(rng() % 40);
     std::vector<device_view> devs;
     for (int i = 0; i < n; ++i)
-      devs.push_back(device_view{static_cast<int32_t>(1000 - 7 * i),
-                                 prof(logu(1e8, 1e11), logu(1e4, 1e9), logu(1e5, 1e9),
-                                      logu(1e5, 1e9), uni(0, 0.01)),
-                                 uni(0, 1) < 0.3 ? uni(0, 0.5) : 0.0});
+      devs.push_back(device_view{
+          static_cast<int32_t>(1000 - 7 * i),
+          prof(logu(1e8, 1e11), logu(1e4, 1e9), logu(1e5, 1e9), logu(1e5, 1e9), uni(0, 0.01)),
+          uni(0, 1) < 0.3 ? uni(0, 0.5) : 0.0});
     planner_config cfg;
     cfg.ps_flops = logu(1e6, 1e9);
     cfg.ps_egress = logu(1e6, 1e10);
@@ -507,7 +509,8 @@ TEST(Planner, Deterministic) {
 TEST(Planner, PredictSequenceAddsPlans) {
   auto devs = mixed_fleet(8);
   planner_config cfg;
-  std::vector<gemm_problem> gs{{64, 64, 64}, {4096, 4096, 4096}, {512, 512, 65536, gemm_role::grad_weight}};
+  std::vector<gemm_problem> gs{
+      {64, 64, 64}, {4096, 4096, 4096}, {512, 512, 65536, gemm_role::grad_weight}};
   double sum = 0;
   for (const auto& g : gs) sum += plan_seconds(make_plan(g, devs, cfg));
   EXPECT_DOUBLE_EQ(predict_sequence(gs, devs, cfg), sum);
@@ -516,7 +519,9 @@ TEST(Planner, PredictSequenceAddsPlans) {
 
 TEST(Planner, BudgetedSearchIsCloseToExhaustive) {
   std::mt19937_64 rng(4242);
-  auto uni = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); };
+  auto uni = [&](double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  };
   auto logu = [&](double lo, double hi) { return std::exp(uni(std::log(lo), std::log(hi))); };
   double sum = 0, worst = 1;
   int n_cmp = 0;
@@ -587,12 +592,14 @@ TEST(Planner, FastEnoughForLargeFleets) {
       double c0 = thread_cpu_ms();
       plan p = make_plan(g, devs, cfg);
       double cpu = thread_cpu_ms() - c0;
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       worst = std::max(worst, cpu);
-      std::printf("[ plan     ] %4d devices, %lldx%lldx%lld role %d: %.2f ms (cpu %.2f), %d of %d "
-                  "grids simulated; %s\n",
-                  n, (long long)g.m, (long long)g.n, (long long)g.k, int(g.role), ms, cpu,
-                  p.grids_evaluated, p.grids_considered, p.reason.c_str());
+      std::printf(
+          "[ plan     ] %4d devices, %lldx%lldx%lld role %d: %.2f ms (cpu %.2f), %d of %d "
+          "grids simulated; %s\n",
+          n, (long long)g.m, (long long)g.n, (long long)g.k, int(g.role), ms, cpu,
+          p.grids_evaluated, p.grids_considered, p.reason.c_str());
       ASSERT_FALSE(p.local);
       check_plan(p, g, devs, cfg);
     }

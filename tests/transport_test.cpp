@@ -357,6 +357,82 @@ TEST(BulkChannel, FramesArriveIntactInOrderBothWays) {
   EXPECT_FALSE(send_frame(*n.sys, *ch3, 1, 0, std::vector<char>(1000)));
 }
 
+TEST(BulkChannel, ZeroCopyBuffersInterleaveWithCopiedPayloads) {
+  node n;
+  auto col = std::make_shared<collector>();
+  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col));
+  ASSERT_TRUE(lst);
+  n.actors.push_back(lst->channel);
+  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  ASSERT_TRUE(ch);
+  n.actors.push_back(*ch);
+  // All requests issued before any reply is read: frames queue behind the
+  // window and behind each other; bulk_buffers wait for an empty write buffer.
+  const int frames = 24;
+  std::vector<std::vector<char>> sent;
+  caf::scoped_actor self{*n.sys};
+  std::vector<caf::message_id> ids;
+  for (int i = 0; i < frames; ++i) {
+    auto p = pattern(size_t(1 + i) * 100000, uint32_t(100 + i));
+    sent.push_back(p);
+    if (i % 3 == 2) {
+      ids.push_back(self->request(*ch, 10s, bulk_send_atom::value, uint16_t{1}, uint64_t(i), p).id());
+    } else {
+      bulk_buffer b(p.size());
+      std::memcpy(b.payload(), p.data(), p.size());
+      ids.push_back(self->request(*ch, 10s, bulk_send_atom::value, uint16_t{1}, uint64_t(i), std::move(b)).id());
+    }
+  }
+  int replies = 0;
+  for (int i = 0; i < frames; ++i)
+    self->receive([&](bulk_buffer& back) { ++replies; EXPECT_EQ(back.size(), 0u); },
+                  [&](std::vector<char>&) { ++replies; },
+                  [&](caf::error& e) { ADD_FAILURE() << cleave::describe(e); });
+  EXPECT_EQ(replies, frames);
+  ASSERT_TRUE(col->wait([&] { return col->frames.size() == size_t(frames); }));
+  std::lock_guard<std::mutex> lk(col->mx);
+  for (int i = 0; i < frames; ++i) {
+    EXPECT_EQ(col->frames[i].tag, uint64_t(i));
+    EXPECT_TRUE(col->frames[i].payload == sent[i]) << "frame " << i;
+  }
+}
+
+TEST(BulkChannel, ConnectFailureIsAnError) {
+  node n;
+  uint16_t port;
+  {  // a port that was free a moment ago
+    raw_client probe(1);
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    socklen_t len = sizeof(a);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    ::close(fd);
+  }
+  auto ch = connect_bulk(*n.sys, "127.0.0.1", port, n.sink(std::make_shared<collector>()));
+  ASSERT_FALSE(ch);
+  EXPECT_NE(cleave::describe(ch.error()).find("cannot connect"), std::string::npos);
+  EXPECT_FALSE(spawn_bulk_listener(*n.sys, 0, caf::actor{}));
+}
+
+TEST(BulkChannel, ListenerStopsWhenItsSinkTerminates) {
+  node n;
+  auto sink = n.sys->spawn(sink_fun, std::make_shared<collector>(), false);
+  auto lst = spawn_bulk_listener(*n.sys, 0, sink);
+  ASSERT_TRUE(lst);
+  caf::scoped_actor self{*n.sys};
+  self->monitor(lst->channel);
+  caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+  bool down = false;
+  self->receive([&](caf::down_msg&) { down = true; }, caf::after(5s) >> [] {});
+  EXPECT_TRUE(down);
+  raw_client late(lst->port);
+  EXPECT_LT(late.fd, 0) << "the port should be closed";
+}
+
 TEST(BulkChannel, LargeFramesAreReadInChunks) {
   node n;
   auto col = std::make_shared<collector>();

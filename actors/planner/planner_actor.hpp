@@ -47,7 +47,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, plan& x) {
   return f(caf::meta::type_name("plan"), x.local, x.reason, x.problem, x.grid_m, x.grid_n,
            x.grid_k, x.tiles, x.predicted_seconds, x.local_seconds, x.bytes_down, x.bytes_up,
-           x.devices_used, x.grids_evaluated);
+           x.devices_used, x.grids_considered, x.grids_evaluated);
 }
 
 struct planner_options {

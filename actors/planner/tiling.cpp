@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <limits>
 #include <map>
-#include <unordered_map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 namespace cleave {
@@ -17,10 +17,10 @@ namespace {
 constexpr double inf = std::numeric_limits<double>::infinity();
 
 // The one formula for a tile's time, shared by predict_tile and the planner's
-// inner loop so that both give bit-identical numbers.
-// Rates enter as reciprocals (seconds per byte, per FLOP).
-inline double tile_seconds(double latency, double inv_downlink, double inv_flops,
-                           double inv_uplink, uint64_t down, double flops, uint64_t up) {
+// inner loop so that both give bit-identical numbers. Rates enter as
+// reciprocals (seconds per byte, per FLOP).
+inline double tile_seconds(double latency, double inv_downlink, double inv_flops, double inv_uplink,
+                           uint64_t down, double flops, uint64_t up) {
   return latency + static_cast<double>(down) * inv_downlink + flops * inv_flops +
          static_cast<double>(up) * inv_uplink;
 }
@@ -40,9 +40,16 @@ struct dev {
   uint64_t memory;
   double inv_downlink, inv_flops, inv_uplink;
   dev(int32_t id_, const device_profile& p, double ready_)
-      : id(id_), latency(p.latency), downlink(p.downlink), flops(p.flops), uplink(p.uplink),
-        ready(ready_), memory(p.memory_bytes), inv_downlink(1.0 / p.downlink),
-        inv_flops(1.0 / p.flops), inv_uplink(1.0 / p.uplink) {}
+      : id(id_),
+        latency(p.latency),
+        downlink(p.downlink),
+        flops(p.flops),
+        uplink(p.uplink),
+        ready(ready_),
+        memory(p.memory_bytes),
+        inv_downlink(1.0 / p.downlink),
+        inv_flops(1.0 / p.flops),
+        inv_uplink(1.0 / p.uplink) {}
   double cost(uint64_t down, double fl, uint64_t up) const {
     return tile_seconds(latency, inv_downlink, inv_flops, inv_uplink, down, fl, up);
   }
@@ -90,9 +97,8 @@ std::vector<dim_split> dim_candidates(int64_t size, int64_t align, int64_t max_p
   return out;
 }
 
-const char* const bound_names[] = {"compute",      "PS egress",       "PS ingress",
-                                   "device downlink", "device uplink", "one tile",
-                                   "latency"};
+const char* const bound_names[] = {"compute",       "PS egress", "PS ingress", "device downlink",
+                                   "device uplink", "one tile",  "latency"};
 
 // Min-heap entry (lazy deletion: valid while ver matches the device's).
 struct entry {
@@ -117,9 +123,10 @@ class grid_sim {
  public:
   // dominators[d]: how many devices are at least as good as d in every
   // figure (ready, latency, rates, memory) and better in one or by a lower
-  // id, capped. While one of them is unused, the assignment prefers it to d;
-  // a grid of T tiles uses at most T devices, so d cannot get a tile of a
-  // grid with T <= dominators[d] and is left out of its simulation.
+  // id, capped. While one of them is unused, the assignment prefers it to d
+  // (rounding ties aside); before d's turn could come, all of them would have
+  // taken a tile, so d cannot get a tile of a grid with T <= dominators[d]
+  // tiles and is left out of that grid's simulation.
   grid_sim(const std::vector<dev>& devs, const std::vector<int64_t>& dominators,
            const planner_config& cfg)
       : devs_(devs), dominators_(dominators), cfg_(cfg) {}
@@ -137,9 +144,9 @@ class grid_sim {
              std::vector<assignment>& out) {
     result res;
     const int64_t gm = dm.g, gn = dn.g, gk = dk.g;
-    const uint64_t ws = gemm_element_bytes *
-                        static_cast<uint64_t>(dm.smax * dk.smax + dk.smax * dn.smax +
-                                              dm.smax * dn.smax);
+    const uint64_t ws =
+        gemm_element_bytes *
+        static_cast<uint64_t>(dm.smax * dk.smax + dk.smax * dn.smax + dm.smax * dn.smax);
     eligible_.clear();
     const int64_t tiles = gm * gn * gk;
     for (uint32_t d = 0; d < devs_.size(); ++d)
@@ -160,8 +167,10 @@ class grid_sim {
       for (int64_t p = 0; p < s.g; ++p) {
         int64_t len = s.edges[p + 1] - s.edges[p];
         auto it = std::find_if(cl.begin(), cl.end(), [&](auto& c) { return c.first == len; });
-        if (it == cl.end()) cl.push_back({len, {p}});
-        else it->second.push_back(p);
+        if (it == cl.end())
+          cl.push_back({len, {p}});
+        else
+          it->second.push_back(p);
       }
       std::sort(cl.begin(), cl.end(), [](auto& x, auto& y) { return x.first > y.first; });
       return cl;
@@ -180,14 +189,13 @@ class grid_sim {
                      [](const group& x, const group& y) { return x.flops > y.flops; });
 
     const double egress_bound = bound * cfg_.ps_egress;  // bytes_down beyond this lose
-    const uint64_t up_per_unit = gemm_element_bytes;
     std::vector<bool> used(devs_.size(), false);
     entry_after after;
     for (const group& gr : groups) {
       const int64_t sm = cm[gr.a].first, sn = cn[gr.b].first, sk = ck[gr.c].first;
       const uint64_t ab = gemm_element_bytes * static_cast<uint64_t>(sm * sk);
       const uint64_t bb = gemm_element_bytes * static_cast<uint64_t>(sk * sn);
-      const uint64_t cb = up_per_unit * static_cast<uint64_t>(sm * sn);
+      const uint64_t cb = gemm_element_bytes * static_cast<uint64_t>(sm * sn);
       const double fl = static_cast<double>(2 * sm * sn * sk);
       // Rebuild the heaps for this shape.
       global_.clear();
@@ -244,29 +252,26 @@ class grid_sim {
             // Each heap's top is also the best of its kind by the objective
             // below, since within a heap the bytes sent are equal.
             uint32_t d = 0;
-            bool a_cached = false, b_cached = false;
-            uint64_t down = 0;
             double finish = inf, obj = inf;
-            int which = -1;
+            bool any = false;
             const entry* tops[] = {top(global_), top(ha), top(hb)};
             for (int c = 0; c < 3; ++c) {
               const entry* e = tops[c];
               if (!e) continue;
               const uint64_t bytes = c == 0 ? ab + bb : c == 1 ? bb : ab;
-              const double o = std::max(
-                  e->key, static_cast<double>(res.bytes_down + bytes) / cfg_.ps_egress);
-              if (which < 0 || o < obj || (o == obj && (e->key < finish ||
-                                                        (e->key == finish && e->dev < d)))) {
-                which = c;
+              const double o =
+                  std::max(e->key, static_cast<double>(res.bytes_down + bytes) / cfg_.ps_egress);
+              if (!any || o < obj ||
+                  (o == obj && (e->key < finish || (e->key == finish && e->dev < d)))) {
+                any = true;
                 d = e->dev;
                 obj = o;
                 finish = e->key;
               }
             }
             dev_state& s = state_[d];
-            a_cached = s.last_a == ai;
-            b_cached = s.last_b == bi;
-            down = (a_cached ? 0 : ab) + (b_cached ? 0 : bb);
+            const bool a_cached = s.last_a == ai, b_cached = s.last_b == bi;
+            const uint64_t down = (a_cached ? 0 : ab) + (b_cached ? 0 : bb);
             finish = s.avail + devs_[d].cost(down, fl, cb);
             res.bytes_down += down;
             res.bytes_up += cb;
@@ -288,8 +293,8 @@ class grid_sim {
               touched_b_.push_back(bi);
             }
             assignment as;
-            as.t = tile{dm.edges[i], dm.edges[i + 1], dn.edges[j], dn.edges[j + 1],
-                        dk.edges[l], dk.edges[l + 1]};
+            as.t = tile{dm.edges[i],     dm.edges[i + 1], dn.edges[j],
+                        dn.edges[j + 1], dk.edges[l],     dk.edges[l + 1]};
             as.device = devs_[d].id;
             as.predicted_finish = finish;
             as.a_cached = a_cached;
@@ -300,8 +305,7 @@ class grid_sim {
             push(hb, {s.avail + devs_[d].cost(ab, fl, cb), d, s.ver});
           }
     }
-    res.predicted = std::max({res.max_finish,
-                              static_cast<double>(res.bytes_down) / cfg_.ps_egress,
+    res.predicted = std::max({res.max_finish, static_cast<double>(res.bytes_down) / cfg_.ps_egress,
                               static_cast<double>(res.bytes_up) / cfg_.ps_ingress});
     if (!(res.predicted < bound)) return result{};
     return res;
@@ -405,25 +409,25 @@ class grid_search {
     std::map<std::tuple<int, int, int>, std::pair<double, uint64_t>> buckets;
     auto scan = [&](const std::vector<uint32_t>& ks, const std::vector<uint32_t>& ms,
                     const std::vector<uint32_t>& ns) {
-    for (uint32_t ik : ks)
-      for (uint32_t im : ms) {
-        if (dk_[ik].g * dm_[im].g > max_tiles_) break;
-        for (uint32_t in : ns) {
-          const int64_t T = dk_[ik].g * dm_[im].g * dn_[in].g;
-          if (T > max_tiles_) break;
-          const info& f = lookup(im, in, ik);
-          if (!f.feasible) continue;
-          // Strips (one part along M or along N) form their own buckets: they
-          // let a device keep one operand across its tiles.
-          const int shape = dm_[im].g == 1 ? 0 : dn_[in].g == 1 ? 1 : 2;
-          std::tuple<int, int, int> b{static_cast<int>(std::floor(2 * std::log2(double(T)))),
-                                      static_cast<int>(std::floor(std::log2(double(dk_[ik].g)))),
-                                      shape};
-          auto it = buckets.find(b);
-          if (it == buckets.end() || f.lb < it->second.first)
-            buckets[b] = {f.lb, key(im, in, ik)};
+      for (uint32_t ik : ks)
+        for (uint32_t im : ms) {
+          if (dk_[ik].g * dm_[im].g > max_tiles_) break;
+          for (uint32_t in : ns) {
+            const int64_t T = dk_[ik].g * dm_[im].g * dn_[in].g;
+            if (T > max_tiles_) break;
+            const info& f = lookup(im, in, ik);
+            if (!f.feasible) continue;
+            // Strips (one part along M or along N) form their own buckets: they
+            // let a device keep one operand across its tiles.
+            const int shape = dm_[im].g == 1 ? 0 : dn_[in].g == 1 ? 1 : 2;
+            std::tuple<int, int, int> b{static_cast<int>(std::floor(2 * std::log2(double(T)))),
+                                        static_cast<int>(std::floor(std::log2(double(dk_[ik].g)))),
+                                        shape};
+            auto it = buckets.find(b);
+            if (it == buckets.end() || f.lb < it->second.first)
+              buckets[b] = {f.lb, key(im, in, ik)};
+          }
         }
-      }
     };
     scan(coarse(dk_), coarse(dm_), coarse(dn_));
     if (buckets.empty()) scan(all(dk_), all(dm_), all(dn_));
@@ -549,8 +553,10 @@ class grid_search {
     size_t lo = 1, hi = std::min(static_cast<size_t>(T), fits);
     while (lo < hi) {  // smallest u with egress(u) >= device_side(u)
       size_t mid = (lo + hi) / 2;
-      if (egress(mid) >= device_side(mid, nullptr)) hi = mid;
-      else lo = mid + 1;
+      if (egress(mid) >= device_side(mid, nullptr))
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     size_t u = lo;
     if (u > 1 && std::max(egress(u - 1), device_side(u - 1, nullptr)) <
@@ -578,8 +584,7 @@ class grid_search {
     uint32_t im, in, ik;
     unkey(k, im, in, ik);
     info& f = memo_[k];
-    if (f.simulated || !f.feasible || !(f.lb < best_bound_) || evaluated_ >= budget_)
-      return false;
+    if (f.simulated || !f.feasible || !(f.lb < best_bound_) || evaluated_ >= budget_) return false;
     f.simulated = true;
     ++evaluated_;
     auto r = sim_.run(dm_[im], dn_[in], dk_[ik], best_bound_, work_);
@@ -707,9 +712,8 @@ tile_cost predict_tile(const tile& t, const device_profile& p, bool a_cached, bo
   tile_cost c;
   c.bytes_down = (a_cached ? 0 : t.a_bytes()) + (b_cached ? 0 : t.b_bytes());
   c.bytes_up = t.c_bytes();
-  c.seconds = usable(p) ? tile_seconds(p.latency, 1.0 / p.downlink, 1.0 / p.flops,
-                                       1.0 / p.uplink, c.bytes_down,
-                                       static_cast<double>(t.flops()), c.bytes_up)
+  c.seconds = usable(p) ? tile_seconds(p.latency, 1.0 / p.downlink, 1.0 / p.flops, 1.0 / p.uplink,
+                                       c.bytes_down, static_cast<double>(t.flops()), c.bytes_up)
                         : inf;
   return c;
 }
@@ -747,7 +751,8 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& devices,
     if (!usable(v.profile) || !std::isfinite(v.ready_at)) continue;
     devs.emplace_back(v.id, v.profile, std::max(0.0, v.ready_at));
   }
-  std::stable_sort(devs.begin(), devs.end(), [](const dev& x, const dev& y) { return x.id < y.id; });
+  std::stable_sort(devs.begin(), devs.end(),
+                   [](const dev& x, const dev& y) { return x.id < y.id; });
   if (devs.empty()) return local_plan(g, local_seconds, "no usable device");
 
   grid_search search(g, devs, cfg);
@@ -783,16 +788,15 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& devices,
   p.grids_considered = search.considered();
   p.grids_evaluated = search.evaluated();
   p.reason = "split " + std::to_string(p.grid_m) + "x" + std::to_string(p.grid_n) + "x" +
-             std::to_string(p.grid_k) + " = " + std::to_string(p.tiles.size()) +
-             " tiles over " + std::to_string(p.devices_used) + " devices: " +
-             fmt("%.3g s vs local %.3g s", p.predicted_seconds, local_seconds);
+             std::to_string(p.grid_k) + " = " + std::to_string(p.tiles.size()) + " tiles over " +
+             std::to_string(p.devices_used) +
+             " devices: " + fmt("%.3g s vs local %.3g s", p.predicted_seconds, local_seconds);
   return p;
 }
 
-std::optional<plan> mirror_plan(const plan& forward, gemm_role role,
-                                const gemm_problem& backward,
-                                const std::vector<device_view>& alive,
-                                const planner_config& cfg, const plan* grad_input) {
+std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_problem& backward,
+                                const std::vector<device_view>& alive, const planner_config& cfg,
+                                const plan* grad_input) {
   if (forward.local || forward.tiles.empty()) return std::nullopt;
   if (role != gemm_role::grad_input && role != gemm_role::grad_weight) return std::nullopt;
   // The forward shape, from its tiles; K must not be split.
@@ -802,11 +806,9 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role,
     fm = std::max(fm, a.t.m1);
     fn = std::max(fn, a.t.n1);
   }
-  if (role == gemm_role::grad_input &&
-      (backward.m != fm || backward.n != fk || backward.k != fn))
+  if (role == gemm_role::grad_input && (backward.m != fm || backward.n != fk || backward.k != fn))
     return std::nullopt;
-  if (role == gemm_role::grad_weight &&
-      (backward.m != fk || backward.n != fn || backward.k != fm))
+  if (role == gemm_role::grad_weight && (backward.m != fk || backward.n != fn || backward.k != fm))
     return std::nullopt;
 
   std::map<int32_t, const device_view*> by_id;
@@ -814,8 +816,7 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role,
   // dY blocks already sent by the grad_input plan: (m-range, n-range) -> device.
   std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int32_t>> dy_at;
   if (role == gemm_role::grad_weight && grad_input && !grad_input->local)
-    for (const auto& a : grad_input->tiles)
-      dy_at.emplace(a.t.m0, a.t.m1, a.t.k0, a.t.k1, a.device);
+    for (const auto& a : grad_input->tiles) dy_at.emplace(a.t.m0, a.t.m1, a.t.k0, a.t.k1, a.device);
 
   plan p;
   p.local = false;

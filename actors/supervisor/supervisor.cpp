@@ -12,7 +12,14 @@ void start_child(caf::stateful_actor<supervisor_state>* self, child_spec spec) {
   auto child = spec.start(self);
   self->monitor(child);
   self->system().registry().put(caf::atom_from_string(spec.name), child);
-  self->state.children.emplace(child.address(), std::move(spec));
+  self->state.children.emplace(child.address(), supervisor_state::child{std::move(spec), child});
+}
+
+// A supervisor takes its children with it, whatever the reason it stops.
+void stop_with_children(caf::stateful_actor<supervisor_state>* self, const caf::error& reason) {
+  for (auto& [addr, c] : self->state.children) self->send_exit(c.handle, reason);
+  self->state.children.clear();
+  self->quit(reason);
 }
 
 }  // namespace
@@ -25,7 +32,7 @@ caf::behavior supervisor_actor(caf::stateful_actor<supervisor_state>* self,
     auto& st = self->state;
     auto it = st.children.find(msg.source);
     if (it == st.children.end()) return;
-    child_spec spec = std::move(it->second);
+    child_spec spec = std::move(it->second.spec);
     st.children.erase(it);
     if (!msg.reason || msg.reason == caf::exit_reason::user_shutdown) return;  // a clean stop
     const double now = std::chrono::duration<double>(
@@ -34,12 +41,14 @@ caf::behavior supervisor_actor(caf::stateful_actor<supervisor_state>* self,
       spdlog::error("supervisor: {} failed ({}) more than {} times in {} s; giving up", spec.name,
                     self->system().render(msg.reason), st.opts.max_restarts,
                     st.opts.window_seconds);
-      self->quit(msg.reason);
+      stop_with_children(self, msg.reason);
       return;
     }
     spdlog::warn("supervisor: restarting {} after {}", spec.name, self->system().render(msg.reason));
     start_child(self, std::move(spec));
   });
+  // A supervisor takes its children with it, whatever the reason it stops.
+  self->set_exit_handler([=](caf::exit_msg& msg) { stop_with_children(self, msg.reason); });
   for (auto& spec : children) start_child(self, std::move(spec));
   // Children that end for good leave the supervisor idle but alive: the
   // process decides when to stop.

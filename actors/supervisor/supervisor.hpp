@@ -28,7 +28,11 @@ struct supervisor_options {
 struct supervisor_state {
   supervisor_options opts;
   restart_budget budget{3, 10};
-  std::map<caf::actor_addr, child_spec> children;
+  struct child {
+    child_spec spec;
+    caf::actor handle;
+  };
+  std::map<caf::actor_addr, child> children;
   static inline const char* name = "cleave.supervisor";
 };
 

@@ -7,6 +7,7 @@
 #include <deque>
 #include <unordered_map>
 #include <utility>
+#include <type_traits>
 #include <variant>
 
 #include <caf/all.hpp>
@@ -21,13 +22,13 @@ namespace {
 
 using bulk_tick_atom = caf::atom_constant<caf::atom("bulk_tick")>;
 using clock_type = std::chrono::steady_clock;
-using payload_buffer = std::variant<std::vector<char>, std::vector<float>>;
+using payload_buffer = std::variant<std::vector<char>, std::vector<float>, bulk_buffer>;
 
+size_t byte_size(const std::vector<char>& v) { return v.size(); }
+size_t byte_size(const std::vector<float>& v) { return v.size() * sizeof(float); }
+size_t byte_size(const bulk_buffer& b) { return b.size(); }
 size_t byte_size(const payload_buffer& p) {
-  return std::visit([](const auto& v) { return v.size() * sizeof(v[0]); }, p);
-}
-const char* byte_data(const payload_buffer& p) {
-  return std::visit([](const auto& v) { return reinterpret_cast<const char*>(v.data()); }, p);
+  return std::visit([](const auto& v) { return byte_size(v); }, p);
 }
 
 struct outgoing {
@@ -67,6 +68,7 @@ struct bulk_state {
   std::unordered_map<uint64_t, connection> conns;         // by connection id
   std::unordered_map<int64_t, uint64_t> by_hdl;           // handle id -> connection id
   std::vector<std::vector<char>> pool;                    // reusable read buffers, size == capacity
+  uint64_t pool_bytes = 0;
   static const char* name;
 };
 const char* bulk_state::name = "cleave.bulk_channel";
@@ -117,7 +119,10 @@ void drop(bulk_broker* self, connection& c, const std::string& reason, bool malf
   if (st.client) st.closed_reason = reason;
 }
 
-// Writes queued frames while the peer's window allows.
+// Writes queued frames while the peer's window allows. A bulk_buffer frame is
+// swapped into the connection's (empty) pending-write buffer instead of being
+// copied; while that buffer holds data the frame waits for the write-completion
+// event (data_transferred_msg), which calls pump again.
 void pump(bulk_broker* self, connection& c) {
   bool wrote = false;
   while (!c.queue.empty() && c.sw.is_open()) {
@@ -128,13 +133,30 @@ void pump(bulk_broker* self, connection& c) {
                         std::to_string(c.peer_max_payload) + " bytes"));
     } else if (!c.sw.can_send(len)) {
       break;
-    } else {
-      write_frame_header(self, c, frame_header{o.kind, len, o.tag});
-      if (len > 0) self->write(c.hdl, len, byte_data(o.payload));
+    } else if (auto bb = std::get_if<bulk_buffer>(&o.payload)) {
+      auto& out = self->wr_buf(c.hdl);
+      if (!out.empty()) break;  // resumes on data_transferred_msg
+      auto& bytes = bb->storage();
+      if (bytes.size() < frame_header_size) bytes.resize(frame_header_size);
+      encode_header(frame_header{o.kind, len, o.tag}, bytes.data());
+      out.swap(bytes);  // bytes now holds a drained buffer: the caller's next one
+      bytes.clear();
       c.sw.sent(len);
       wrote = true;
-      // The bytes are in the write buffer: hand the caller its buffer back.
-      std::visit([&](auto& v) { o.rp.deliver(std::move(v)); }, o.payload);
+      o.rp.deliver(std::move(*bb));
+    } else {
+      write_frame_header(self, c, frame_header{o.kind, len, o.tag});
+      std::visit(
+        [&](auto& v) {
+          if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, bulk_buffer>) {
+            if (len > 0) self->write(c.hdl, len, reinterpret_cast<const char*>(v.data()));
+            // The bytes are in the write buffer: hand the caller its buffer back.
+            o.rp.deliver(std::move(v));
+          }
+        },
+        o.payload);
+      c.sw.sent(len);
+      wrote = true;
     }
     c.queued_bytes -= len;
     c.queue.pop_front();
@@ -145,8 +167,9 @@ void pump(bulk_broker* self, connection& c) {
 void recycle(bulk_broker* self, std::vector<char>&& buf) {
   auto& st = self->state;
   if (buf.capacity() == 0 || buf.capacity() > st.opts.chunk_bytes) return;
-  if (st.pool.size() >= st.opts.buffer_pool) return;
+  if (st.pool_bytes + buf.capacity() > st.opts.pool_bytes) return;
   buf.resize(buf.capacity());  // zero-fills only the tail, once
+  st.pool_bytes += buf.size();
   st.pool.push_back(std::move(buf));
 }
 
@@ -155,6 +178,10 @@ void on_consumed(bulk_broker* self, uint64_t id, uint64_t len) {
   if (!c) return;
   if (c->at_sink > 0) --c->at_sink;
   c->rw.consumed(len);
+  // Unsent bytes beyond what the peer's window admits (plus slack for credit
+  // frames) mean the peer stopped reading: do not buffer for it forever.
+  if (self->wr_buf(c->hdl).size() > c->sw.window() + c->peer_max_payload + (uint64_t{1} << 20))
+    return drop(self, *c, "peer stopped reading: unsent bytes exceed its window", true);
   if (auto credit = c->rw.take_credit(c->at_sink == 0)) {
     write_frame_header(self, *c, frame_header{kind_credit, 0, credit});
     self->flush(c->hdl);
@@ -177,18 +204,21 @@ void deliver(bulk_broker* self, connection& c, uint16_t kind, uint64_t tag,
                           [=](caf::error&) { on_consumed(self, id, len); }});
 }
 
-// Puts a pooled buffer of at least len bytes in place of the read buffer, so
-// the coming exactly(len) read shrinks it instead of allocating and zeroing.
+// Puts the best-fitting pooled buffer (at least len bytes, at most twice
+// that) in place of the read buffer, so the coming exactly(len) read shrinks
+// it instead of allocating and zero-filling a fresh one.
 void offer_pooled_buffer(bulk_broker* self, std::vector<char>& rd_buf, uint64_t len) {
   auto& pool = self->state.pool;
-  for (size_t i = 0; i < pool.size(); ++i) {
-    if (pool[i].size() >= len) {
-      rd_buf.swap(pool[i]);
-      pool[i] = std::move(pool.back());
-      pool.pop_back();
-      return;
-    }
-  }
+  size_t best = pool.size();
+  for (size_t i = 0; i < pool.size(); ++i)
+    if (pool[i].size() >= len && pool[i].size() <= 2 * len &&
+        (best == pool.size() || pool[i].size() < pool[best].size()))
+      best = i;
+  if (best == pool.size()) return;
+  self->state.pool_bytes -= pool[best].size();
+  rd_buf.swap(pool[best]);
+  pool[best] = std::move(pool.back());
+  pool.pop_back();
 }
 
 void on_header(bulk_broker* self, connection& c, std::vector<char>& buf) {
@@ -281,6 +311,7 @@ void start_connection(bulk_broker* self, caf::io::connection_handle hdl) {
   c.last_progress = clock_type::now();
   st.by_hdl.emplace(hdl.id(), id);
   tune_socket(hdl, st.opts);
+  self->ack_writes(hdl, true);  // completion events drive zero-copy sends
   write_frame_header(self, c, frame_header{kind_hello, hello_payload_size, 0});
   auto hb = encode_hello(hello{st.opts.receive_window, st.opts.max_payload});
   self->write(hdl, hb.size(), hb.data());
@@ -361,6 +392,16 @@ caf::behavior bulk_behavior(bulk_broker* self) {
       if (auto c = find_conn(self, i->second))
         drop(self, *c, "connection closed by peer", false, true);
     },
+    [=](caf::io::data_transferred_msg& msg) {
+      // The stream's in-flight buffer is drained when all that remains is the
+      // pending buffer; the stream swaps that in next, so an empty pending
+      // buffer can take a zero-copy frame now.
+      auto& st = self->state;
+      auto i = st.by_hdl.find(msg.handle.id());
+      if (i == st.by_hdl.end()) return;
+      auto c = find_conn(self, i->second);
+      if (c && !c->queue.empty() && msg.remaining == self->wr_buf(c->hdl).size()) pump(self, *c);
+    },
     [=](caf::io::acceptor_closed_msg&) {
       spdlog::warn("bulk channel: listening socket closed");
     },
@@ -370,10 +411,16 @@ caf::behavior bulk_behavior(bulk_broker* self) {
     [=](bulk_send_atom, uint64_t conn, uint16_t kind, uint64_t tag, std::vector<float>& p) {
       return enqueue_send(self, conn, kind, tag, std::move(p));
     },
+    [=](bulk_send_atom, uint64_t conn, uint16_t kind, uint64_t tag, bulk_buffer& p) {
+      return enqueue_send(self, conn, kind, tag, std::move(p));
+    },
     [=](bulk_send_atom, uint16_t kind, uint64_t tag, std::vector<char>& p) {
       return enqueue_send(self, client_conn(self), kind, tag, std::move(p));
     },
     [=](bulk_send_atom, uint16_t kind, uint64_t tag, std::vector<float>& p) {
+      return enqueue_send(self, client_conn(self), kind, tag, std::move(p));
+    },
+    [=](bulk_send_atom, uint16_t kind, uint64_t tag, bulk_buffer& p) {
       return enqueue_send(self, client_conn(self), kind, tag, std::move(p));
     },
     [=](bulk_closed_atom, uint64_t conn) {
@@ -423,6 +470,7 @@ caf::error check_options(const bulk_options& o) {
 
 void add_transport_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<bulk_frame>("cleave::bulk_frame");
+  cfg.add_message_type<bulk_buffer>("cleave::bulk_buffer");
   cfg.add_message_type<std::vector<float>>("std::vector<float>");
 }
 

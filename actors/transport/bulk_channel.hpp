@@ -23,14 +23,17 @@
 //   (bulk_closed_atom, uint64_t conn, std::string reason)
 //       the connection is gone (peer closed, malformed frame, stall, ...).
 //
-// Messages a channel accepts (both return the payload buffer when it has been
-// copied into the socket's write buffer, or an error; use request() and keep
-// a few sends in flight, the reply is the sender's backpressure):
-//   (bulk_send_atom, uint64_t conn, uint16_t kind, uint64_t tag, std::vector<char>)
-//   (bulk_send_atom, uint64_t conn, uint16_t kind, uint64_t tag, std::vector<float>)
+// Messages a channel accepts. A send replies with a buffer of the payload's
+// type once the frame is in the socket's write buffer, or with an error. Use
+// request() and keep a few sends in flight: the reply is the backpressure.
+//   (bulk_send_atom, uint64_t conn, uint16_t kind, uint64_t tag, P)
 //   client channels only, to their single connection:
-//   (bulk_send_atom, uint16_t kind, uint64_t tag, std::vector<char>)
-//   (bulk_send_atom, uint16_t kind, uint64_t tag, std::vector<float>)
+//   (bulk_send_atom, uint16_t kind, uint64_t tag, P)
+// with payload P one of
+//   bulk_buffer          zero-copy: handed to the socket as is (fastest path)
+//   std::vector<char>    copied once into the write buffer, returned as is
+//   std::vector<float>   likewise (raw bytes)
+// and
 //   (bulk_closed_atom, uint64_t conn)   close one connection
 // Argument types must match exactly (uint16_t kind, uint64_t tag and conn).
 // Channels quit on an exit message or when their sink terminates. A client
@@ -80,6 +83,38 @@ typename Inspector::result_type inspect(Inspector& f, bulk_frame& x) {
   return f(caf::meta::type_name("cleave::bulk_frame"), x.kind, x.tag, x.conn, x.payload);
 }
 
+// A send buffer with room for the frame header in front of the payload. The
+// channel writes the header in place and swaps the whole vector into the
+// socket's write buffer: the payload is never copied in user space. Build the
+// tensor in payload() / floats(), send it, and reuse the buffer that comes back
+// in the reply (same capacity class, already drained to the socket).
+class bulk_buffer {
+ public:
+  bulk_buffer() = default;
+  explicit bulk_buffer(size_t payload_bytes) : bytes_(frame_header_size + payload_bytes) {}
+  // Payload size in bytes; growing zero-fills the new bytes.
+  void resize(size_t payload_bytes) { bytes_.resize(frame_header_size + payload_bytes); }
+  size_t size() const { return bytes_.size() > frame_header_size ? bytes_.size() - frame_header_size : 0; }
+  size_t capacity() const {
+    return bytes_.capacity() > frame_header_size ? bytes_.capacity() - frame_header_size : 0;
+  }
+  char* payload() { return bytes_.data() + frame_header_size; }
+  const char* payload() const { return bytes_.data() + frame_header_size; }
+  // bytes_ comes from operator new: 16-byte aligned, so +24 is float-aligned.
+  float* floats() { return reinterpret_cast<float*>(payload()); }
+  const float* floats() const { return reinterpret_cast<const float*>(payload()); }
+  // Header room + payload; the channel's business.
+  std::vector<char>& storage() { return bytes_; }
+
+  template <class Inspector>
+  friend typename Inspector::result_type inspect(Inspector& f, bulk_buffer& x) {
+    return f(caf::meta::type_name("cleave::bulk_buffer"), x.bytes_);
+  }
+
+ private:
+  std::vector<char> bytes_;
+};
+
 struct bulk_options {
   // Largest payload accepted from a peer; larger headers close the connection
   // before anything is allocated. Advertised to the peer, whose sends over it
@@ -90,24 +125,29 @@ struct bulk_options {
   uint64_t receive_window = uint64_t{64} << 20;
   // Payloads up to this size are read in place into one buffer that is handed
   // to the sink (zero-copy). Larger ones are read in chunks of this size and
-  // appended, so memory follows the bytes a peer actually sends, not what its
-  // header claims.
-  uint64_t chunk_bytes = uint64_t{16} << 20;
+  // appended (one memcpy), so memory follows the bytes a peer actually sends,
+  // not what its header claims. A forged header pins at most chunk_bytes per
+  // connection until stall_timeout: hostile peers can hold at most
+  // max_connections * chunk_bytes this way.
+  uint64_t chunk_bytes = uint64_t{8} << 20;
   // Bytes a channel queues per connection beyond the window before bulk_send
   // fails with "send queue full".
   uint64_t max_send_queue = uint64_t{256} << 20;
   // Listener: connections beyond this are closed on accept.
   size_t max_connections = 256;
   // A connection that has not completed its hello, or is inside a frame, and
-  // made no progress for this long is closed. Zero disables.
+  // completed no read (header, chunk or payload) for this long is closed.
+  // Must exceed chunk_bytes / the slowest peer's uplink. Zero disables.
   caf::timespan stall_timeout = std::chrono::seconds(60);
   // SO_SNDBUF / SO_RCVBUF for the channel's sockets; 0 keeps kernel autotuning.
   int socket_buffer_bytes = 0;
   // Listener: bind address (empty = all interfaces) and SO_REUSEADDR.
   std::string bind_address;
   bool reuse_address = true;
-  // Buffers kept for reuse (replies from sinks that return their payload).
-  size_t buffer_pool = 4;
+  // Bytes of read buffers kept for reuse (sinks that reply with their payload
+  // hand it back). The window bounds what is out at the sink, so a pool of
+  // one window lets a steady stream run without allocating. 0 disables.
+  uint64_t pool_bytes = uint64_t{64} << 20;
 };
 
 // Registers bulk_frame (and std::vector<float>) with CAF; call on the config

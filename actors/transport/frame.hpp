@@ -124,6 +124,7 @@ class send_window {
   // Credit from the peer; more than is in flight is a protocol violation.
   caf::error credit(uint64_t bytes);
   uint64_t in_flight() const { return in_flight_; }
+  uint64_t window() const { return peer_window_; }
 
  private:
   bool open_ = false;

@@ -4,7 +4,7 @@
 // (c) CAF BASP: std::vector<float> sent to a remote actor, for reference.
 //
 //   bench_transport server            prints "READY <raw> <bulk> <basp>" and
-//                                     serves until stdin closes
+//                                     serves until killed or its parent exits
 //   bench_transport client <raw> <bulk> <basp> [options]
 //       --host H --rounds N --mib M (message size) --frames F (per bulk/raw
 //       measurement) --basp-frames F --inflight K --no-basp
@@ -181,31 +181,55 @@ caf::behavior ack_sink(caf::event_based_actor*, std::shared_ptr<std::promise<uin
 }
 
 // Sends `frames` tensors with `inflight` requests outstanding, reusing each
-// buffer the channel hands back, then the end marker.
-caf::behavior producer(caf::event_based_actor* self, caf::actor channel, std::vector<float> proto) {
+// buffer the channel hands back, then the end marker. zero_copy: the tensor
+// travels in a bulk_buffer (header room in front, swapped into the socket's
+// write buffer); otherwise as std::vector<float> (copied once by the channel).
+caf::behavior producer(caf::event_based_actor* self, caf::actor channel, std::vector<float> proto,
+                       bool zero_copy) {
   struct st {
     int issued = 0, done = 0, frames = 0;
   };
   auto s = std::make_shared<st>();
-  auto err = [=](caf::error& e) { std::fprintf(stderr, "send failed: %s\n", caf::to_string(e).c_str()); std::exit(1); };
-  auto issue = std::make_shared<std::function<void(std::vector<float>)>>();
-  *issue = [=](std::vector<float> buf) {
+  auto err = [=](caf::error& e) {
+    std::fprintf(stderr, "send failed: %s\n", caf::to_string(e).c_str());
+    std::exit(1);
+  };
+  auto finish_one = [=] {
+    ++s->done;
+    if (s->done == s->frames)
+      self->send(channel, bulk_send_atom::value, kind_end, uint64_t{0}, std::vector<char>{});
+    return s->issued < s->frames;
+  };
+  auto issue_vec = std::make_shared<std::function<void(std::vector<float>)>>();
+  *issue_vec = [=](std::vector<float> buf) {
     ++s->issued;
     self->request(channel, caf::infinite, bulk_send_atom::value, kind_tensor, uint64_t(s->issued), std::move(buf))
-      .then(
-        [=](std::vector<float>& back) {
-          ++s->done;
-          if (s->issued < s->frames) (*issue)(std::move(back));
-          else if (s->done == s->frames)
-            self->send(channel, bulk_send_atom::value, kind_end, uint64_t{0}, std::vector<char>{});
-        },
-        err);
+      .then([=](std::vector<float>& back) { if (finish_one()) (*issue_vec)(std::move(back)); }, err);
+  };
+  const size_t bytes = proto.size() * sizeof(float);
+  auto issue_buf = std::make_shared<std::function<void(bulk_buffer)>>();
+  *issue_buf = [=](bulk_buffer buf) {
+    ++s->issued;
+    // A returned buffer comes back drained (size 0, capacity kept); resize
+    // zero-fills. A producer writes its tensor here; raw TCP resends an
+    // untouched buffer, so the benchmark does not add a fill on top.
+    buf.resize(bytes);
+    self->request(channel, caf::infinite, bulk_send_atom::value, kind_tensor, uint64_t(s->issued), std::move(buf))
+      .then([=](bulk_buffer& back) { if (finish_one()) (*issue_buf)(std::move(back)); }, err);
   };
   return {
     [=](go_atom, int frames, int inflight) {
       s->issued = s->done = 0;
       s->frames = frames;
-      for (int i = 0; i < std::min(inflight, frames); ++i) (*issue)(proto);
+      for (int i = 0; i < std::min(inflight, frames); ++i) {
+        if (zero_copy) {
+          bulk_buffer b(bytes);
+          std::memcpy(b.payload(), proto.data(), bytes);
+          (*issue_buf)(std::move(b));
+        } else {
+          (*issue_vec)(proto);
+        }
+      }
     },
     [=](std::vector<char>&) {},  // the end marker's returned buffer
   };
@@ -247,6 +271,9 @@ caf::behavior basp_producer(caf::event_based_actor* self, caf::actor remote,
 
 void configure(caf::actor_system_config& cfg) {
   cfg.load<caf::io::middleman>();
+  // Experiment knobs (defaults: CAF's own).
+  if (auto v = std::getenv("BENCH_CAF_THREADS")) cfg.set("scheduler.max-threads", std::atoi(v));
+  if (auto v = std::getenv("BENCH_CAF_POLICY")) cfg.set("scheduler.policy", caf::atom_from_string(v));
   add_transport_message_types(cfg);
   cfg.set("logger.file-verbosity", caf::atom("quiet"));
   cfg.set("logger.console-verbosity", caf::atom("quiet"));
@@ -263,6 +290,7 @@ int run_server() {
   auto sink = sys.spawn(bulk_sink);
   bulk_options opts;
   opts.bind_address = "127.0.0.1";
+  if (auto v = std::getenv("BENCH_SOCKBUF")) opts.socket_buffer_bytes = std::atoi(v);
   auto lst = spawn_bulk_listener(sys, 0, sink, opts);
   if (!lst) die("bulk listen: " + caf::to_string(lst.error()));
   auto basp = sys.spawn(basp_sink);
@@ -270,9 +298,9 @@ int run_server() {
   if (!bp) die("publish: " + caf::to_string(bp.error()));
   std::printf("READY %u %u %u\n", raw_port, lst->port, *bp);
   std::fflush(stdout);
-  std::string line;
-  while (std::getline(std::cin, line)) {
-  }
+  // Serve until the parent (run.sh) goes away or we are killed.
+  auto parent = ::getppid();
+  while (::getppid() == parent) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(lst->channel, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(basp, caf::exit_reason::user_shutdown);
@@ -293,6 +321,7 @@ int run_client(int argc, char** argv) {
   std::string host = "127.0.0.1";
   int rounds = 5, mib = 4, frames = 256, basp_frames = 24, inflight = 4;
   bool basp = true;
+  bool zero_copy = true;
   for (int i = 5; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] {
@@ -306,6 +335,7 @@ int run_client(int argc, char** argv) {
     else if (a == "--basp-frames") basp_frames = std::stoi(next());
     else if (a == "--inflight") inflight = std::stoi(next());
     else if (a == "--no-basp") basp = false;
+    else if (a == "--copy") zero_copy = false;
     else die("unknown option " + a);
   }
   caf::actor_system_config cfg;
@@ -320,9 +350,11 @@ int run_client(int argc, char** argv) {
 
   std::shared_ptr<std::promise<uint64_t>> ack_slot;
   auto client_sink = sys.spawn(ack_sink, &ack_slot);
-  auto ch = connect_bulk(sys, host, bulk_port, client_sink);
+  bulk_options opts;
+  if (auto v = std::getenv("BENCH_SOCKBUF")) opts.socket_buffer_bytes = std::atoi(v);
+  auto ch = connect_bulk(sys, host, bulk_port, client_sink, opts);
   if (!ch) die("bulk connect: " + caf::to_string(ch.error()));
-  auto prod = sys.spawn(producer, *ch, tensor);
+  auto prod = sys.spawn(producer, *ch, tensor, zero_copy);
 
   caf::actor basp_prod;
   std::shared_ptr<std::promise<void>> basp_slot;
@@ -353,7 +385,8 @@ int run_client(int argc, char** argv) {
   };
 
   std::printf("message %d MiB of float32, %d messages per raw/bulk measurement, %d per BASP, "
-              "%d in flight, %d rounds\n", mib, frames, basp_frames, inflight, rounds);
+              "%d in flight, %d rounds, bulk payload %s\n", mib, frames, basp_frames, inflight, rounds,
+              zero_copy ? "bulk_buffer (zero-copy)" : "std::vector<float> (one copy)");
   // Warm-up (not reported): connections, buffers, page cache of the pools.
   raw_round(raw_fd, tensor, std::max(1, frames / 8));
   {

@@ -22,15 +22,10 @@ else
 fi
 
 echo "# $(date -u +%FT%TZ) $(uname -srm), $(nproc) cores, binary $bin"
-fifo="$(mktemp -u)"
-mkfifo "$fifo"
-# The server serves until its stdin closes: keep a pipe open to it.
-exec 3<> "$fifo"
-rm -f "$fifo"
 out="$(mktemp)"
-"$bin" server <&3 >"$out" 2>&1 &
+"$bin" server </dev/null >"$out" 2>&1 &
 server=$!
-cleanup() { exec 3>&-; wait "$server" 2>/dev/null || true; rm -f "$out"; }
+cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -f "$out"; }
 trap cleanup EXIT
 
 for _ in $(seq 100); do

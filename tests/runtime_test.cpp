@@ -1,0 +1,173 @@
+// The distributed engine against real actors in one process: results equal
+// the local GEMM, and bad devices are refused without costing the product.
+
+#include <cmath>
+
+#include <caf/all.hpp>
+#include <gtest/gtest.h>
+
+#include "actors/detector/detector_actor.hpp"
+#include "actors/device/device_actor.hpp"
+#include "actors/planner/planner_actor.hpp"
+#include "actors/ps/distributed_gemm.hpp"
+#include "kernels/random.hpp"
+
+using namespace cleave;
+
+namespace {
+
+enum class rogue_mode { wrong_shape, nan, unknown_task };
+
+// Joins like a device and answers every task badly.
+caf::behavior rogue_device(caf::event_based_actor* self, caf::actor planner, rogue_mode mode) {
+  auto my_id = std::make_shared<int32_t>(-1);
+  self->request(planner, caf::infinite, join_atom::value,
+                join_request{message_schema_version, *preset_profile("fast")})
+    .then([=](welcome_atom, int32_t id, caf::actor) { *my_id = id; });
+  return {
+    [=](tile_task& t) {
+      tile_result r;
+      r.key = t.key;
+      r.device = *my_id;
+      const int64_t m = t.a.trans ? t.a.cols : t.a.rows;
+      const int64_t n = t.b.trans ? t.b.rows : t.b.cols;
+      r.rows = m;
+      r.cols = n;
+      r.data.assign(static_cast<size_t>(m * n), 1.0f);
+      switch (mode) {
+        case rogue_mode::wrong_shape: r.rows = m + 1; break;
+        case rogue_mode::nan: r.data[0] = std::nanf(""); break;
+        case rogue_mode::unknown_task: r.key.gemm += 1000; break;
+      }
+      return r;
+    },
+  };
+}
+
+struct config : caf::actor_system_config {
+  config() {
+    add_cleave_message_types(*this);
+    add_planner_message_types(*this);
+  }
+};
+
+class runtime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    detector = sys.spawn(detector_actor, detector_options{});
+    planner_options po;
+    po.cost.ps_egress = 1e12;  // make splitting worthwhile even for test-sized GEMMs
+    po.cost.ps_flops = 1e9;
+    po.cost.min_split_flops = 1;
+    po.min_devices = 0;
+    planner = sys.spawn(planner_actor, po, detector);
+  }
+  void TearDown() override {
+    for (auto& a : spawned) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(planner, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(detector, caf::exit_reason::user_shutdown);
+  }
+
+  void add_device(const device_profile& p) {
+    device_options o;
+    o.profile = p;
+    o.paced = false;
+    spawned.push_back(sys.spawn(device_actor, o, planner));
+  }
+
+  // Waits until the planner has n devices.
+  void expect_fleet(size_t n) {
+    caf::scoped_actor self{sys};
+    for (int i = 0; i < 200; ++i) {
+      size_t have = 0;
+      self->request(planner, caf::infinite, fleet_atom::value)
+        .receive([&](uint64_t, std::vector<fleet_member>& m) { have = m.size(); },
+                 [](caf::error&) {});
+      if (have == n) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    FAIL() << "fleet never reached " << n << " devices";
+  }
+
+  config cfg;
+  caf::actor_system sys{cfg};
+  caf::actor detector, planner;
+  std::vector<caf::actor> spawned;
+};
+
+tensor random_matrix(int64_t r, int64_t c, uint64_t seed) {
+  tensor t(r, c);
+  rng g(seed);
+  fill_normal(t, 1.0, g);
+  return t;
+}
+
+// Runs C = A B (and the two backward shapes) through the engine and compares
+// with the local product.
+void check_products(distributed_gemm& eng, double tol) {
+  ASSERT_FALSE(eng.begin_step(1));
+  const tensor x = random_matrix(96, 80, 1), w = random_matrix(80, 64, 2), dy = random_matrix(96, 64, 3);
+  tensor y(96, 64), y_ref(96, 64), dx(96, 80), dx_ref(96, 80), dw(80, 64), dw_ref(80, 64);
+  eng.gemm({0, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), 0.0f);
+  eng.gemm({0, gemm_role::grad_input}, dy.view(), false, w.view(), true, dx.view(), 0.0f);
+  eng.gemm({0, gemm_role::grad_weight}, x.view(), true, dy.view(), false, dw.view(), 0.0f);
+  gemm_local<float>(x.view(), false, w.view(), false, y_ref.view(), 0.0f);
+  gemm_local<float>(dy.view(), false, w.view(), true, dx_ref.view(), 0.0f);
+  gemm_local<float>(x.view(), true, dy.view(), false, dw_ref.view(), 0.0f);
+  for (auto [got, want] : {std::pair{&y, &y_ref}, {&dx, &dx_ref}, {&dw, &dw_ref}})
+    for (int64_t i = 0; i < got->size(); ++i)
+      ASSERT_NEAR((*got)[i], (*want)[i], tol * (1 + std::abs((*want)[i]))) << i;
+}
+
+}  // namespace
+
+TEST_F(runtime, tiles_on_devices_equal_the_local_product) {
+  for (int i = 0; i < 4; ++i) add_device(*preset_profile("fast"));
+  expect_fleet(4);
+  distributed_gemm eng(sys, planner, 10.0);
+  check_products(eng, 1e-5);
+  EXPECT_GT(eng.tiles_total(), 0u) << "nothing was distributed: the test proves nothing";
+  uint64_t hits = 0;
+  for (auto& [id, a] : eng.devices()) hits += a.cache_hits;
+  EXPECT_GT(hits, 0u) << "backward tiles should reuse forward operand blocks";
+}
+
+class rogue : public runtime, public ::testing::WithParamInterface<rogue_mode> {};
+
+TEST_P(rogue, bad_results_are_refused_and_the_product_still_completes) {
+  // The rogue joins first: device 0, first in line for tiles.
+  spawned.push_back(sys.spawn(rogue_device, planner, GetParam()));
+  expect_fleet(1);
+  for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
+  expect_fleet(4);
+  distributed_gemm eng(sys, planner, 2.0);
+  check_products(eng, 1e-5);
+  if (GetParam() == rogue_mode::unknown_task) {
+    // Results for tasks nobody issued are dropped; the rogue's real tiles
+    // time out and are done elsewhere.
+    EXPECT_EQ(eng.refused_results(), 0u);
+  } else {
+    EXPECT_GT(eng.refused_results(), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(modes, rogue,
+                         ::testing::Values(rogue_mode::wrong_shape, rogue_mode::nan,
+                                           rogue_mode::unknown_task));
+
+TEST_F(runtime, a_device_too_small_for_any_tile_gets_none) {
+  for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
+  auto tiny = *preset_profile("fast");
+  tiny.name = "tiny";
+  tiny.memory_bytes = 1 << 20;  // 1 MiB: no tile of these products fits
+  add_device(tiny);
+  expect_fleet(4);
+  distributed_gemm eng(sys, planner, 10.0);
+  ASSERT_FALSE(eng.begin_step(1));
+  const tensor x = random_matrix(512, 512, 1), w = random_matrix(512, 512, 2);
+  tensor y(512, 512);
+  eng.gemm({0, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), 0.0f);
+  EXPECT_GT(eng.tiles_total(), 0u);
+  for (auto& [id, a] : eng.devices())
+    if (a.profile == "tiny") EXPECT_EQ(a.tiles, 0u);
+}
