@@ -59,5 +59,6 @@ int main(int argc, char** argv) {
   if (cfg.role == "all") return run_all(cfg, *opts, threads);
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
   if (cfg.role == "device") return run_device(cfg, threads);
-  return usage_error("unknown role '" + cfg.role + "' (expected all, ps or device)");
+  if (cfg.role == "planner" || cfg.role == "detector") return run_service(cfg);
+  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, device, planner or detector)");
 }

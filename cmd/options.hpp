@@ -45,7 +45,9 @@ class cleave_config : public caf::actor_system_config {
   std::string profile;         // device preset: the device role's profile, or the in-process fleet's
   int ps_shards = 1;
   std::string listen;          // --role=ps: [host:]port to publish on
-  std::string connect;         // --role=device: host:port of the ps
+  std::string connect;         // --role=device: host:port of the ps (or planner)
+  std::string planner;         // --role=ps: host:port of a separate planner process
+  std::string detector;        // --role=planner: host:port of a separate detector process
   int min_devices = -1;        // default: --devices for role all, 1 for role ps
   double tile_timeout = 30;    // seconds before a tile is given to someone else
   double ps_flops = 5e10;      // the PS's own GEMM rate, for the cost model

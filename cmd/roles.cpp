@@ -1,6 +1,9 @@
 #include "cmd/roles.hpp"
 
+#include <atomic>
+#include <csignal>
 #include <iostream>
+#include <thread>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -156,9 +159,20 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
 }
 
 int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
+  const int min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;
+  if (!cfg.planner.empty()) {
+    // The planner (and its detector) run as their own processes.
+    auto at = parse_endpoint(cfg.planner, "planner", false);
+    if (!at) return usage_error(describe(at.error()));
+    caf::actor_system sys{cfg};
+    auto planner = sys.middleman().remote_actor(at->first, at->second);
+    if (!planner)
+      return runtime_error("cannot reach the planner at " + cfg.planner + ": " + sys.render(planner.error()));
+    spdlog::info("ps: using the planner at {}", cfg.planner);
+    return train(sys, cfg, opts, threads, *planner, min_devices);
+  }
   auto endpoint = parse_endpoint(cfg.listen, "listen", true);
   if (!endpoint) return usage_error(describe(endpoint.error()));
-  const int min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;
   caf::actor_system sys{cfg};
   auto supervisor = start_supervisor(sys, control_plane(cfg, min_devices));
   auto planner = registered(sys, "planner");
@@ -172,6 +186,52 @@ int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
   const int rc = train(sys, cfg, opts, threads, planner, min_devices);
   stop(sys, supervisor);
   return rc;
+}
+
+namespace {
+
+std::atomic<bool> stop_requested{false};
+
+void on_stop_signal(int) { stop_requested = true; }
+
+}  // namespace
+
+int run_service(cleave_config& cfg) {
+  auto endpoint = parse_endpoint(cfg.listen, "listen", true);
+  if (!endpoint) return usage_error(describe(endpoint.error()));
+  caf::actor_system sys{cfg};
+  std::vector<child_spec> children;
+  if (cfg.role == "detector") {
+    children.push_back({"detector", [d = detector_opts(cfg)](caf::local_actor* sup) {
+                          return sup->spawn(detector_actor, d);
+                        }});
+  } else {
+    auto at = parse_endpoint(cfg.detector, "detector", false);
+    if (!at) return usage_error("--role=planner needs --detector=host:port: " + describe(at.error()));
+    auto detector = sys.middleman().remote_actor(at->first, at->second);
+    if (!detector)
+      return runtime_error("cannot reach the detector at " + cfg.detector + ": "
+                           + sys.render(detector.error()));
+    const int min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;
+    children.push_back({"planner", [p = planner_opts(cfg, min_devices), d = *detector](caf::local_actor* sup) {
+                          return sup->spawn(planner_actor, p, d);
+                        }});
+  }
+  auto supervisor = start_supervisor(sys, std::move(children));
+  auto service = registered(sys, cfg.role.c_str());
+  const char* host = endpoint->first.empty() ? nullptr : endpoint->first.c_str();
+  auto port = sys.middleman().publish(service, endpoint->second, host, true);
+  if (!port) {
+    stop(sys, supervisor);
+    return runtime_error("cannot listen on " + cfg.listen + ": " + sys.render(port.error()));
+  }
+  spdlog::info("{}: listening on port {}", cfg.role, *port);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  while (!stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  spdlog::info("{}: stopping", cfg.role);
+  stop(sys, supervisor);
+  return 0;
 }
 
 int run_device(cleave_config& cfg, int threads) {

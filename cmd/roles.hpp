@@ -13,6 +13,10 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads);
 // connect to --listen.
 int run_ps(cleave_config& cfg, const train_options& opts, int threads);
 
+// --role=planner / --role=detector: that service alone, published on
+// --listen, until the process is stopped (SIGINT or SIGTERM).
+int run_service(cleave_config& cfg);
+
 // --role=device: one device that joins the ps at --connect.
 int run_device(cleave_config& cfg, int threads);
 

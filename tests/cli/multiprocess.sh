@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Separate processes on loopback: detector, planner, ps and 4 devices train
+# the mlp for 200 steps with exactly the loss trajectory of the in-process run;
+# then a ps that hosts its own planner and detector does the same.
+source "$(dirname "$0")/lib.sh"
+
+cost=(--ps-egress=1e12 --ps-flops=1e9)  # make the planner split the mlp's GEMMs
+train=(--model=mlp --steps=200 --threads=1 --log-level=info --progress-seconds=30)
+
+# wait_port LOG: prints the port a process logged it listens on.
+wait_port() {
+  for _ in $(seq 1 500); do
+    local p; p=$(grep -o "listening on port [0-9]*" "$1" 2>/dev/null | grep -o "[0-9]*$")
+    [[ -n $p ]] && { echo "$p"; return; }
+    sleep 0.02
+  done
+}
+
+start_devices() {  # start_devices PORT
+  for i in 1 2 3 4; do
+    "$CLEAVE" --role=device --connect="127.0.0.1:$1" --profile=fast --threads=1 --log-level=warn &
+  done
+}
+
+"$CLEAVE" --role=all --devices=4 --profile=fast "${cost[@]}" "${train[@]}" --log-level=warn \
+  --report="$WORK/inproc.json" || fail "in-process run failed"
+
+# 1. detector, planner, ps and devices: seven processes.
+"$CLEAVE" --role=detector --listen=127.0.0.1:0 > "$WORK/detector.log" 2>&1 &
+det=$!
+dport=$(wait_port "$WORK/detector.log")
+"$CLEAVE" --role=planner --listen=127.0.0.1:0 --detector="127.0.0.1:$dport" --min-devices=4 "${cost[@]}" \
+  > "$WORK/planner.log" 2>&1 &
+pln=$!
+pport=$(wait_port "$WORK/planner.log")
+[[ -n $dport && -n $pport ]] || fail "detector or planner did not start: $(cat "$WORK"/*.log)"
+start_devices "$pport"
+timeout 300 "$CLEAVE" --role=ps --planner="127.0.0.1:$pport" "${train[@]}" --report="$WORK/split.json" \
+  > "$WORK/ps.log" 2>&1 || fail "ps with separate planner failed: $(tail -3 "$WORK/ps.log")"
+kill -TERM $pln $det; wait $pln $det 2>/dev/null
+
+# 2. the default: the ps hosts planner and detector.
+"$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices=4 "${cost[@]}" "${train[@]}" \
+  --report="$WORK/hosted.json" > "$WORK/ps2.log" 2>&1 &
+ps2=$!
+port=$(wait_port "$WORK/ps2.log")
+start_devices "$port"
+timeout 300 tail --pid=$ps2 -f /dev/null
+wait $ps2 || fail "ps hosting the planner failed: $(tail -3 "$WORK/ps2.log")"
+wait  # the devices leave when their ps is gone
+
+for run in split hosted; do
+  verdict=$(python3 - "$WORK/inproc.json" "$WORK/$run.json" <<'PY'
+import json, sys
+ref, got = (json.load(open(p)) for p in sys.argv[1:3])
+if got["tiles"] == 0: print("no tile went to a device")
+elif len(got["losses"]) != 200: print(f"{len(got['losses'])} steps, expected 200")
+elif got["losses"] != ref["losses"]:
+    worst = max(abs(a - b) / abs(a) for a, b in zip(ref["losses"], got["losses"]))
+    print(f"trajectory differs (worst {worst:.2e} relative)")
+else: print("equal")
+PY
+)
+  [[ $verdict == equal ]] && echo "ok: $run multi-process trajectory equals in-process" || fail "$run: $verdict"
+done
+finish
