@@ -43,18 +43,20 @@ int train(caf::actor_system& sys, const cleave_config& cfg, const train_options&
   distributed_gemm engine(sys, planner, cfg.tile_timeout);
   trainer t(opts, **data, engine);
   t.before_step = [&](int64_t step) { return engine.begin_step(static_cast<uint64_t>(step)); };
+  runtime_accounts training;
+  t.after_training = [&] { training = engine.accounts(); };
   auto res = t.run();
   if (!res) return runtime_error(describe(res.error()));
   uint64_t down = 0, up = 0;
-  for (const auto& [id, acct] : engine.devices()) {
+  for (const auto& [id, acct] : training.devices) {
     down += acct.bytes_down;
     up += acct.bytes_up;
   }
   spdlog::info("fleet: {} tiles, {:.1f} MB down, {:.1f} MB up, {} GEMMs kept local",
-               engine.tiles_total(), down / 1e6, up / 1e6, engine.local_gemms());
+               training.tiles, down / 1e6, up / 1e6, training.local_gemms);
   if (!cfg.report.empty()) {
     auto doc = make_report(opts, *res, devices, threads);
-    add_runtime_report(doc, engine, cfg.ps_shards, res->steps);
+    add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
     if (auto err = write_json_file(cfg.report, doc)) return runtime_error(describe(err));
     spdlog::info("report written to {}", cfg.report);
   }

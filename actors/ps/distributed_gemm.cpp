@@ -89,46 +89,55 @@ const plan& distributed_gemm::plan_for(gemm_tag tag, const gemm_problem& g) {
 void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float> b, bool tb,
                                  mut_view<float> c, float beta) {
   const auto t0 = clock_type::now();
+  // Devices are idle while the PS computes (a step's GEMMs run one after the
+  // other), so the PS may use every core for its own products.
+  set_gemm_threads(compute_threads());
   gemm_local<float>(a, ta, b, tb, c, beta);
+  set_gemm_threads(1);
   totals_.ps_compute_seconds += since(t0);
   ++local_gemms_;
 }
 
-operand distributed_gemm::make_operand(const_view<float> m, bool trans, int64_t r0, int64_t r1,
-                                       int64_t c0, int64_t c1) {
+distributed_gemm::block_ref distributed_gemm::locate(const_view<float> m, bool trans, int64_t r0,
+                                                     int64_t r1, int64_t c0, int64_t c1) {
   // (r0, r1, c0, c1) are ranges of op(m); the block travels as stored.
   if (trans) {
     std::swap(r0, c0);
     std::swap(r1, c1);
   }
+  return {r0, r1, c0, c1, block_key(m.data + r0 * m.ld + c0, r1 - r0, c1 - c0, m.ld)};
+}
+
+operand distributed_gemm::cut(const_view<float> m, bool trans, const block_ref& ref,
+                              bool with_data) {
   operand op;
-  op.rows = r1 - r0;
-  op.cols = c1 - c0;
+  op.key = ref.key;
+  op.rows = ref.r1 - ref.r0;
+  op.cols = ref.c1 - ref.c0;
   op.trans = trans;
-  op.data.resize(static_cast<size_t>(op.rows * op.cols));
-  const float* src = m.data + r0 * m.ld + c0;
-  for (int64_t r = 0; r < op.rows; ++r)
-    std::copy(src + r * m.ld, src + r * m.ld + op.cols, op.data.data() + r * op.cols);
-  op.key = block_key(op.data.data(), op.rows, op.cols, op.cols);
+  if (with_data) {
+    op.data.resize(static_cast<size_t>(op.rows * op.cols));
+    const float* src = m.data + ref.r0 * m.ld + ref.c0;
+    for (int64_t r = 0; r < op.rows; ++r)
+      std::copy(src + r * m.ld, src + r * m.ld + op.cols, op.data.data() + r * op.cols);
+  }
   return op;
 }
 
-void distributed_gemm::send_task(pending_tile& p, bool with_all_data) {
+void distributed_gemm::send_task(const inputs& in, pending_tile& p, bool with_all_data) {
   const int32_t dev = p.where.device;
   auto& known = sent_[dev];
   auto& acct = accounts_[dev];
   tile_task msg;
-  msg.key = p.task.key;
-  for (auto [src, dst] : {std::pair{&p.task.a, &msg.a}, {&p.task.b, &msg.b}}) {
-    dst->key = src->key;
-    dst->rows = src->rows;
-    dst->cols = src->cols;
-    dst->trans = src->trans;
+  msg.key = p.key;
+  for (auto [ref, m, trans, dst] : {std::tuple{&p.a, in.a, in.trans_a, &msg.a},
+                                    std::tuple{&p.b, in.b, in.trans_b, &msg.b}}) {
     ++acct.operands;
-    if (with_all_data || known.count(src->key) == 0) {
-      dst->data = src->data;
-      acct.bytes_down += src->data.size() * sizeof(float);
-      known.insert(src->key);
+    const bool send = with_all_data || known.count(ref->key) == 0;
+    *dst = cut(m, trans, *ref, send);
+    if (send) {
+      acct.bytes_down += dst->data.size() * sizeof(float);
+      known.insert(ref->key);
     }
   }
   self_->send(fleet_.at(dev).handle, std::move(msg));
@@ -157,12 +166,13 @@ bool distributed_gemm::accept(pending_tile& p, tile_result& r) {
   acct.bytes_up += r.data.size() * sizeof(float);
   acct.cache_hits += r.cache_hits;
   acct.busy_seconds += r.busy_seconds;
+  acct.flops += static_cast<double>(t.flops());
   p.result = std::move(r.data);
   p.done = true;
   return true;
 }
 
-void distributed_gemm::reassign(pending_tile& p) {
+void distributed_gemm::reassign(const inputs& in, pending_tile& p) {
   // Next device in id order after the one that failed; the PS itself when
   // none is left that can hold the tile.
   const uint64_t need = tile_working_set(p.where.t);
@@ -173,7 +183,7 @@ void distributed_gemm::reassign(pending_tile& p) {
           && m.profile.memory_bytes >= need && (next < 0 || id < next))
         next = id;
   p.where.device = next;
-  if (next >= 0) send_task(p, true);
+  if (next >= 0) send_task(in, p, true);
 }
 
 void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b,
@@ -190,17 +200,19 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
     run_local(a, trans_a, b, trans_b, c, beta);
     return;
   }
+  const inputs in{a, b, trans_a, trans_b};
   std::vector<pending_tile> tiles(p.tiles.size());
   for (size_t i = 0; i < tiles.size(); ++i) {
     auto& pt = tiles[i];
     pt.where = p.tiles[i];
     const tile& t = pt.where.t;
-    pt.task.key = tile_key{step_, seq, static_cast<uint32_t>(i)};
-    pt.task.a = make_operand(a, trans_a, t.m0, t.m1, t.k0, t.k1);
-    pt.task.b = make_operand(b, trans_b, t.k0, t.k1, t.n0, t.n1);
-    send_task(pt, false);
+    pt.key = tile_key{step_, seq, static_cast<uint32_t>(i)};
+    pt.a = locate(a, trans_a, t.m0, t.m1, t.k0, t.k1);
+    pt.b = locate(b, trans_b, t.k0, t.k1, t.n0, t.n1);
+    send_task(in, pt, false);
   }
   tiles_total_ += tiles.size();
+  totals_.predicted_wait_seconds += p.predicted_seconds;
 
   const auto t_wait = clock_type::now();
   size_t remaining = tiles.size();
@@ -221,13 +233,13 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
         if (accept(*pt, r))
           --remaining;
         else if (r.device == pt->where.device)
-          reassign(*pt);
+          reassign(in, *pt);
       },
       [&](tile_miss& m) {
         pending_tile* pt = find(m.key);
         if (pt != nullptr && !pt->done && m.device == pt->where.device) {
           sent_[m.device].clear();  // its cache is not what we thought
-          send_task(*pt, true);
+          send_task(in, *pt, true);
         }
       },
       caf::after(tile_timeout_) >> [&] { timed_out = true; });
@@ -235,7 +247,7 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
       for (auto& pt : tiles)
         if (!pt.done) {
           spdlog::warn("tile step {} gemm {} tile {} timed out on device {}; reassigning",
-                       step_, seq, pt.task.key.tile, pt.where.device);
+                       step_, seq, pt.key.tile, pt.where.device);
           pt.where.device = -1;
         }
     }
@@ -244,10 +256,10 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
       if (pt.done || pt.where.device >= 0) continue;
       const tile& t = pt.where.t;
       pt.result.assign(static_cast<size_t>((t.m1 - t.m0) * (t.n1 - t.n0)), 0.0f);
-      const auto& oa = pt.task.a;
-      const auto& ob = pt.task.b;
-      run_local({oa.data.data(), oa.rows, oa.cols, oa.cols}, oa.trans,
-                {ob.data.data(), ob.rows, ob.cols, ob.cols}, ob.trans,
+      const auto& ra = pt.a;
+      const auto& rb = pt.b;
+      run_local({a.data + ra.r0 * a.ld + ra.c0, ra.r1 - ra.r0, ra.c1 - ra.c0, a.ld}, trans_a,
+                {b.data + rb.r0 * b.ld + rb.c0, rb.r1 - rb.r0, rb.c1 - rb.c0, b.ld}, trans_b,
                 {pt.result.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
       pt.done = true;
       --remaining;

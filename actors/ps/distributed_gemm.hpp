@@ -30,6 +30,7 @@ struct device_account {
   uint64_t cache_hits = 0;
   uint64_t operands = 0;  // operands needed (hits + sent)
   uint64_t refused = 0;   // results refused as malformed
+  double flops = 0;       // of the tiles it completed
   double busy_seconds = 0;
 };
 
@@ -37,6 +38,16 @@ struct step_account {
   double ps_compute_seconds = 0;  // GEMMs the planner kept local
   double wait_seconds = 0;        // waiting on device tiles
   double allgather_seconds = 0;   // assembling results (no sharding: copies only)
+  double predicted_wait_seconds = 0;  // what the cost model predicted for the distributed GEMMs
+};
+
+// Everything the engine counted, as of one moment.
+struct runtime_accounts {
+  std::map<int32_t, device_account> devices;
+  step_account totals;
+  uint64_t tiles = 0;
+  uint64_t local_gemms = 0;
+  uint64_t refused = 0;
 };
 
 class distributed_gemm final : public gemm_engine<float> {
@@ -54,11 +65,27 @@ class distributed_gemm final : public gemm_engine<float> {
   uint64_t tiles_total() const { return tiles_total_; }
   uint64_t local_gemms() const { return local_gemms_; }
   uint64_t refused_results() const { return refused_; }
+  runtime_accounts accounts() const {
+    return {accounts_, totals_, tiles_total_, local_gemms_, refused_};
+  }
 
  private:
+  // The GEMM's inputs, valid for the whole call: operand blocks are cut from
+  // them when sent (and again for a resend), so no copy is kept per tile.
+  struct inputs {
+    const_view<float> a, b;
+    bool trans_a, trans_b;
+  };
+
+  struct block_ref {  // a block of op(A) or op(B) and its content key
+    int64_t r0, r1, c0, c1;
+    uint64_t key;
+  };
+
   struct pending_tile {
     assignment where;
-    tile_task task;  // operands with data, kept for resends
+    tile_key key;
+    block_ref a, b;
     bool done = false;
     std::vector<float> result;
   };
@@ -66,11 +93,12 @@ class distributed_gemm final : public gemm_engine<float> {
   const plan& plan_for(gemm_tag tag, const gemm_problem& g);
   void run_local(const_view<float> a, bool ta, const_view<float> b, bool tb, mut_view<float> c,
                  float beta);
-  operand make_operand(const_view<float> m, bool trans, int64_t r0, int64_t r1, int64_t c0,
-                       int64_t c1);
-  void send_task(pending_tile& p, bool with_all_data);
+  static block_ref locate(const_view<float> m, bool trans, int64_t r0, int64_t r1, int64_t c0,
+                          int64_t c1);
+  static operand cut(const_view<float> m, bool trans, const block_ref& ref, bool with_data);
+  void send_task(const inputs& in, pending_tile& p, bool with_all_data);
   bool accept(pending_tile& p, tile_result& r);
-  void reassign(pending_tile& p);
+  void reassign(const inputs& in, pending_tile& p);
 
   caf::scoped_actor self_;
   caf::actor planner_;

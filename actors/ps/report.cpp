@@ -35,11 +35,11 @@ nlohmann::json make_report(const train_options& opts, const train_result& res, i
   return j;
 }
 
-void add_runtime_report(nlohmann::json& j, const distributed_gemm& eng, int ps_shards,
+void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_shards,
                         int64_t steps) {
   uint64_t down = 0, up = 0, hits = 0, operands = 0, tiles = 0;
   auto per_device = nlohmann::json::array();
-  for (const auto& [id, a] : eng.devices()) {
+  for (const auto& [id, a] : acc.devices) {
     down += a.bytes_down;
     up += a.bytes_up;
     hits += a.cache_hits;
@@ -48,23 +48,24 @@ void add_runtime_report(nlohmann::json& j, const distributed_gemm& eng, int ps_s
     per_device.push_back({{"id", id}, {"profile", a.profile}, {"tiles", a.tiles},
                           {"bytes_down", a.bytes_down}, {"bytes_up", a.bytes_up},
                           {"busy_seconds", a.busy_seconds}, {"cache_hits", a.cache_hits},
-                          {"refused", a.refused}});
+                          {"refused", a.refused}, {"flops", a.flops}});
   }
   const double n_steps = static_cast<double>(std::max<int64_t>(1, steps));
-  const double n_devices = static_cast<double>(std::max<size_t>(1, eng.devices().size()));
+  const double n_devices = static_cast<double>(std::max<size_t>(1, acc.devices.size()));
   j["ps_shards"] = ps_shards;
   j["tiles"] = tiles;
   j["bytes_down"] = down;
   j["bytes_up"] = up;
   j["cache_hit_rate"] = operands == 0 ? 0.0 : static_cast<double>(hits) / operands;
   j["bytes_down_per_device_per_step"] = static_cast<double>(down) / n_devices / n_steps;
-  j["local_gemms"] = eng.local_gemms();
-  j["refused_results"] = eng.refused_results();
+  j["local_gemms"] = acc.local_gemms;
+  j["refused_results"] = acc.refused;
   j["per_device"] = per_device;
-  const auto& t = eng.totals();
+  const auto& t = acc.totals;
   j["step_split_seconds"] = {{"ps_compute", t.ps_compute_seconds / n_steps},
                              {"wait_on_devices", t.wait_seconds / n_steps},
-                             {"allgather", t.allgather_seconds / n_steps}};
+                             {"allgather", t.allgather_seconds / n_steps},
+                             {"predicted_wait_on_devices", t.predicted_wait_seconds / n_steps}};
 }
 
 caf::error write_json_file(const std::string& path, const nlohmann::json& doc) {

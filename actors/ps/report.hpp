@@ -15,9 +15,9 @@ namespace cleave {
 nlohmann::json make_report(const train_options& opts, const train_result& res, int devices,
                            int threads);
 
-// The distributed runtime's accounting: fleet totals, per device, and where
-// the step time went.
-void add_runtime_report(nlohmann::json& report, const distributed_gemm& eng, int ps_shards,
+// The distributed runtime's accounting over the training steps (taken before
+// the final evaluation): fleet totals, per device, and where the time went.
+void add_runtime_report(nlohmann::json& report, const runtime_accounts& acc, int ps_shards,
                         int64_t steps);
 
 // Written to a temporary file and renamed, so a reader never sees half a report.

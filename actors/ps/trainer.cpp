@@ -244,6 +244,7 @@ caf::expected<train_result> trainer::run() {
     res.median_step_seconds = step_seconds[step_seconds.size() / 2];
   }
 
+  if (after_training) after_training();
   spdlog::info("evaluating");
   auto ev = evaluate();
   if (res.classifier) {

@@ -64,6 +64,8 @@ class trainer {
   // Called before every step (0-based step index); an error stops training.
   // The distributed runtime refreshes its fleet here.
   std::function<caf::error(int64_t)> before_step;
+  // Called once after the last training step, before the final evaluation.
+  std::function<void()> after_training;
   // Called after every step with (step, loss); the runtime hooks accounting here.
   std::function<void(int64_t, double)> on_step;
 

@@ -75,11 +75,14 @@ const char* bulk_state::name = "cleave.bulk_channel";
 
 using bulk_broker = caf::io::stateful_broker<bulk_state>;
 
+// CAF 0.17's default multiplexer derives a connection handle's id from its
+// native socket (network::conn_hdl_from_socket), so the id is the fd. Used
+// only for setsockopt/shutdown while the broker owns the connection.
+int native_fd(caf::io::connection_handle hdl) { return static_cast<int>(hdl.id()); }
+
 void tune_socket(caf::io::connection_handle hdl, const bulk_options& opts) {
   if (opts.socket_buffer_bytes <= 0) return;
-  // CAF 0.17's default multiplexer derives a connection handle's id from its
-  // native socket (network::conn_hdl_from_socket), so it is the fd.
-  auto fd = static_cast<int>(hdl.id());
+  auto fd = native_fd(hdl);
   int v = opts.socket_buffer_bytes;
   ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
@@ -114,7 +117,13 @@ void drop(bulk_broker* self, connection& c, const std::string& reason, bool malf
   auto hdl = c.hdl;
   st.by_hdl.erase(hdl.id());
   st.conns.erase(id);
-  if (!already_closed) self->close(hdl);
+  if (!already_closed) {
+    // A misbehaving peer gets no graceful drain: shut the socket down so
+    // CAF's pending writes to it fail and their buffers are released now,
+    // even if the peer never reads again.
+    if (malformed) ::shutdown(native_fd(hdl), SHUT_RDWR);
+    self->close(hdl);
+  }
   self->send(st.sink, bulk_closed_atom::value, id, reason);
   if (st.client) st.closed_reason = reason;
 }
@@ -217,7 +226,7 @@ void offer_pooled_buffer(bulk_broker* self, std::vector<char>& rd_buf, uint64_t 
   if (best == pool.size()) return;
   self->state.pool_bytes -= pool[best].size();
   rd_buf.swap(pool[best]);
-  pool[best] = std::move(pool.back());
+  if (best + 1 != pool.size()) pool[best] = std::move(pool.back());
   pool.pop_back();
 }
 

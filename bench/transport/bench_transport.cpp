@@ -8,6 +8,12 @@
 //   bench_transport client <raw> <bulk> <basp> [options]
 //       --host H --rounds N --mib M (message size) --frames F (per bulk/raw
 //       measurement) --basp-frames F --inflight K --no-basp
+//       --copy (bulk sends std::vector<float>, copied once by the channel,
+//       instead of a zero-copy bulk_buffer)
+//
+// The bulk producer keeps K sends in flight and reuses the buffers the channel
+// returns; the bulk sink replies with each payload so the receiving broker
+// reuses it. BASP keeps K requests in flight, as in DESIGN.md's measurement.
 //
 // Rounds interleave raw, bulk and BASP so machine noise hits all of them
 // alike; each line is one measurement, then medians and bulk/raw ratios.

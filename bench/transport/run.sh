@@ -5,7 +5,11 @@
 #   bench/transport/run.sh [path/to/bench_transport] [client options...]
 #
 # Client options: --rounds N (5) --mib M (4) --frames F (256) --basp-frames F
-# (24) --inflight K (4) --no-basp. Exit status 2 when median bulk/raw < 0.5.
+# (24) --inflight K (4) --no-basp --copy (send std::vector<float>, copied once
+# by the channel, instead of a zero-copy bulk_buffer).
+# Environment (both processes): BENCH_CAF_THREADS (scheduler.max-threads),
+# BENCH_CAF_POLICY (stealing|sharing), BENCH_SOCKBUF (SO_SNDBUF/SO_RCVBUF of the
+# bulk channel). Exit status 2 when the median bulk/raw ratio is below 0.5.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -14,8 +18,7 @@ if [[ -n "$bin" && -x "$bin" ]]; then
   shift
 else
   bin=""
-  for cand in "$here/../../build/bench/transport/bench_transport" "$here/../../build/bench_transport" \
-              /tmp/tbuild/out/bench_transport; do
+  for cand in "$here/../../build/bench/transport/bench_transport" "$here/../../build/bench_transport"; do
     if [[ -x "$cand" ]]; then bin="$cand"; break; fi
   done
   [[ -n "$bin" ]] || { echo "run.sh: build bench_transport first (or pass its path)" >&2; exit 1; }

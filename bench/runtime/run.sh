@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runtime benchmarks, each a ratio measured within this one run:
+#  (a) framework overhead: gpt small on 16 emulated devices faster than this
+#      host, against the single-process reference (--devices=0);
+#  (b) traffic scaling: bytes each device receives per step at 4, 16, 64 devices;
+#  (d) heterogeneity: half fast, half 4x slower devices; measured time on
+#      devices against the cost model's prediction, and the split it chose.
+# Usage: bench/runtime/run.sh [path/to/cleave]   (not part of CI)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+CLEAVE=${1:-$here/../../build/cmd/cleave}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+gpt=(--model=gpt --eval-tokens=2048 --log-level=warn --threads=2)
+get() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+echo "== (a) overhead: gpt small, 16 'fast' devices vs --devices=0 (median step, 3 interleaved rounds)"
+for round in 1 2 3; do
+  "$CLEAVE" --role=all --devices=0 "${gpt[@]}" --steps=12 --report="$work/a0-$round.json"
+  "$CLEAVE" --role=all --devices=16 --profile=fast "${gpt[@]}" --steps=12 --report="$work/a16-$round.json"
+  r0=$(get "$work/a0-$round.json" 'd["median_step_seconds"]')
+  r16=$(get "$work/a16-$round.json" 'd["median_step_seconds"]')
+  python3 -c "print(f'round $round: reference {$r0:.3f} s, 16 devices {$r16:.3f} s, ratio {$r16/$r0:.3f}  (tiles/step {$(get "$work/a16-$round.json" 'd["tiles"]/d["steps"]'):.0f})')"
+done
+
+echo "== (b) traffic scaling: gpt small, 'vm' devices, bytes down per device per step"
+printf "%8s %12s %14s %12s\n" devices tiles/step "MB/device/step" "MB total/step"
+for n in 4 16 64; do
+  "$CLEAVE" --role=all --devices=$n --profile=vm "${gpt[@]}" --steps=3 --report="$work/b$n.json"
+  get "$work/b$n.json" "'%8d %12.0f %14.2f %12.1f' % ($n, d['tiles']/d['steps'], d['bytes_down_per_device_per_step']/1e6, d['bytes_down']/d['steps']/1e6)"
+done
+
+echo "== (d) heterogeneity: 4 devices at 1e10 FLOP/s + 4 at 2.5e9 (bench/runtime/hetero_fleet.json)"
+"$CLEAVE" --role=all --fleet="$here/hetero_fleet.json" "${gpt[@]}" --context=64 --batch=8 --steps=4 \
+  --report="$work/d.json"
+get "$work/d.json" "'measured wait on devices %.3f s/step, cost model predicted %.3f s/step, ratio %.2f' % (d['step_split_seconds']['wait_on_devices'], d['step_split_seconds']['predicted_wait_on_devices'], d['step_split_seconds']['wait_on_devices']/d['step_split_seconds']['predicted_wait_on_devices'])"
+get "$work/d.json" "'whole step %.3f s (PS compute %.3f s, gather %.3f s)' % (d['median_step_seconds'], d['step_split_seconds']['ps_compute'], d['step_split_seconds']['allgather'])"
+echo "assignment chosen (share of FLOPs per device):"
+get "$work/d.json" "'\n'.join('  device %2d %-5s tiles %5d  GFLOP %8.1f  share %5.1f%%' % (x['id'], x['profile'], x['tiles'], x['flops']/1e9, 100*x['flops']/sum(y['flops'] for y in d['per_device'])) for x in d['per_device'])"
