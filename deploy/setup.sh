@@ -2,6 +2,7 @@
 # Cleave set-up on Debian 12: install what is missing, build, then run.
 #
 #   bash deploy/setup.sh run [cleave flags...]   install, build, train the embedded default
+#                                                (every role in one process, 16 emulated devices)
 #   bash deploy/setup.sh test                    install, build, run the whole test suite
 #   bash deploy/setup.sh build                   install and build only
 #
@@ -14,6 +15,7 @@ PACKAGES=(
   libcaf-dev libeigen3-dev libcapnp-dev capnproto libspdlog-dev libfmt-dev
   libgtest-dev nlohmann-json3-dev zlib1g-dev
   dataset-fashion-mnist fortunes
+  docker-compose   # validates deploy/docker-compose.yml in the tests
 )
 
 install_packages() {
@@ -40,7 +42,7 @@ case $cmd in
   build) install_packages; build ;;
   run)
     install_packages; build
-    exec ./build/cmd/cleave --role=all --devices=0 --model=mlp --dataset=fashion-mnist \
+    exec ./build/cmd/cleave --role=all --devices=16 --model=mlp --dataset=fashion-mnist \
       --epochs=5 --report=report.json "$@" ;;
   test)
     install_packages; build

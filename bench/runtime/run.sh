@@ -23,15 +23,17 @@ for round in 1 2 3; do
   python3 -c "print(f'round $round: reference {$r0:.3f} s, 16 devices {$r16:.3f} s, ratio {$r16/$r0:.3f}  (tiles/step {$(get "$work/a16-$round.json" 'd["tiles"]/d["steps"]'):.0f})')"
 done
 
+# (b) and (d) model a PS that coordinates rather than computes (--ps-flops=1e9),
+# so every GEMM worth splitting goes to the fleet.
 echo "== (b) traffic scaling: gpt small, 'vm' devices, bytes down per device per step"
 printf "%8s %12s %14s %12s\n" devices tiles/step "MB/device/step" "MB total/step"
 for n in 4 16 64; do
-  "$CLEAVE" --role=all --devices=$n --profile=vm "${gpt[@]}" --steps=3 --report="$work/b$n.json"
+  "$CLEAVE" --role=all --devices=$n --profile=vm "${gpt[@]}" --steps=3 --ps-flops=1e9 --report="$work/b$n.json"
   get "$work/b$n.json" "'%8d %12.0f %14.2f %12.1f' % ($n, d['tiles']/d['steps'], d['bytes_down_per_device_per_step']/1e6, d['bytes_down']/d['steps']/1e6)"
 done
 
 echo "== (d) heterogeneity: 4 devices at 1e10 FLOP/s + 4 at 2.5e9 (bench/runtime/hetero_fleet.json)"
-"$CLEAVE" --role=all --fleet="$here/hetero_fleet.json" "${gpt[@]}" --context=64 --batch=8 --steps=4 \
+"$CLEAVE" --role=all --fleet="$here/hetero_fleet.json" "${gpt[@]}" --context=64 --batch=8 --steps=4 --ps-flops=1e9 \
   --report="$work/d.json"
 get "$work/d.json" "'measured wait on devices %.3f s/step, cost model predicted %.3f s/step, ratio %.2f' % (d['step_split_seconds']['wait_on_devices'], d['step_split_seconds']['predicted_wait_on_devices'], d['step_split_seconds']['wait_on_devices']/d['step_split_seconds']['predicted_wait_on_devices'])"
 get "$work/d.json" "'whole step %.3f s (PS compute %.3f s, gather %.3f s)' % (d['median_step_seconds'], d['step_split_seconds']['ps_compute'], d['step_split_seconds']['allgather'])"
