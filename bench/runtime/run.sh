@@ -32,7 +32,7 @@ for n in 4 16 64; do
   get "$work/b$n.json" "'%8d %12.0f %14.2f %12.1f' % ($n, d['tiles']/d['steps'], d['bytes_down_per_device_per_step']/1e6, d['bytes_down']/d['steps']/1e6)"
 done
 
-echo "== (d) heterogeneity: 4 devices at 1e10 FLOP/s + 4 at 2.5e9 (bench/runtime/hetero_fleet.json)"
+echo "== (d) heterogeneity: 4 devices at 1e10 FLOP/s + 4 at 2.5e9, same links (bench/runtime/hetero_fleet.json)"
 "$CLEAVE" --role=all --fleet="$here/hetero_fleet.json" "${gpt[@]}" --context=64 --batch=8 --steps=4 --ps-flops=1e9 \
   --report="$work/d.json"
 get "$work/d.json" "'measured wait on devices %.3f s/step, cost model predicted %.3f s/step, ratio %.2f' % (d['step_split_seconds']['wait_on_devices'], d['step_split_seconds']['predicted_wait_on_devices'], d['step_split_seconds']['wait_on_devices']/d['step_split_seconds']['predicted_wait_on_devices'])"
