@@ -9,20 +9,22 @@
 #include <string>
 
 #include "kernels/ops.hpp"
+#include "kernels/reproducible.hpp"
 
 namespace cleave {
 
 namespace {
 
+using detail::aligned_map;
+using detail::exp_sum;
+using detail::lane_sum;
+using detail::padded;
+constexpr int64_t kBlk = detail::aligned_block;
+template <class T>
+using blk_map = aligned_map<T>;
+
 constexpr int64_t kChunk = 2048;  // elements per parallel work item
 
-// GELU runs its vectorised tanh on a 64-byte aligned copy padded to whole
-// packets: Eigen would otherwise peel unaligned leading elements into a scalar
-// tanh that rounds differently, making the bits depend on buffer addresses.
-constexpr int64_t kBlk = 256;
-template <class T>
-using blk_map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
-inline int64_t padded(int64_t l) { return (l + 15) / 16 * 16; }
 
 // Runs f(offset, length) over [0, n) in fixed chunks. Element-wise only, so
 // the result is independent of the thread count.

@@ -9,24 +9,20 @@
 #include <stdexcept>
 
 #include "kernels/ops.hpp"
+#include "kernels/reproducible.hpp"
 
 namespace cleave {
 
 namespace {
 
-// sum_{i<n} f(i) over 16 fixed lanes combined in a fixed tree.
-template <class A, class F>
-A lane_sum(int64_t n, F&& f) {
-  constexpr int L = 16;
-  A acc[L] = {};
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int j = 0; j < L; ++j) acc[j] += f(i + j);
-  for (int j = 0; i + j < n; ++j) acc[j] += f(i + j);
-  for (int w = L / 2; w > 0; w /= 2)
-    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-  return acc[0];
-}
+using detail::aligned_map;
+using detail::exp_sum;
+using detail::lane_sum;
+using detail::padded;
+constexpr int64_t kBlk = detail::aligned_block;
+template <class T>
+using blk_map = aligned_map<T>;
+
 
 }  // namespace
 

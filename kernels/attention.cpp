@@ -13,50 +13,21 @@
 #include <omp.h>
 
 #include "kernels/ops.hpp"
+#include "kernels/reproducible.hpp"
 
 namespace cleave {
 
 namespace {
 
-// Bit-reproducibility: Eigen peels unaligned leading elements of a Map into
-// scalar code (a different exp, a different summation order), so results
-// would depend on buffer addresses. Exponentials therefore run on a 64-byte
-// aligned block padded to whole packets, and sums use fixed lanes.
-constexpr int64_t kBlk = 256;
+using detail::aligned_map;
+using detail::exp_sum;
+using detail::lane_sum;
+using detail::padded;
+constexpr int64_t kBlk = detail::aligned_block;
 template <class T>
-using blk_map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+using blk_map = aligned_map<T>;
 
-// out[i] = exp((x[i] - mx) * scale) for i < n (out may be x); returns the sum.
-template <class T>
-T exp_sum(const T* x, T* out, int64_t n, T mx, T scale) {
-  alignas(64) T buf[kBlk];
-  T total = 0;
-  for (int64_t o = 0; o < n; o += kBlk) {
-    const int64_t l = std::min(kBlk, n - o), lp = (l + 15) / 16 * 16;
-    std::copy(x + o, x + o + l, buf);
-    std::fill(buf + l, buf + lp, mx);
-    blk_map<T> b(buf, lp);
-    b = ((b - mx) * scale).exp();
-    std::fill(buf + l, buf + lp, T(0));
-    total += b.sum();
-    std::copy(buf, buf + l, out + o);
-  }
-  return total;
-}
 
-// sum_{i<n} f(i) over 16 fixed lanes combined in a fixed tree.
-template <class A, class F>
-A lane_sum(int64_t n, F&& f) {
-  constexpr int L = 16;
-  A acc[L] = {};
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int j = 0; j < L; ++j) acc[j] += f(i + j);
-  for (int j = 0; i + j < n; ++j) acc[j] += f(i + j);
-  for (int w = L / 2; w > 0; w /= 2)
-    for (int j = 0; j < w; ++j) acc[j] += acc[j + w];
-  return acc[0];
-}
 
 void check_dims(const char* what, int64_t rows, int64_t cols, int64_t batch, int64_t seq,
                 int64_t heads) {

@@ -10,36 +10,20 @@
 #include <string>
 
 #include "kernels/ops.hpp"
+#include "kernels/reproducible.hpp"
 
 namespace cleave {
 
 namespace {
 
-// Bit-reproducibility: Eigen peels unaligned leading elements of a Map into
-// scalar code (a different exp, a different summation order), so results
-// would depend on buffer addresses. Exponentials therefore run on a 64-byte
-// aligned block padded to whole packets, and sums use fixed lanes.
-constexpr int64_t kBlk = 256;
+using detail::aligned_map;
+using detail::exp_sum;
+using detail::lane_sum;
+using detail::padded;
+constexpr int64_t kBlk = detail::aligned_block;
 template <class T>
-using blk_map = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Aligned64>;
+using blk_map = aligned_map<T>;
 
-// out[i] = exp((x[i] - mx) * scale) for i < n (out may be x); returns the sum.
-template <class T>
-T exp_sum(const T* x, T* out, int64_t n, T mx, T scale) {
-  alignas(64) T buf[kBlk];
-  T total = 0;
-  for (int64_t o = 0; o < n; o += kBlk) {
-    const int64_t l = std::min(kBlk, n - o), lp = (l + 15) / 16 * 16;
-    std::copy(x + o, x + o + l, buf);
-    std::fill(buf + l, buf + lp, mx);
-    blk_map<T> b(buf, lp);
-    b = ((b - mx) * scale).exp();
-    std::fill(buf + l, buf + lp, T(0));
-    total += b.sum();
-    std::copy(buf, buf + l, out + o);
-  }
-  return total;
-}
 
 void check_labels(const std::vector<int32_t>& labels, int64_t rows, int64_t cols,
                   const char* what) {
