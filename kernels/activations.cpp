@@ -15,14 +15,6 @@ namespace cleave {
 
 namespace {
 
-using detail::aligned_map;
-using detail::exp_sum;
-using detail::lane_sum;
-using detail::padded;
-constexpr int64_t kBlk = detail::aligned_block;
-template <class T>
-using blk_map = aligned_map<T>;
-
 constexpr int64_t kChunk = 2048;  // elements per parallel work item
 
 
@@ -83,13 +75,13 @@ void gelu_forward(const basic_tensor<T>& x, basic_tensor<T>& y) {
   const T* xp = x.data();
   T* yp = y.data();
   for_chunks(x.size(), [&](int64_t off, int64_t len) {
-    alignas(64) T xb[kBlk];
-    alignas(64) T yb[kBlk];
-    for (int64_t o = off; o < off + len; o += kBlk) {
-      const int64_t l = std::min(kBlk, off + len - o), lp = padded(l);
+    alignas(64) T xb[detail::aligned_block];
+    alignas(64) T yb[detail::aligned_block];
+    for (int64_t o = off; o < off + len; o += detail::aligned_block) {
+      const int64_t l = std::min(detail::aligned_block, off + len - o), lp = detail::padded(l);
       std::copy(xp + o, xp + o + l, xb);
       std::fill(xb + l, xb + lp, T(0));
-      blk_map<T> xv(xb, lp), yv(yb, lp);
+      detail::aligned_map<T> xv(xb, lp), yv(yb, lp);
       yv = T(0.5) * xv * (T(1) + (kGeluK0<T> * (xv + kGeluK1<T> * xv.cube())).tanh());
       std::copy(yb, yb + l, yp + o);
     }
@@ -104,16 +96,16 @@ void gelu_backward(const basic_tensor<T>& x, const basic_tensor<T>& dy, basic_te
   const T* gp = dy.data();
   T* dp = dx.data();
   for_chunks(x.size(), [&](int64_t off, int64_t len) {
-    alignas(64) T xb[kBlk];
-    alignas(64) T gb[kBlk];
-    alignas(64) T tb[kBlk];
-    for (int64_t o = off; o < off + len; o += kBlk) {
-      const int64_t l = std::min(kBlk, off + len - o), lp = padded(l);
+    alignas(64) T xb[detail::aligned_block];
+    alignas(64) T gb[detail::aligned_block];
+    alignas(64) T tb[detail::aligned_block];
+    for (int64_t o = off; o < off + len; o += detail::aligned_block) {
+      const int64_t l = std::min(detail::aligned_block, off + len - o), lp = detail::padded(l);
       std::copy(xp + o, xp + o + l, xb);
       std::fill(xb + l, xb + lp, T(0));
       std::copy(gp + o, gp + o + l, gb);
       std::fill(gb + l, gb + lp, T(0));
-      blk_map<T> xv(xb, lp), gv(gb, lp), t(tb, lp);
+      detail::aligned_map<T> xv(xb, lp), gv(gb, lp), t(tb, lp);
       t = (kGeluK0<T> * (xv + kGeluK1<T> * xv.cube())).tanh();
       // d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k0 (1 + 3 k1 x^2)
       gv = gv * (T(0.5) * (T(1) + t) + T(0.5) * xv * (T(1) - t.square()) * kGeluK0<T> *

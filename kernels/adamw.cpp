@@ -15,14 +15,6 @@ namespace cleave {
 
 namespace {
 
-using detail::aligned_map;
-using detail::exp_sum;
-using detail::lane_sum;
-using detail::padded;
-constexpr int64_t kBlk = detail::aligned_block;
-template <class T>
-using blk_map = aligned_map<T>;
-
 
 }  // namespace
 
@@ -42,7 +34,7 @@ double sum_of_squares(const basic_tensor<T>& g) {
   for (int64_t ic = 0; ic < nchunks; ++ic) {
     const int64_t end = std::min(n, (ic + 1) * chunk);
     const T* q = p + ic * chunk;
-    partial[ic] = lane_sum<double>(end - ic * chunk, [&](int64_t i) {
+    partial[ic] = detail::lane_sum<double>(end - ic * chunk, [&](int64_t i) {
       const double x = static_cast<double>(q[i]);
       return x * x;
     });

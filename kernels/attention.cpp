@@ -19,14 +19,6 @@ namespace cleave {
 
 namespace {
 
-using detail::aligned_map;
-using detail::exp_sum;
-using detail::lane_sum;
-using detail::padded;
-constexpr int64_t kBlk = detail::aligned_block;
-template <class T>
-using blk_map = aligned_map<T>;
-
 
 
 void check_dims(const char* what, int64_t rows, int64_t cols, int64_t batch, int64_t seq,
@@ -59,7 +51,7 @@ void causal_softmax(T* s, int64_t seq, int64_t ld, T scale) {
     T* row = s + i * ld;
     const int64_t live = i + 1;
     const T mx = arr(row, live).maxCoeff();  // exact in any order
-    const T inv = T(1) / exp_sum(row, row, live, mx, scale);
+    const T inv = T(1) / detail::exp_sum(row, row, live, mx, scale);
 #pragma omp simd
     for (int64_t j = 0; j < live; ++j) row[j] *= inv;
     std::fill(row + live, row + seq, T(0));
@@ -75,7 +67,7 @@ void softmax_grad(const T* p, int64_t ldp, T* dp, int64_t seq, T scale) {
     const T* pr = p + i * ldp;
     T* gr = dp + i * seq;
     const int64_t live = i + 1;
-    const T dot = lane_sum<T>(live, [&](int64_t j) { return pr[j] * gr[j]; });
+    const T dot = detail::lane_sum<T>(live, [&](int64_t j) { return pr[j] * gr[j]; });
 #pragma omp simd
     for (int64_t j = 0; j < live; ++j) gr[j] = pr[j] * (gr[j] - dot) * scale;
     std::fill(gr + live, gr + seq, T(0));

@@ -16,14 +16,6 @@ namespace cleave {
 
 namespace {
 
-using detail::aligned_map;
-using detail::exp_sum;
-using detail::lane_sum;
-using detail::padded;
-constexpr int64_t kBlk = detail::aligned_block;
-template <class T>
-using blk_map = aligned_map<T>;
-
 
 void check_labels(const std::vector<int32_t>& labels, int64_t rows, int64_t cols,
                   const char* what) {
@@ -61,7 +53,7 @@ double softmax_xent_forward(const basic_tensor<T>& logits, const std::vector<int
       const T* x = logits.data() + r * v;
       T* p = probs.data() + r * v;
       const T mx = carr(x, v).maxCoeff();  // exact in any order
-      const T sum = exp_sum(x, p, v, mx, T(1));
+      const T sum = detail::exp_sum(x, p, v, mx, T(1));
       const T inv = T(1) / sum;
 #pragma omp simd
       for (int64_t c = 0; c < v; ++c) p[c] *= inv;

@@ -9,14 +9,6 @@ namespace cleave {
 
 namespace {
 
-using detail::aligned_map;
-using detail::exp_sum;
-using detail::lane_sum;
-using detail::padded;
-constexpr int64_t kBlk = detail::aligned_block;
-template <class T>
-using blk_map = aligned_map<T>;
-
 
 }  // namespace
 
@@ -44,8 +36,8 @@ void layernorm_forward(const basic_tensor<T>& x, const basic_tensor<T>& gamma,
     T* yr = yp + r * d;
     // Fixed-lane sums (bits independent of addresses); two-pass variance
     // avoids cancellation for rows with a large mean.
-    const T mean = lane_sum<T>(d, [&](int64_t c) { return xr[c]; }) * inv_d;
-    const T q = lane_sum<T>(d, [&](int64_t c) {
+    const T mean = detail::lane_sum<T>(d, [&](int64_t c) { return xr[c]; }) * inv_d;
+    const T q = detail::lane_sum<T>(d, [&](int64_t c) {
       const T z = xr[c] - mean;
       return z * z;
     });
@@ -112,8 +104,8 @@ void layernorm_backward(const basic_tensor<T>& x, const basic_tensor<T>& gamma,
     const T* gr = dyp + r * d;
     T* dr = dxp + r * d;
     const T mean = mp[r], rstd = rp[r];
-    const T sg = lane_sum<T>(d, [&](int64_t c) { return gr[c] * gp[c]; });
-    const T sgx = lane_sum<T>(d, [&](int64_t c) { return gr[c] * gp[c] * (xr[c] - mean) * rstd; });
+    const T sg = detail::lane_sum<T>(d, [&](int64_t c) { return gr[c] * gp[c]; });
+    const T sgx = detail::lane_sum<T>(d, [&](int64_t c) { return gr[c] * gp[c] * (xr[c] - mean) * rstd; });
     const T mg = sg * inv_d, mgx = sgx * inv_d;
 #pragma omp simd
     for (int64_t c = 0; c < d; ++c) {
