@@ -35,32 +35,44 @@ caf::actor registered(caf::actor_system& sys, const char* name) {
   return caf::actor_cast<caf::actor>(sys.registry().get(caf::atom_from_string(name)));
 }
 
-// Runs the training loop over whatever fleet the planner has, writes the report.
-int train(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
-          int threads, caf::actor planner, int devices) {
+// Runs the training loop with `engine` (null: the local reference) and
+// writes the report.
+int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
+          distributed_gemm* engine) {
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
-  distributed_gemm engine(sys, planner, cfg.tile_timeout);
-  trainer t(opts, **data, engine);
-  t.before_step = [&](int64_t step) { return engine.begin_step(static_cast<uint64_t>(step)); };
+  trainer t(opts, **data, engine != nullptr ? *engine : default_gemm_engine<float>());
   runtime_accounts training;
-  t.after_training = [&] { training = engine.accounts(); };
+  if (engine != nullptr) {
+    t.before_step = [&](int64_t step) { return engine->begin_step(static_cast<uint64_t>(step)); };
+    t.after_training = [&] { training = engine->accounts(); };
+  }
   auto res = t.run();
   if (!res) return runtime_error(describe(res.error()));
-  uint64_t down = 0, up = 0;
-  for (const auto& [id, acct] : training.devices) {
-    down += acct.bytes_down;
-    up += acct.bytes_up;
+  if (engine != nullptr) {
+    uint64_t down = 0, up = 0;
+    for (const auto& [id, acct] : training.devices) {
+      down += acct.bytes_down;
+      up += acct.bytes_up;
+    }
+    spdlog::info("fleet: {} tiles, {:.1f} MB down, {:.1f} MB up, {} GEMMs kept local",
+                 training.tiles, down / 1e6, up / 1e6, training.local_gemms);
   }
-  spdlog::info("fleet: {} tiles, {:.1f} MB down, {:.1f} MB up, {} GEMMs kept local",
-               training.tiles, down / 1e6, up / 1e6, training.local_gemms);
   if (!cfg.report.empty()) {
     auto doc = make_report(opts, *res, devices, threads);
-    add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
+    if (engine != nullptr)
+      add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
     if (auto err = write_json_file(cfg.report, doc)) return runtime_error(describe(err));
     spdlog::info("report written to {}", cfg.report);
   }
   return 0;
+}
+
+// Training over whatever fleet the planner has.
+int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
+                   int threads, caf::actor planner, int devices) {
+  distributed_gemm engine(sys, std::move(planner), cfg.tile_timeout);
+  return train(cfg, opts, threads, devices, &engine);
 }
 
 planner_options planner_opts(const cleave_config& cfg, int min_devices) {
@@ -125,19 +137,7 @@ void stop(caf::actor_system& sys, const caf::actor& supervisor) {
 }  // namespace
 
 int run_all(cleave_config& cfg, const train_options& opts, int threads) {
-  if (cfg.devices == 0 && cfg.fleet.empty()) {
-    auto data = load_training_data(opts);
-    if (!data) return runtime_error(describe(data.error()));
-    trainer t(opts, **data, default_gemm_engine<float>());
-    auto res = t.run();
-    if (!res) return runtime_error(describe(res.error()));
-    if (!cfg.report.empty()) {
-      auto doc = make_report(opts, *res, 0, threads);
-      if (auto err = write_json_file(cfg.report, doc)) return runtime_error(describe(err));
-      spdlog::info("report written to {}", cfg.report);
-    }
-    return 0;
-  }
+  if (cfg.devices == 0 && cfg.fleet.empty()) return train(cfg, opts, threads, 0, nullptr);
   auto fleet = in_process_fleet(cfg);
   if (!fleet) return usage_error(describe(fleet.error()));
   const int n = static_cast<int>(fleet->size());
@@ -155,7 +155,7 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   }
   auto supervisor = start_supervisor(sys, std::move(children));
   spdlog::info("in-process fleet: {} emulated devices", n);
-  const int rc = train(sys, cfg, opts, threads, registered(sys, "planner"), n);
+  const int rc = train_on_fleet(sys, cfg, opts, threads, registered(sys, "planner"), n);
   stop(sys, supervisor);
   return rc;
 }
@@ -171,7 +171,7 @@ int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
     if (!planner)
       return runtime_error("cannot reach the planner at " + cfg.planner + ": " + sys.render(planner.error()));
     spdlog::info("ps: using the planner at {}", cfg.planner);
-    return train(sys, cfg, opts, threads, *planner, min_devices);
+    return train_on_fleet(sys, cfg, opts, threads, *planner, min_devices);
   }
   auto endpoint = parse_endpoint(cfg.listen, "listen", true);
   if (!endpoint) return usage_error(describe(endpoint.error()));
@@ -185,7 +185,7 @@ int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
     return runtime_error("cannot listen on " + cfg.listen + ": " + sys.render(port.error()));
   }
   spdlog::info("ps: listening on port {}, waiting for {} device(s)", *port, min_devices);
-  const int rc = train(sys, cfg, opts, threads, planner, min_devices);
+  const int rc = train_on_fleet(sys, cfg, opts, threads, planner, min_devices);
   stop(sys, supervisor);
   return rc;
 }
