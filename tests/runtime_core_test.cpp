@@ -1,0 +1,119 @@
+// The runtime's pure pieces, without actors: suspicion arithmetic, the
+// restart budget, the operand cache and its content keys, fleet files.
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "actors/detector/phi_accrual.hpp"
+#include "actors/device/block_cache.hpp"
+#include "actors/device/pacing.hpp"
+#include "actors/supervisor/restart_budget.hpp"
+#include "schema/errors.hpp"
+#include "schema/profile.hpp"
+#include "tests/test_util.hpp"
+
+using namespace cleave;
+
+TEST(phi_accrual, regular_heartbeats_keep_phi_low_and_silence_raises_it) {
+  phi_accrual d(0.1, 0.02);
+  double t = 0;
+  for (int i = 0; i < 50; ++i) d.heartbeat(t += 0.1);
+  EXPECT_LT(d.phi(t + 0.1), 1.0);          // on time
+  EXPECT_GT(d.phi(t + 0.5), 3.0);          // 5 intervals late: suspect
+  EXPECT_GT(d.phi(t + 1.0), 8.0);          // 10 intervals late: dead
+  EXPECT_LT(d.phi(t + 0.3), d.phi(t + 0.6));  // monotone in silence
+}
+
+TEST(phi_accrual, a_slow_but_regular_device_is_not_suspected) {
+  phi_accrual d(0.1, 0.02);
+  double t = 0;
+  for (int i = 0; i < 100; ++i) d.heartbeat(t += 0.4);  // 4x slower than announced
+  EXPECT_NEAR(d.mean_interval(), 0.4, 0.01);
+  EXPECT_LT(d.phi(t + 0.45), 3.0);
+}
+
+TEST(phi_accrual, jittery_heartbeats_widen_the_tolerance) {
+  phi_accrual steady(0.1, 0.001), jittery(0.1, 0.001);
+  double a = 0, b = 0;
+  for (int i = 0; i < 100; ++i) {
+    steady.heartbeat(a += 0.1);
+    jittery.heartbeat(b += (i % 2 ? 0.05 : 0.15));
+  }
+  EXPECT_GT(steady.phi(a + 0.2), jittery.phi(b + 0.2));
+}
+
+TEST(restart_budget, allows_r_restarts_in_t_seconds_then_refuses) {
+  restart_budget b(3, 10);
+  EXPECT_TRUE(b.try_restart(0));
+  EXPECT_TRUE(b.try_restart(1));
+  EXPECT_TRUE(b.try_restart(2));
+  EXPECT_FALSE(b.try_restart(3));
+  EXPECT_TRUE(b.try_restart(10.5));  // the first restart left the window
+}
+
+TEST(block_cache, evicts_least_recently_used_within_capacity) {
+  auto block = [](int64_t n) {
+    return cached_block{1, n, std::make_shared<const std::vector<float>>(n, 1.0f)};
+  };
+  block_cache c(100 * sizeof(float));
+  c.put(1, block(40));
+  c.put(2, block(40));
+  ASSERT_NE(c.get(1), nullptr);  // 1 is now the most recent
+  c.put(3, block(40));           // evicts 2
+  EXPECT_NE(c.get(1), nullptr);
+  EXPECT_EQ(c.get(2), nullptr);
+  EXPECT_NE(c.get(3), nullptr);
+  EXPECT_LE(c.bytes(), c.capacity());
+  c.put(4, block(1000));  // larger than the cache: not kept, nothing evicted
+  EXPECT_EQ(c.get(4), nullptr);
+  EXPECT_EQ(c.size(), 2u);
+}
+
+TEST(block_key, depends_on_content_shape_and_only_the_block) {
+  std::vector<float> m(6 * 8);
+  for (size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i);
+  std::vector<float> copy(m.begin() + 8, m.begin() + 8 + 2 * 8);  // rows 1-2, contiguous
+  // The same block read in place with a stride and from a contiguous copy.
+  EXPECT_EQ(block_key(m.data() + 8 + 2, 2, 4, 8), block_key(copy.data() + 2, 2, 4, 8));
+  EXPECT_NE(block_key(m.data(), 2, 4, 8), block_key(m.data(), 4, 2, 8));
+  const uint64_t before = block_key(m.data(), 3, 8, 8);
+  m[3 * 8] = -1;  // outside the block
+  EXPECT_EQ(block_key(m.data(), 3, 8, 8), before);
+  m[2 * 8 + 7] = -1;  // inside
+  EXPECT_NE(block_key(m.data(), 3, 8, 8), before);
+}
+
+TEST(pacing, follows_the_declared_profile) {
+  device_profile p{"x", 1e9, 1 << 30, 1e6, 5e5, 0.01};
+  // 2 x 10 ms latency + 1 MB down at 1 MB/s + 2 GFLOP at 1 GFLOP/s + 0.5 MB up at 0.5 MB/s
+  EXPECT_NEAR(paced_seconds(p, 1000000, 2e9, 500000), 0.02 + 1 + 2 + 1, 1e-9);
+}
+
+TEST(fleet_file, presets_overrides_counts_and_refusals) {
+  cleave::testing::scratch_dir dir;
+  auto write = [&](const std::string& text) {
+    std::ofstream(dir.file("f.json")) << text;
+    return read_fleet_file(dir.file("f.json"));
+  };
+  auto ok = write(R"({"devices": [{"preset": "phone", "count": 3},
+                                  {"preset": "laptop", "flops": 5e10},
+                                  {"name": "rpi", "flops": 2e9, "memory_bytes": 1e9,
+                                   "downlink": 1e7, "uplink": 2e6, "latency": 0.005}]})");
+  ASSERT_TRUE(ok) << describe(ok.error());
+  ASSERT_EQ(ok->size(), 5u);
+  EXPECT_EQ((*ok)[0].name, "phone");
+  EXPECT_EQ((*ok)[3].flops, 5e10);
+  EXPECT_EQ((*ok)[4].name, "rpi");
+  for (auto [text, want] : {std::pair{"not json", "not valid JSON"},
+                            {R"({"devices": []})", "no devices"},
+                            {R"({"devices": [{"preset": "toaster"}]})", "unknown device preset"},
+                            {R"({"devices": [{"preset": "phone", "flops": -1}]})", "flops"},
+                            {R"({"devices": [{"preset": "phone", "count": 1e9}]})", "count"},
+                            {R"({"devices": [{"flops": 1e9}]})", "needs a preset or a name"}}) {
+    auto bad = write(text);
+    ASSERT_FALSE(bad) << text;
+    EXPECT_NE(describe(bad.error()).find(want), std::string::npos) << describe(bad.error());
+    EXPECT_NE(describe(bad.error()).find(dir.file("f.json")), std::string::npos);
+  }
+}
