@@ -5,6 +5,7 @@
 #include <caf/io/middleman.hpp>
 
 #include "actors/planner/planner_actor.hpp"
+#include "actors/transport/bulk_channel.hpp"
 #include "schema/errors.hpp"
 #include "schema/messages.hpp"
 
@@ -48,9 +49,12 @@ cleave_config::cleave_config() {
     .add(tile_timeout, "tile-timeout", "seconds before an unanswered tile is reassigned (default 30)")
     .add(ps_flops, "ps-flops", "the PS's own GEMM rate in FLOP/s, for the cost model (default 5e10)")
     .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9)")
-    .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)");
+    .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)")
+    .add(bulk, "bulk", "--role=device: take tiles over the ps's bulk tensor channel")
+    .add(bulk_port, "bulk-port", "--role=ps: port of the bulk tensor channel (default: any free port)");
   add_cleave_message_types(*this);
   add_planner_message_types(*this);
+  transport::add_transport_message_types(*this);
   load<caf::io::middleman>();
 }
 

@@ -53,6 +53,8 @@ class cleave_config : public caf::actor_system_config {
   double ps_flops = 5e10;      // the PS's own GEMM rate, for the cost model
   double ps_egress = 1.25e9;   // bytes/s the PS can send to the fleet
   double heartbeat = 0.1;      // seconds between device heartbeats
+  bool bulk = false;           // --role=device: tiles over the ps's bulk channel
+  int bulk_port = 0;           // --role=ps: port of the bulk channel (0: any free port)
   double progress_seconds = 5;
 };
 

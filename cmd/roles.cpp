@@ -12,6 +12,7 @@
 #include "actors/detector/detector_actor.hpp"
 #include "actors/device/device_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
+#include "actors/ps/bulk_gateway.hpp"
 #include "actors/ps/distributed_gemm.hpp"
 #include "actors/ps/report.hpp"
 #include "actors/supervisor/supervisor.hpp"
@@ -70,13 +71,14 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
 
 // Training over whatever fleet the planner has.
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
-                   int threads, caf::actor planner, int devices) {
-  distributed_gemm engine(sys, std::move(planner), cfg.tile_timeout);
+                   int threads, caf::actor planner, int devices, caf::actor gateway = {}) {
+  distributed_gemm engine(sys, std::move(planner), cfg.tile_timeout, std::move(gateway));
   return train(cfg, opts, threads, devices, &engine);
 }
 
-planner_options planner_opts(const cleave_config& cfg, int min_devices) {
+planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t bulk_port = 0) {
   planner_options o;
+  o.bulk_port = bulk_port;
   o.cost.ps_flops = cfg.ps_flops;
   o.cost.ps_egress = cfg.ps_egress;
   o.cost.ps_ingress = cfg.ps_egress;
@@ -91,9 +93,10 @@ detector_options detector_opts(const cleave_config& cfg) {
 }
 
 // The control-plane children every coordinator runs: detector, then planner.
-std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices) {
+std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices,
+                                      uint16_t bulk_port = 0) {
   auto dopts = detector_opts(cfg);
-  auto popts = planner_opts(cfg, min_devices);
+  auto popts = planner_opts(cfg, min_devices, bulk_port);
   return {
     {"detector", [dopts](caf::local_actor* sup) { return sup->spawn(detector_actor, dopts); }},
     {"planner",
@@ -175,18 +178,34 @@ int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
   }
   auto endpoint = parse_endpoint(cfg.listen, "listen", true);
   if (!endpoint) return usage_error(describe(endpoint.error()));
+  if (cfg.bulk_port < 0 || cfg.bulk_port > 65535) return usage_error("--bulk-port must be in [0, 65535]");
   caf::actor_system sys{cfg};
-  auto supervisor = start_supervisor(sys, control_plane(cfg, min_devices));
+  // Devices that join with --bulk take their tiles over this channel.
+  auto gateway = sys.spawn(bulk_gateway);
+  transport::bulk_options bopts;
+  bopts.bind_address = endpoint->first;
+  auto bulk = transport::spawn_bulk_listener(sys, static_cast<uint16_t>(cfg.bulk_port), gateway, bopts);
+  if (!bulk) {
+    caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+    return runtime_error("cannot open the bulk channel: " + sys.render(bulk.error()));
+  }
+  auto supervisor = start_supervisor(sys, control_plane(cfg, min_devices, bulk->port));
   auto planner = registered(sys, "planner");
   const char* host = endpoint->first.empty() ? nullptr : endpoint->first.c_str();
   auto port = sys.middleman().publish(planner, endpoint->second, host, true);
-  if (!port) {
+  auto shutdown = [&] {
     stop(sys, supervisor);
+    caf::anon_send_exit(bulk->channel, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+  };
+  if (!port) {
+    shutdown();
     return runtime_error("cannot listen on " + cfg.listen + ": " + sys.render(port.error()));
   }
-  spdlog::info("ps: listening on port {}, waiting for {} device(s)", *port, min_devices);
-  const int rc = train_on_fleet(sys, cfg, opts, threads, planner, min_devices);
-  stop(sys, supervisor);
+  spdlog::info("ps: listening on port {} (bulk channel {}), waiting for {} device(s)", *port,
+               bulk->port, min_devices);
+  const int rc = train_on_fleet(sys, cfg, opts, threads, planner, min_devices, gateway);
+  shutdown();
   return rc;
 }
 
@@ -250,6 +269,7 @@ int run_device(cleave_config& cfg, int threads) {
   dopt.profile = *profile;
   dopt.paced = false;  // a real device is as fast as it is
   dopt.heartbeat_seconds = cfg.heartbeat;
+  if (cfg.bulk) dopt.bulk_host = endpoint->first;
   auto device = sys.spawn(device_actor, dopt, *planner);
   spdlog::info("device: joined {} as a '{}' device", cfg.connect, profile->name);
   caf::scoped_actor self{sys};

@@ -19,7 +19,7 @@
 
 namespace cleave {
 
-inline constexpr uint32_t message_schema_version = 1;
+inline constexpr uint32_t message_schema_version = 2;
 
 // Largest operand or result block a peer accepts (elements): the planner never
 // makes a bigger tile, so anything larger is malformed.
@@ -112,14 +112,17 @@ typename Inspector::result_type inspect(Inspector& f, tile_miss& x) {
 }
 
 // A device asks to join: its profile and the schema version it speaks.
+// `bulk`: the device takes its tiles over the PS's bulk tensor channel
+// (schema/tile_codec.hpp) instead of as actor messages.
 struct join_request {
   uint32_t schema_version = message_schema_version;
   device_profile profile;
+  bool bulk = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, join_request& x) {
-  return f(caf::meta::type_name("join_request"), x.schema_version, x.profile);
+  return f(caf::meta::type_name("join_request"), x.schema_version, x.profile, x.bulk);
 }
 
 // What the detector publishes to its subscribers.

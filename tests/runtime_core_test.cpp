@@ -1,6 +1,7 @@
 // The runtime's pure pieces, without actors: suspicion arithmetic, the
 // restart budget, the operand cache and its content keys, fleet files.
 
+#include <cstring>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "actors/supervisor/restart_budget.hpp"
 #include "schema/errors.hpp"
 #include "schema/profile.hpp"
+#include "schema/tile_codec.hpp"
 #include "tests/test_util.hpp"
 
 using namespace cleave;
@@ -116,4 +118,44 @@ TEST(fleet_file, presets_overrides_counts_and_refusals) {
     EXPECT_NE(describe(bad.error()).find(want), std::string::npos) << describe(bad.error());
     EXPECT_NE(describe(bad.error()).find(dir.file("f.json")), std::string::npos);
   }
+}
+
+TEST(tile_codec, round_trips_and_refuses_malformed_frames) {
+  tile_task t;
+  t.key = {7, 3, 2};
+  t.a = operand{11, 2, 3, true, {1, 2, 3, 4, 5, 6}};
+  t.b = operand{12, 3, 2, false, {}};  // cached: no payload
+  std::vector<char> buf(encoded_size(t));
+  encode(t, buf.data());
+  auto back = decode_task(buf.data(), buf.size());
+  ASSERT_TRUE(back) << describe(back.error());
+  EXPECT_EQ(back->key, t.key);
+  EXPECT_EQ(back->a.data, t.a.data);
+  EXPECT_TRUE(back->a.trans);
+  EXPECT_TRUE(back->b.data.empty());
+  EXPECT_EQ(back->b.key, 12u);
+  // Truncated, padded, and a shape that promises more than the frame holds.
+  EXPECT_FALSE(decode_task(buf.data(), buf.size() - 1));
+  buf.push_back(0);
+  EXPECT_FALSE(decode_task(buf.data(), buf.size()));
+  buf.pop_back();
+  int64_t huge = int64_t{1} << 40;
+  std::memcpy(buf.data() + 16 + 8, &huge, sizeof(huge));  // operand a's rows
+  auto bad = decode_task(buf.data(), buf.size());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(describe(bad.error()).find("invalid shape"), std::string::npos);
+
+  tile_result r;
+  r.key = {1, 2, 3};
+  r.device = 4;
+  r.rows = 2;
+  r.cols = 2;
+  r.data = {1, 2, 3, 4};
+  std::vector<char> rb(encoded_size(r));
+  encode(r, rb.data());
+  auto rback = decode_result(rb.data(), rb.size());
+  ASSERT_TRUE(rback);
+  EXPECT_EQ(rback->data, r.data);
+  EXPECT_EQ(rback->device, 4);
+  EXPECT_FALSE(decode_result(rb.data(), rb.size() - 4));
 }

@@ -23,7 +23,7 @@ caf::behavior rogue_device(caf::event_based_actor* self, caf::actor planner, rog
   auto my_id = std::make_shared<int32_t>(-1);
   self->request(planner, caf::infinite, join_atom::value,
                 join_request{message_schema_version, *preset_profile("fast")})
-    .then([=](welcome_atom, int32_t id, caf::actor) { *my_id = id; });
+    .then([=](welcome_atom, int32_t id, caf::actor, uint16_t) { *my_id = id; });
   return {
     [=](tile_task& t) {
       tile_result r;

@@ -1,17 +1,21 @@
 #include "actors/device/device_actor.hpp"
 
 #include <chrono>
+#include <cstring>
 
 #include <spdlog/spdlog.h>
 
 #include "actors/device/pacing.hpp"
+#include "actors/transport/bulk_channel.hpp"
 #include "kernels/gemm.hpp"
+#include "schema/tile_codec.hpp"
 
 namespace cleave {
 
 namespace {
 
 using seconds_d = std::chrono::duration<double>;
+using device_actor_ptr = caf::stateful_actor<device_state>*;
 
 // Resolves an operand to its data: the payload if sent (and cached for
 // later), else the cached block. Null when the block is unknown or malformed.
@@ -32,10 +36,109 @@ const cached_block* resolve(device_state& st, operand& op, cached_block& scratch
   return &scratch;
 }
 
+// Where a task came from decides where its answer goes.
+struct reply_path {
+  caf::actor actor;  // an actor message back to the sender, or ...
+  bool bulk = false;  // ... a frame on the device's bulk channel
+};
+
+template <class T>
+void send_frame(device_actor_ptr self, frame_kind kind, const T& msg) {
+  transport::bulk_buffer buf(encoded_size(msg));
+  encode(msg, buf.payload());
+  self->request(self->state.bulk, caf::infinite, transport::bulk_send_atom::value,
+                static_cast<uint16_t>(kind), uint64_t{0}, std::move(buf))
+    .then([](transport::bulk_buffer&) {},
+          [=](caf::error& err) {
+            spdlog::warn("device {}: bulk send failed: {}", self->state.id, self->system().render(err));
+          });
+}
+
+void answer(device_actor_ptr self, const reply_path& to, tile_result res, caf::timespan delay) {
+  if (to.bulk)
+    send_frame(self, frame_result, res);  // real devices are not paced
+  else if (delay > caf::timespan{0})
+    self->delayed_send(to.actor, delay, std::move(res));
+  else
+    self->send(to.actor, std::move(res));
+}
+
+void report_miss(device_actor_ptr self, const reply_path& to, tile_miss miss) {
+  if (to.bulk)
+    send_frame(self, frame_miss, miss);
+  else
+    self->send(to.actor, miss);
+}
+
+void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
+  auto& s = self->state;
+  cached_block a_scratch, b_scratch;
+  bool a_hit = false, b_hit = false;
+  const uint64_t bytes_down = (task.a.data.size() + task.b.data.size()) * sizeof(float);
+  const cached_block* a = resolve(s, task.a, a_scratch, a_hit);
+  const cached_block* b = resolve(s, task.b, b_scratch, b_hit);
+  for (auto [blk, op] : {std::pair{a, &task.a}, {b, &task.b}}) {
+    if (blk == nullptr && op->data.empty()) {
+      report_miss(self, to, tile_miss{task.key, s.id, op->key});
+      return;
+    }
+  }
+  const int64_t m = task.a.trans ? task.a.cols : task.a.rows;
+  const int64_t k = task.a.trans ? task.a.rows : task.a.cols;
+  const int64_t kb = task.b.trans ? task.b.cols : task.b.rows;
+  const int64_t n = task.b.trans ? task.b.rows : task.b.cols;
+  if (a == nullptr || b == nullptr || k != kb || m * n > max_block_elements) {
+    ++s.stats.refused;
+    spdlog::warn("device {}: refusing malformed task (step {}, gemm {}, tile {})", s.id,
+                 task.key.step, task.key.gemm, task.key.tile);
+    return;
+  }
+  const auto start = caf::make_timestamp();
+  tile_result res;
+  res.key = task.key;
+  res.device = s.id;
+  res.rows = m;
+  res.cols = n;
+  res.data.resize(static_cast<size_t>(m * n));
+  gemm_local<float>({a->data->data(), a->rows, a->cols, a->cols}, task.a.trans,
+                    {b->data->data(), b->rows, b->cols, b->cols}, task.b.trans,
+                    {res.data.data(), m, n, n}, 0.0f);
+  res.cache_hits = static_cast<uint32_t>(a_hit) + static_cast<uint32_t>(b_hit);
+  s.stats.cache_hits += res.cache_hits;
+  ++s.stats.tiles;
+  const auto now = caf::make_timestamp();
+  auto delay = caf::timespan{0};
+  if (s.opts.paced) {
+    const double paced = paced_seconds(s.opts.profile, bytes_down, 2.0 * m * n * k,
+                                       res.data.size() * sizeof(float));
+    const auto begin = std::max(start, s.busy_until);
+    const auto finish = std::max(now, begin + std::chrono::duration_cast<caf::timespan>(seconds_d{paced}));
+    s.busy_until = finish;
+    delay = finish - now;
+    res.busy_seconds = std::chrono::duration_cast<seconds_d>(finish - begin).count();
+  } else {
+    res.busy_seconds = std::chrono::duration_cast<seconds_d>(now - start).count();
+  }
+  answer(self, to, std::move(res), delay);
+}
+
+// Opens the device's bulk channel to the PS and introduces itself.
+caf::error open_bulk(device_actor_ptr self, uint16_t port) {
+  auto& s = self->state;
+  auto ch = transport::connect_bulk(self->system(), s.opts.bulk_host, port, caf::actor{self});
+  if (!ch) return ch.error();
+  s.bulk = *ch;
+  std::vector<char> hello(sizeof(int32_t));
+  std::memcpy(hello.data(), &s.id, sizeof(int32_t));
+  self->request(s.bulk, caf::infinite, transport::bulk_send_atom::value,
+                static_cast<uint16_t>(frame_hello), uint64_t{0}, std::move(hello))
+    .then([](std::vector<char>&) {}, [](caf::error&) {});
+  return caf::none;
+}
+
 }  // namespace
 
-caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_options opts,
-                           caf::actor planner) {
+caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::actor planner) {
   auto& st = self->state;
   st.opts = opts;
   const uint64_t cap = opts.cache_bytes != 0
@@ -50,12 +153,22 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_optio
       self->quit(msg.reason);
     }
   });
-  self->request(planner, caf::infinite, join_atom::value, join_request{message_schema_version, opts.profile})
+  const bool bulk = !opts.bulk_host.empty();
+  self->request(planner, caf::infinite, join_atom::value,
+                join_request{message_schema_version, opts.profile, bulk})
     .then(
-      [=](welcome_atom, int32_t id, caf::actor detector) {
+      [=](welcome_atom, int32_t id, caf::actor detector, uint16_t bulk_port) {
         auto& s = self->state;
         s.id = id;
         s.detector = detector;
+        if (bulk) {
+          if (auto err = open_bulk(self, bulk_port)) {
+            spdlog::error("device {}: cannot open the bulk channel to {}:{}: {}", id,
+                          s.opts.bulk_host, bulk_port, self->system().render(err));
+            self->quit(err);
+            return;
+          }
+        }
         spdlog::debug("device {} ({}) joined", id, s.opts.profile.name);
         self->send(self, tick_atom::value);
       },
@@ -71,59 +184,22 @@ caf::behavior device_actor(caf::stateful_actor<device_state>* self, device_optio
                          tick_atom::value);
     },
     [=](tile_task& task) {
-      auto& s = self->state;
-      auto reply_to = caf::actor_cast<caf::actor>(self->current_sender());
-      cached_block a_scratch, b_scratch;
-      bool a_hit = false, b_hit = false;
-      const uint64_t bytes_down = (task.a.data.size() + task.b.data.size()) * sizeof(float);
-      const cached_block* a = resolve(s, task.a, a_scratch, a_hit);
-      const cached_block* b = resolve(s, task.b, b_scratch, b_hit);
-      for (auto [blk, op] : {std::pair{a, &task.a}, {b, &task.b}}) {
-        if (blk == nullptr && op->data.empty()) {
-          self->send(reply_to, tile_miss{task.key, s.id, op->key});
-          return;
-        }
-      }
-      const int64_t m = task.a.trans ? task.a.cols : task.a.rows;
-      const int64_t k = task.a.trans ? task.a.rows : task.a.cols;
-      const int64_t kb = task.b.trans ? task.b.cols : task.b.rows;
-      const int64_t n = task.b.trans ? task.b.rows : task.b.cols;
-      if (a == nullptr || b == nullptr || k != kb || m * n > max_block_elements) {
-        ++s.stats.refused;
-        spdlog::warn("device {}: refusing malformed task (step {}, gemm {}, tile {})", s.id,
-                     task.key.step, task.key.gemm, task.key.tile);
-        return;
-      }
-      const auto start = caf::make_timestamp();
-      tile_result res;
-      res.key = task.key;
-      res.device = s.id;
-      res.rows = m;
-      res.cols = n;
-      res.data.resize(static_cast<size_t>(m * n));
-      gemm_local<float>({a->data->data(), a->rows, a->cols, a->cols}, task.a.trans,
-                        {b->data->data(), b->rows, b->cols, b->cols}, task.b.trans,
-                        {res.data.data(), m, n, n}, 0.0f);
-      res.cache_hits = static_cast<uint32_t>(a_hit) + static_cast<uint32_t>(b_hit);
-      s.stats.cache_hits += res.cache_hits;
-      ++s.stats.tiles;
-      const auto now = caf::make_timestamp();
-      auto delay = caf::timespan{0};
-      if (s.opts.paced) {
-        const double paced = paced_seconds(s.opts.profile, bytes_down, 2.0 * m * n * k,
-                                           res.data.size() * sizeof(float));
-        const auto begin = std::max(start, s.busy_until);
-        const auto finish = std::max(now, begin + std::chrono::duration_cast<caf::timespan>(seconds_d{paced}));
-        s.busy_until = finish;
-        delay = finish - now;
-        res.busy_seconds = std::chrono::duration_cast<seconds_d>(finish - begin).count();
-      } else {
-        res.busy_seconds = std::chrono::duration_cast<seconds_d>(now - start).count();
-      }
-      if (delay > caf::timespan{0})
-        self->delayed_send(reply_to, delay, std::move(res));
+      run_task(self, task, reply_path{caf::actor_cast<caf::actor>(self->current_sender()), false});
+    },
+    [=](transport::bulk_frame_atom, transport::bulk_frame& f) {
+      auto task = f.kind == frame_task ? decode_task(f.payload.data(), f.payload.size())
+                                       : caf::expected<tile_task>{caf::sec::unexpected_message};
+      if (task)
+        run_task(self, *task, reply_path{{}, true});
       else
-        self->send(reply_to, std::move(res));
+        spdlog::warn("device {}: refusing a bulk frame: {}", self->state.id,
+                     self->system().render(task.error()));
+      return std::move(f.payload);
+    },
+    [=](transport::bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
+    [=](transport::bulk_closed_atom, uint64_t, const std::string& reason) {
+      spdlog::warn("device {}: bulk channel closed ({}); leaving", self->state.id, reason);
+      self->quit(caf::exit_reason::user_shutdown);
     },
     [=](stats_atom) {
       auto& s = self->state;

@@ -16,6 +16,7 @@ struct device_options {
   bool paced = true;                  // delay replies to follow the profile
   double heartbeat_seconds = 0.1;
   uint64_t cache_bytes = 0;           // 0: half the declared memory, at most 1 GiB
+  std::string bulk_host;              // non-empty: take tiles over the PS's bulk channel there
 };
 
 struct device_stats {
@@ -31,6 +32,7 @@ struct device_state {
   caf::actor detector;
   device_stats stats;
   caf::timestamp busy_until;  // paced work already promised
+  caf::actor bulk;            // the bulk channel to the PS, when used
   static inline const char* name = "cleave.device";
 };
 

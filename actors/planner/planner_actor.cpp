@@ -35,7 +35,8 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
   self->state.detector = detector;
   self->send(detector, subscribe_atom::value, caf::actor{self});
   return {
-    [=](join_atom, const join_request& req) -> caf::result<welcome_atom, int32_t, caf::actor> {
+    [=](join_atom, const join_request& req)
+      -> caf::result<welcome_atom, int32_t, caf::actor, uint16_t> {
       auto& st = self->state;
       if (req.schema_version != message_schema_version)
         return fail("schema version " + std::to_string(req.schema_version) + " is not "
@@ -44,13 +45,15 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       auto device = caf::actor_cast<caf::actor>(self->current_sender());
       if (!device) return fail("join without a sender");
       const int32_t id = st.next_id++;
-      st.alive[id] = fleet_member{id, device, req.profile};
+      if (req.bulk && st.opts.bulk_port == 0)
+        return fail("this ps has no bulk channel; join without --bulk");
+      st.alive[id] = fleet_member{id, device, req.profile, req.bulk};
       ++st.version;
       self->send(st.detector, watch_atom::value, id, device);
       spdlog::debug("planner: device {} ({}) joined; {} alive", id, req.profile.name,
                     st.alive.size());
       answer_waiters(self);
-      return {welcome_atom::value, id, st.detector};
+      return {welcome_atom::value, id, st.detector, st.opts.bulk_port};
     },
     [=](event_atom, const fleet_event& ev) {
       auto& st = self->state;

@@ -20,11 +20,12 @@ struct fleet_member {
   int32_t id = -1;
   caf::actor handle;
   device_profile profile;
+  bool bulk = false;  // tiles go over the bulk channel
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, fleet_member& x) {
-  return f(caf::meta::type_name("fleet_member"), x.id, x.handle, x.profile);
+  return f(caf::meta::type_name("fleet_member"), x.id, x.handle, x.profile, x.bulk);
 }
 
 template <class Inspector>
@@ -53,6 +54,7 @@ typename Inspector::result_type inspect(Inspector& f, plan& x) {
 struct planner_options {
   planner_config cost;
   int min_devices = 0;  // fleet requests wait until this many devices joined
+  uint16_t bulk_port = 0;  // the PS's bulk tensor channel, told to joining devices (0: none)
 };
 
 struct planner_state {
@@ -66,7 +68,7 @@ struct planner_state {
 };
 
 // Messages:
-//   (join_atom, join_request)            -> (welcome_atom, id, detector)   from a device
+//   (join_atom, join_request)            -> (welcome_atom, id, detector, bulk_port)  from a device
 //   (event_atom, fleet_event)                                              from the detector
 //   (fleet_atom)                         -> (version, vector<fleet_member>) once min_devices joined
 //   (plan_atom, gemm_problem)            -> plan

@@ -27,11 +27,14 @@ bool all_finite(const std::vector<float>& v) {
 }  // namespace
 
 distributed_gemm::distributed_gemm(caf::actor_system& sys, caf::actor planner,
-                                   double tile_timeout_seconds)
+                                   double tile_timeout_seconds, caf::actor gateway)
     : self_(sys),
       planner_(std::move(planner)),
+      gateway_(std::move(gateway)),
       tile_timeout_(std::chrono::duration_cast<caf::timespan>(
-        std::chrono::duration<double>(tile_timeout_seconds))) {}
+        std::chrono::duration<double>(tile_timeout_seconds))) {
+  if (gateway_) self_->send(gateway_, subscribe_atom::value, caf::actor_cast<caf::actor>(self_));
+}
 
 caf::error distributed_gemm::begin_step(uint64_t step) {
   step_ = step;
@@ -140,7 +143,11 @@ void distributed_gemm::send_task(const inputs& in, pending_tile& p, bool with_al
       known.insert(ref->key);
     }
   }
-  self_->send(fleet_.at(dev).handle, std::move(msg));
+  const auto& member = fleet_.at(dev);
+  if (member.bulk && gateway_)
+    self_->send(gateway_, task_atom::value, dev, std::move(msg));
+  else
+    self_->send(member.handle, std::move(msg));
 }
 
 bool distributed_gemm::accept(pending_tile& p, tile_result& r) {

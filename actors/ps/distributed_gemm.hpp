@@ -52,7 +52,10 @@ struct runtime_accounts {
 
 class distributed_gemm final : public gemm_engine<float> {
  public:
-  distributed_gemm(caf::actor_system& sys, caf::actor planner, double tile_timeout_seconds);
+  // gateway: the PS's bulk gateway (actors/ps/bulk_gateway.hpp), or null when
+  // no device takes tiles over the bulk channel.
+  distributed_gemm(caf::actor_system& sys, caf::actor planner, double tile_timeout_seconds,
+                   caf::actor gateway = {});
 
   // Refreshes the fleet from the planner and starts a new idempotency epoch.
   caf::error begin_step(uint64_t step);
@@ -102,6 +105,7 @@ class distributed_gemm final : public gemm_engine<float> {
 
   caf::scoped_actor self_;
   caf::actor planner_;
+  caf::actor gateway_;
   caf::timespan tile_timeout_;
   uint64_t step_ = 0;
   uint32_t gemm_seq_ = 0;

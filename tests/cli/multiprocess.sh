@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Separate processes on loopback: detector, planner, ps and 4 devices train
-# the mlp for 200 steps with exactly the loss trajectory of the in-process run;
-# then a ps that hosts its own planner and detector does the same.
+# the mlp for 200 steps with exactly the loss trajectory of the in-process run
+# (tiles as CAF messages); then a ps that hosts its own planner and detector
+# does the same with devices that take their tiles over the bulk channel.
 source "$(dirname "$0")/lib.sh"
 
 cost=(--ps-egress=1e12 --ps-flops=1e9)  # make the planner split the mlp's GEMMs
@@ -16,9 +17,10 @@ wait_port() {
   done
 }
 
-start_devices() {  # start_devices PORT
+start_devices() {  # start_devices PORT [device flags...]
+  local port=$1; shift
   for i in 1 2 3 4; do
-    "$CLEAVE" --role=device --connect="127.0.0.1:$1" --profile=fast --threads=1 --log-level=warn &
+    "$CLEAVE" --role=device --connect="127.0.0.1:$port" --profile=fast --threads=1 --log-level=warn "$@" &
   done
 }
 
@@ -39,12 +41,12 @@ timeout 300 "$CLEAVE" --role=ps --planner="127.0.0.1:$pport" "${train[@]}" --rep
   > "$WORK/ps.log" 2>&1 || fail "ps with separate planner failed: $(tail -3 "$WORK/ps.log")"
 kill -TERM $pln $det; wait $pln $det 2>/dev/null
 
-# 2. the default: the ps hosts planner and detector.
+# 2. the default: the ps hosts planner and detector; tiles travel as bulk frames.
 "$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices=4 "${cost[@]}" "${train[@]}" \
   --report="$WORK/hosted.json" > "$WORK/ps2.log" 2>&1 &
 ps2=$!
 port=$(wait_port "$WORK/ps2.log")
-start_devices "$port"
+start_devices "$port" --bulk
 timeout 300 tail --pid=$ps2 -f /dev/null
 wait $ps2 || fail "ps hosting the planner failed: $(tail -3 "$WORK/ps2.log")"
 wait  # the devices leave when their ps is gone

@@ -1,0 +1,73 @@
+#include "actors/ps/bulk_gateway.hpp"
+
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "schema/errors.hpp"
+#include "schema/tile_codec.hpp"
+
+namespace cleave {
+
+using namespace transport;
+
+caf::behavior bulk_gateway(caf::stateful_actor<bulk_gateway_state>* self) {
+  return {
+    [=](subscribe_atom, caf::actor engine) { self->state.engine = std::move(engine); },
+    [=](bulk_opened_atom, caf::actor channel, uint64_t conn, const std::string& peer) {
+      self->state.channel = std::move(channel);
+      spdlog::debug("bulk: connection {} from {}", conn, peer);
+    },
+    [=](bulk_closed_atom, uint64_t conn, const std::string& reason) {
+      auto& st = self->state;
+      if (auto it = st.device_of.find(conn); it != st.device_of.end()) {
+        spdlog::info("bulk: device {} disconnected ({})", it->second, reason);
+        st.conn_of.erase(it->second);
+        st.device_of.erase(it);
+      }
+    },
+    [=](bulk_frame_atom, bulk_frame& f) {
+      auto& st = self->state;
+      if (f.kind == frame_hello && f.payload.size() == sizeof(int32_t)) {
+        int32_t id = 0;
+        std::memcpy(&id, f.payload.data(), sizeof(id));
+        st.conn_of[id] = f.conn;
+        st.device_of[f.conn] = id;
+      } else if (f.kind == frame_result) {
+        auto res = decode_result(f.payload.data(), f.payload.size());
+        auto from = st.device_of.find(f.conn);
+        if (!res || from == st.device_of.end() || res->device != from->second)
+          spdlog::warn("bulk: refusing a result frame from connection {}: {}", f.conn,
+                       res ? "device id does not match the connection" : describe(res.error()));
+        else if (st.engine)
+          self->send(st.engine, std::move(*res));
+      } else if (f.kind == frame_miss) {
+        auto miss = decode_miss(f.payload.data(), f.payload.size());
+        auto from = st.device_of.find(f.conn);
+        if (miss && from != st.device_of.end() && miss->device == from->second && st.engine)
+          self->send(st.engine, *miss);
+      } else {
+        spdlog::warn("bulk: unexpected frame kind {} from connection {}", f.kind, f.conn);
+      }
+      return std::move(f.payload);  // hands the buffer back and returns the credit
+    },
+    [=](task_atom, int32_t device, const tile_task& task) {
+      auto& st = self->state;
+      auto it = st.conn_of.find(device);
+      if (it == st.conn_of.end() || !st.channel) {
+        spdlog::warn("bulk: no connection for device {}; its tile will time out", device);
+        return;
+      }
+      bulk_buffer buf(encoded_size(task));
+      encode(task, buf.payload());
+      self->request(st.channel, caf::infinite, bulk_send_atom::value, it->second,
+                    static_cast<uint16_t>(frame_task), uint64_t{0}, std::move(buf))
+        .then([](bulk_buffer&) {},
+              [=](caf::error& err) {
+                spdlog::warn("bulk: send to device {} failed: {}", device, self->system().render(err));
+              });
+    },
+  };
+}
+
+}  // namespace cleave

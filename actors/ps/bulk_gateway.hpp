@@ -1,0 +1,29 @@
+#pragma once
+// The PS's end of the bulk tensor channel: remote devices that joined with
+// `bulk` take their tiles here as raw frames (schema/tile_codec.hpp) instead
+// of CAF messages. The gateway owns the listener, maps connections to device
+// ids (a device says hello with its id first), turns task messages from the
+// engine into frames and result frames back into tile_result messages.
+
+#include <map>
+
+#include <caf/all.hpp>
+
+#include "actors/transport/bulk_channel.hpp"
+#include "schema/messages.hpp"
+
+namespace cleave {
+
+struct bulk_gateway_state {
+  caf::actor channel;  // the listener's broker
+  caf::actor engine;   // where results go
+  std::map<int32_t, uint64_t> conn_of;
+  std::map<uint64_t, int32_t> device_of;
+  static inline const char* name = "cleave.bulk_gateway";
+};
+
+// Messages: (subscribe_atom, engine), (task_atom, device id, tile_task); and
+// the bulk channel's sink messages.
+caf::behavior bulk_gateway(caf::stateful_actor<bulk_gateway_state>* self);
+
+}  // namespace cleave

@@ -1,0 +1,159 @@
+#include "schema/tile_codec.hpp"
+
+#include <cstring>
+
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE-754 floats");
+
+class writer {
+ public:
+  explicit writer(char* out) : p_(out) {}
+  template <class T>
+  void put(T v) {
+    std::memcpy(p_, &v, sizeof(T));
+    p_ += sizeof(T);
+  }
+  void floats(const std::vector<float>& v) {
+    std::memcpy(p_, v.data(), v.size() * sizeof(float));
+    p_ += v.size() * sizeof(float);
+  }
+
+ private:
+  char* p_;
+};
+
+class reader {
+ public:
+  reader(const char* data, size_t size) : p_(data), left_(size) {}
+  template <class T>
+  bool get(T& v) {
+    if (left_ < sizeof(T)) return false;
+    std::memcpy(&v, p_, sizeof(T));
+    p_ += sizeof(T);
+    left_ -= sizeof(T);
+    return true;
+  }
+  // Checked against what is left before the vector is sized.
+  bool floats(std::vector<float>& v, int64_t n) {
+    if (n < 0 || static_cast<uint64_t>(n) > left_ / sizeof(float)) return false;
+    v.resize(static_cast<size_t>(n));
+    std::memcpy(v.data(), p_, static_cast<size_t>(n) * sizeof(float));
+    p_ += n * sizeof(float);
+    left_ -= static_cast<size_t>(n) * sizeof(float);
+    return true;
+  }
+  size_t left() const { return left_; }
+
+ private:
+  const char* p_;
+  size_t left_;
+};
+
+constexpr size_t key_bytes = 8 + 4 + 4;
+constexpr size_t operand_head_bytes = 8 + 8 + 8 + 1 + 1;
+
+void put_key(writer& w, const tile_key& k) {
+  w.put(k.step);
+  w.put(k.gemm);
+  w.put(k.tile);
+}
+
+bool get_key(reader& r, tile_key& k) { return r.get(k.step) && r.get(k.gemm) && r.get(k.tile); }
+
+void put_operand(writer& w, const operand& op) {
+  w.put(op.key);
+  w.put(op.rows);
+  w.put(op.cols);
+  w.put(static_cast<uint8_t>(op.trans));
+  w.put(static_cast<uint8_t>(!op.data.empty()));
+  w.floats(op.data);
+}
+
+caf::error get_operand(reader& r, operand& op, const char* which) {
+  uint8_t trans = 0, has_data = 0;
+  if (!(r.get(op.key) && r.get(op.rows) && r.get(op.cols) && r.get(trans) && r.get(has_data)))
+    return fail(std::string{"tile frame: truncated operand "} + which);
+  if (op.rows < 0 || op.cols < 0 || trans > 1 || has_data > 1
+      || (op.rows != 0 && op.cols > max_block_elements / op.rows))
+    return fail(std::string{"tile frame: operand "} + which + " has an invalid shape or flags");
+  op.trans = trans == 1;
+  if (has_data == 1 && !r.floats(op.data, op.rows * op.cols))
+    return fail(std::string{"tile frame: operand "} + which + " is shorter than its shape");
+  return caf::none;
+}
+
+}  // namespace
+
+size_t encoded_size(const tile_task& t) {
+  return key_bytes + 2 * operand_head_bytes
+         + (t.a.data.size() + t.b.data.size()) * sizeof(float);
+}
+
+void encode(const tile_task& t, char* out) {
+  writer w(out);
+  put_key(w, t.key);
+  put_operand(w, t.a);
+  put_operand(w, t.b);
+}
+
+caf::expected<tile_task> decode_task(const char* data, size_t size) {
+  reader r(data, size);
+  tile_task t;
+  if (!get_key(r, t.key)) return fail("tile frame: truncated task key");
+  if (auto err = get_operand(r, t.a, "a")) return err;
+  if (auto err = get_operand(r, t.b, "b")) return err;
+  if (r.left() != 0) return fail("tile frame: " + std::to_string(r.left()) + " trailing bytes");
+  return t;
+}
+
+size_t encoded_size(const tile_result& res) {
+  return key_bytes + 4 + 4 + 8 + 8 + 8 + res.data.size() * sizeof(float);
+}
+
+void encode(const tile_result& res, char* out) {
+  writer w(out);
+  put_key(w, res.key);
+  w.put(res.device);
+  w.put(res.cache_hits);
+  w.put(res.rows);
+  w.put(res.cols);
+  w.put(res.busy_seconds);
+  w.floats(res.data);
+}
+
+caf::expected<tile_result> decode_result(const char* data, size_t size) {
+  reader r(data, size);
+  tile_result res;
+  if (!(get_key(r, res.key) && r.get(res.device) && r.get(res.cache_hits) && r.get(res.rows)
+        && r.get(res.cols) && r.get(res.busy_seconds)))
+    return fail("result frame: truncated header");
+  if (res.rows < 0 || res.cols < 0 || (res.rows != 0 && res.cols > max_block_elements / res.rows))
+    return fail("result frame: invalid shape");
+  if (!r.floats(res.data, res.rows * res.cols)) return fail("result frame: shorter than its shape");
+  if (r.left() != 0) return fail("result frame: " + std::to_string(r.left()) + " trailing bytes");
+  return res;
+}
+
+size_t encoded_size(const tile_miss&) { return key_bytes + 4 + 8; }
+
+void encode(const tile_miss& m, char* out) {
+  writer w(out);
+  put_key(w, m.key);
+  w.put(m.device);
+  w.put(m.operand_key);
+}
+
+caf::expected<tile_miss> decode_miss(const char* data, size_t size) {
+  reader r(data, size);
+  tile_miss m;
+  if (!(get_key(r, m.key) && r.get(m.device) && r.get(m.operand_key)) || r.left() != 0)
+    return fail("miss frame: malformed");
+  return m;
+}
+
+}  // namespace cleave
