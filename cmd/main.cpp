@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   if (cfg.ps_shards != 1)
     return usage_error("--ps-shards=" + std::to_string(cfg.ps_shards)
                        + ": this build runs one parameter-server shard");
+  if (cfg.max_tiles_per_device < 1) return usage_error("--max-tiles-per-device must be >= 1");
   if (!(cfg.tile_timeout > 0) || !(cfg.heartbeat > 0) || !(cfg.ps_flops > 0) || !(cfg.ps_egress > 0))
     return usage_error("--tile-timeout, --heartbeat, --ps-flops and --ps-egress must be positive");
   if (cfg.role == "all") return run_all(cfg, *opts, threads);

@@ -49,6 +49,7 @@ cleave_config::cleave_config() {
     .add(tile_timeout, "tile-timeout", "seconds before an unanswered tile is reassigned (default 30)")
     .add(ps_flops, "ps-flops", "the PS's own GEMM rate in FLOP/s, for the cost model (default 5e10)")
     .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9)")
+    .add(max_tiles_per_device, "max-tiles-per-device", "planner: most tiles of one GEMM per device (default 4)")
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)")
     .add(bulk, "bulk", "--role=device: take tiles over the ps's bulk tensor channel")
     .add(bulk_port, "bulk-port", "--role=ps: port of the bulk tensor channel (default: any free port)");

@@ -52,6 +52,7 @@ class cleave_config : public caf::actor_system_config {
   double tile_timeout = 30;    // seconds before a tile is given to someone else
   double ps_flops = 5e10;      // the PS's own GEMM rate, for the cost model
   double ps_egress = 1.25e9;   // bytes/s the PS can send to the fleet
+  int max_tiles_per_device = 4;  // planner: tiles of one GEMM a device may get
   double heartbeat = 0.1;      // seconds between device heartbeats
   bool bulk = false;           // --role=device: tiles over the ps's bulk channel
   int bulk_port = 0;           // --role=ps: port of the bulk channel (0: any free port)

@@ -82,6 +82,7 @@ planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t
   o.cost.ps_flops = cfg.ps_flops;
   o.cost.ps_egress = cfg.ps_egress;
   o.cost.ps_ingress = cfg.ps_egress;
+  o.cost.max_tiles_per_device = cfg.max_tiles_per_device;
   o.min_devices = min_devices;
   return o;
 }

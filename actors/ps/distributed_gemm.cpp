@@ -102,13 +102,16 @@ void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float>
 }
 
 distributed_gemm::block_ref distributed_gemm::locate(const_view<float> m, bool trans, int64_t r0,
-                                                     int64_t r1, int64_t c0, int64_t c1) {
+                                                     int64_t r1, int64_t c0, int64_t c1, int which,
+                                                     block_keys& keys) {
   // (r0, r1, c0, c1) are ranges of op(m); the block travels as stored.
   if (trans) {
     std::swap(r0, c0);
     std::swap(r1, c1);
   }
-  return {r0, r1, c0, c1, block_key(m.data + r0 * m.ld + c0, r1 - r0, c1 - c0, m.ld)};
+  auto [it, fresh] = keys.try_emplace(std::make_tuple(which, r0, r1, c0, c1), 0);
+  if (fresh) it->second = block_key(m.data + r0 * m.ld + c0, r1 - r0, c1 - c0, m.ld);
+  return {r0, r1, c0, c1, it->second};
 }
 
 operand distributed_gemm::cut(const_view<float> m, bool trans, const block_ref& ref,
@@ -209,13 +212,14 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
   }
   const inputs in{a, b, trans_a, trans_b};
   std::vector<pending_tile> tiles(p.tiles.size());
+  block_keys keys;
   for (size_t i = 0; i < tiles.size(); ++i) {
     auto& pt = tiles[i];
     pt.where = p.tiles[i];
     const tile& t = pt.where.t;
     pt.key = tile_key{step_, seq, static_cast<uint32_t>(i)};
-    pt.a = locate(a, trans_a, t.m0, t.m1, t.k0, t.k1);
-    pt.b = locate(b, trans_b, t.k0, t.k1, t.n0, t.n1);
+    pt.a = locate(a, trans_a, t.m0, t.m1, t.k0, t.k1, 0, keys);
+    pt.b = locate(b, trans_b, t.k0, t.k1, t.n0, t.n1, 1, keys);
     send_task(in, pt, false);
   }
   tiles_total_ += tiles.size();

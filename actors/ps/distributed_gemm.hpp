@@ -96,8 +96,11 @@ class distributed_gemm final : public gemm_engine<float> {
   const plan& plan_for(gemm_tag tag, const gemm_problem& g);
   void run_local(const_view<float> a, bool ta, const_view<float> b, bool tb, mut_view<float> c,
                  float beta);
+  // Keys of the blocks this GEMM call has hashed: a block shared by a row or
+  // column of tiles is hashed once.
+  using block_keys = std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, uint64_t>;
   static block_ref locate(const_view<float> m, bool trans, int64_t r0, int64_t r1, int64_t c0,
-                          int64_t c1);
+                          int64_t c1, int which, block_keys& keys);
   static operand cut(const_view<float> m, bool trans, const block_ref& ref, bool with_data);
   void send_task(const inputs& in, pending_tile& p, bool with_all_data);
   bool accept(pending_tile& p, tile_result& r);

@@ -25,10 +25,10 @@ done
 
 # (b) and (d) model a PS that coordinates rather than computes (--ps-flops=1e9),
 # so every GEMM worth splitting goes to the fleet.
-echo "   same, 16 devices at 1e11 FLOP/s each with 10 GB/s links (bench/runtime/overhead_fleet.json): the"
+echo "   same, 16 devices at 1e11 FLOP/s each, 10 GB/s links, one tile per device (bench/runtime/overhead_fleet.json): the"
 echo "   'fast' fleet above is bound only by PS egress, so the planner packs its tiles onto one device"
 "$CLEAVE" --role=all --devices=0 "${gpt[@]}" --steps=12 --report="$work/o0.json"
-"$CLEAVE" --role=all --fleet="$here/overhead_fleet.json" --ps-egress=1e10 "${gpt[@]}" --steps=12 --report="$work/o16.json"
+"$CLEAVE" --role=all --fleet="$here/overhead_fleet.json" --ps-egress=1e10 --max-tiles-per-device=1 "${gpt[@]}" --steps=12 --report="$work/o16.json"
 get "$work/o16.json" "'   reference %.3f s, 16 devices %.3f s, ratio %.3f, tiles/step %.0f, devices used %d' % ($(get "$work/o0.json" 'd["median_step_seconds"]'), d['median_step_seconds'], d['median_step_seconds']/$(get "$work/o0.json" 'd["median_step_seconds"]'), d['tiles']/d['steps'], sum(1 for x in d['per_device'] if x['tiles']))"
 
 echo "== (b) traffic scaling: gpt small, 'vm' devices, bytes down per device per step"
