@@ -133,9 +133,8 @@ caf::actor start_supervisor(caf::actor_system& sys, std::vector<child_spec> chil
   return sup;
 }
 
-void stop(caf::actor_system& sys, const caf::actor& supervisor) {
+void stop(const caf::actor& supervisor) {
   caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
-  (void) sys;
 }
 
 }  // namespace
@@ -160,7 +159,7 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   auto supervisor = start_supervisor(sys, std::move(children));
   spdlog::info("in-process fleet: {} emulated devices", n);
   const int rc = train_on_fleet(sys, cfg, opts, threads, registered(sys, "planner"), n);
-  stop(sys, supervisor);
+  stop(supervisor);
   return rc;
 }
 
@@ -195,7 +194,7 @@ int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
   const char* host = endpoint->first.empty() ? nullptr : endpoint->first.c_str();
   auto port = sys.middleman().publish(planner, endpoint->second, host, true);
   auto shutdown = [&] {
-    stop(sys, supervisor);
+    stop(supervisor);
     caf::anon_send_exit(bulk->channel, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
   };
@@ -244,7 +243,7 @@ int run_service(cleave_config& cfg) {
   const char* host = endpoint->first.empty() ? nullptr : endpoint->first.c_str();
   auto port = sys.middleman().publish(service, endpoint->second, host, true);
   if (!port) {
-    stop(sys, supervisor);
+    stop(supervisor);
     return runtime_error("cannot listen on " + cfg.listen + ": " + sys.render(port.error()));
   }
   spdlog::info("{}: listening on port {}", cfg.role, *port);
@@ -252,7 +251,7 @@ int run_service(cleave_config& cfg) {
   std::signal(SIGTERM, on_stop_signal);
   while (!stop_requested) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   spdlog::info("{}: stopping", cfg.role);
-  stop(sys, supervisor);
+  stop(supervisor);
   return 0;
 }
 

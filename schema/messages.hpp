@@ -32,7 +32,6 @@ using result_atom = caf::atom_constant<caf::atom("result")>;
 using miss_atom = caf::atom_constant<caf::atom("miss")>;
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
-using stats_atom = caf::atom_constant<caf::atom("stats")>;
 using fleet_atom = caf::atom_constant<caf::atom("fleet")>;
 using event_atom = caf::atom_constant<caf::atom("event")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;

@@ -126,9 +126,10 @@ TEST_F(runtime, tiles_on_devices_equal_the_local_product) {
   expect_fleet(4);
   distributed_gemm eng(sys, planner, 10.0);
   check_products(eng, 1e-5);
-  EXPECT_GT(eng.tiles_total(), 0u) << "nothing was distributed: the test proves nothing";
+  const auto acc = eng.accounts();
+  EXPECT_GT(acc.tiles, 0u) << "nothing was distributed: the test proves nothing";
   uint64_t hits = 0;
-  for (auto& [id, a] : eng.devices()) hits += a.cache_hits;
+  for (auto& [id, a] : acc.devices) hits += a.cache_hits;
   EXPECT_GT(hits, 0u) << "backward tiles should reuse forward operand blocks";
 }
 
@@ -145,9 +146,9 @@ TEST_P(rogue, bad_results_are_refused_and_the_product_still_completes) {
   if (GetParam() == rogue_mode::unknown_task) {
     // Results for tasks nobody issued are dropped; the rogue's real tiles
     // time out and are done elsewhere.
-    EXPECT_EQ(eng.refused_results(), 0u);
+    EXPECT_EQ(eng.accounts().refused, 0u);
   } else {
-    EXPECT_GT(eng.refused_results(), 0u);
+    EXPECT_GT(eng.accounts().refused, 0u);
   }
 }
 
@@ -167,7 +168,8 @@ TEST_F(runtime, a_device_too_small_for_any_tile_gets_none) {
   const tensor x = random_matrix(512, 512, 1), w = random_matrix(512, 512, 2);
   tensor y(512, 512);
   eng.gemm({0, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), 0.0f);
-  EXPECT_GT(eng.tiles_total(), 0u);
-  for (auto& [id, a] : eng.devices())
+  const auto acc = eng.accounts();
+  EXPECT_GT(acc.tiles, 0u);
+  for (auto& [id, a] : acc.devices)
     if (a.profile == "tiny") EXPECT_EQ(a.tiles, 0u);
 }

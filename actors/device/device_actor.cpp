@@ -88,7 +88,6 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
   const int64_t kb = task.b.trans ? task.b.cols : task.b.rows;
   const int64_t n = task.b.trans ? task.b.rows : task.b.cols;
   if (a == nullptr || b == nullptr || k != kb || m * n > max_block_elements) {
-    ++s.stats.refused;
     spdlog::warn("device {}: refusing malformed task (step {}, gemm {}, tile {})", s.id,
                  task.key.step, task.key.gemm, task.key.tile);
     return;
@@ -104,8 +103,6 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
                     {b->data->data(), b->rows, b->cols, b->cols}, task.b.trans,
                     {res.data.data(), m, n, n}, 0.0f);
   res.cache_hits = static_cast<uint32_t>(a_hit) + static_cast<uint32_t>(b_hit);
-  s.stats.cache_hits += res.cache_hits;
-  ++s.stats.tiles;
   const auto now = caf::make_timestamp();
   auto delay = caf::timespan{0};
   if (s.opts.paced) {
@@ -200,10 +197,6 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
     [=](transport::bulk_closed_atom, uint64_t, const std::string& reason) {
       spdlog::warn("device {}: bulk channel closed ({}); leaving", self->state.id, reason);
       self->quit(caf::exit_reason::user_shutdown);
-    },
-    [=](stats_atom) {
-      auto& s = self->state;
-      return caf::make_message(s.id, s.stats.tiles, s.stats.cache_hits, s.stats.refused);
     },
   };
 }

@@ -19,18 +19,11 @@ struct device_options {
   std::string bulk_host;              // non-empty: take tiles over the PS's bulk channel there
 };
 
-struct device_stats {
-  uint64_t tiles = 0;
-  uint64_t cache_hits = 0;
-  uint64_t refused = 0;
-};
-
 struct device_state {
   int32_t id = -1;
   device_options opts;
   block_cache cache{0};
   caf::actor detector;
-  device_stats stats;
   caf::timestamp busy_until;  // paced work already promised
   caf::actor bulk;            // the bulk channel to the PS, when used
   static inline const char* name = "cleave.device";

@@ -87,9 +87,7 @@ class text_data final : public training_data {
   }
 
   bool is_classifier() const override { return false; }
-  int64_t rows_per_sample() const override { return context_; }
-
-  double unigram_loss(int64_t batch_size) const override {
+  double unigram_loss() const override {
     std::vector<double> counts(256, 1.0);
     for (auto b : c_.train) counts[b] += 1;
     const double total = static_cast<double>(c_.train.size()) + 256.0;

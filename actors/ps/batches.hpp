@@ -24,9 +24,7 @@ class training_data {
   virtual bool is_classifier() const = 0;
   // Language models only: cross-entropy of the evaluation tokens under the
   // training set's byte frequencies (add-one smoothed).
-  virtual double unigram_loss(int64_t batch_size) const { return 0; }
-  // Rows each sample contributes to a batch (the context length for text).
-  virtual int64_t rows_per_sample() const { return 1; }
+  virtual double unigram_loss() const { return 0; }
 };
 
 // Pixels are standardised with the training set's mean and deviation.

@@ -63,11 +63,6 @@ class distributed_gemm final : public gemm_engine<float> {
   void gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b, bool trans_b,
             mut_view<float> c, float beta) override;
 
-  const std::map<int32_t, device_account>& devices() const { return accounts_; }
-  const step_account& totals() const { return totals_; }
-  uint64_t tiles_total() const { return tiles_total_; }
-  uint64_t local_gemms() const { return local_gemms_; }
-  uint64_t refused_results() const { return refused_; }
   runtime_accounts accounts() const {
     return {accounts_, totals_, tiles_total_, local_gemms_, refused_};
   }

@@ -253,7 +253,7 @@ caf::expected<train_result> trainer::run() {
     spdlog::info("test accuracy {:.4f}, test loss {:.4f}", res.test_accuracy, res.test_loss);
   } else {
     res.val_loss = ev.loss_sum / ev.rows;
-    res.unigram_loss = data_.unigram_loss(opts_.batch);
+    res.unigram_loss = data_.unigram_loss();
     spdlog::info("validation loss {:.4f} (unigram baseline {:.4f}, {:.1f}% below)", res.val_loss,
                  res.unigram_loss, 100.0 * (1.0 - res.val_loss / res.unigram_loss));
   }
