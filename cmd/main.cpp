@@ -57,6 +57,15 @@ int main(int argc, char** argv) {
   if (cfg.max_tiles_per_device < 1) return usage_error("--max-tiles-per-device must be >= 1");
   if (!(cfg.tile_timeout > 0) || !(cfg.heartbeat > 0) || !(cfg.ps_flops > 0) || !(cfg.ps_egress > 0))
     return usage_error("--tile-timeout, --heartbeat, --ps-flops and --ps-egress must be positive");
+  if (!(cfg.churn_rate >= 0 && cfg.churn_rate <= 100)) return usage_error("--churn-rate must be in [0, 100]");
+  if (!cfg.churn.empty() && cfg.churn_rate > 0) return usage_error("use --churn or --churn-rate, not both");
+  if ((!cfg.churn.empty() || cfg.churn_rate > 0) && cfg.role != "all")
+    return usage_error("--churn and --churn-rate emulate churn in the in-process fleet (--role=all); "
+                       "kill real device processes instead");
+  if (!(cfg.speculate >= 0)) return usage_error("--speculate must be >= 0");
+  if (!(cfg.suspect_phi > 0 && cfg.dead_phi > cfg.suspect_phi))
+    return usage_error("--suspect-phi must be positive and below --dead-phi");
+  if (!(cfg.reconnect_seconds >= 0)) return usage_error("--reconnect-seconds must be >= 0");
   if (cfg.role == "all") return run_all(cfg, *opts, threads);
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
   if (cfg.role == "device") return run_device(cfg, threads);

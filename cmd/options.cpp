@@ -52,7 +52,13 @@ cleave_config::cleave_config() {
     .add(max_tiles_per_device, "max-tiles-per-device", "planner: most tiles of one GEMM per device (default 4)")
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)")
     .add(bulk, "bulk", "--role=device: take tiles over the ps's bulk tensor channel")
-    .add(bulk_port, "bulk-port", "--role=ps: port of the bulk tensor channel (default: any free port)");
+    .add(bulk_port, "bulk-port", "--role=ps: port of the bulk tensor channel (default: any free port)")
+    .add(churn, "churn", "--role=all: churn schedule file (JSON, see README)")
+    .add(churn_rate, "churn-rate", "--role=all: random churn events per step, drawn from --seed")
+    .add(speculate, "speculate", "copy a GEMM's unfinished tiles to idle devices past this x its predicted time (default 3, 0: off)")
+    .add(suspect_phi, "suspect-phi", "detector: phi at which a device is suspected (default 3)")
+    .add(dead_phi, "dead-phi", "detector: phi at which a device is declared dead (default 8)")
+    .add(reconnect_seconds, "reconnect-seconds", "--role=device: keep trying to reach the ps this long (default 60)");
   add_cleave_message_types(*this);
   add_planner_message_types(*this);
   transport::add_transport_message_types(*this);

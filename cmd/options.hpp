@@ -57,6 +57,13 @@ class cleave_config : public caf::actor_system_config {
   bool bulk = false;           // --role=device: tiles over the ps's bulk channel
   int bulk_port = 0;           // --role=ps: port of the bulk channel (0: any free port)
   double progress_seconds = 5;
+  // churn and recovery
+  std::string churn;           // --role=all: churn schedule file
+  double churn_rate = 0;       // --role=all: random churn events per step (with --seed)
+  double speculate = 3;        // copies of straggling tiles past this x the predicted time (0: off)
+  double suspect_phi = 3;      // detector: suspicion level at which a device is suspected
+  double dead_phi = 8;         // detector: ... and declared dead
+  double reconnect_seconds = 60;  // --role=device: how long to keep trying to reach the ps
 };
 
 // Checks every value and fills in model-dependent defaults. Errors are one

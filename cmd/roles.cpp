@@ -9,6 +9,7 @@
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/churn/churn_actor.hpp"
 #include "actors/detector/detector_actor.hpp"
 #include "actors/device/device_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
@@ -36,16 +37,31 @@ caf::actor registered(caf::actor_system& sys, const char* name) {
   return caf::actor_cast<caf::actor>(sys.registry().get(caf::atom_from_string(name)));
 }
 
+// The churn actor's summary (counts, detection latencies) as JSON.
+nlohmann::json churn_summary(caf::actor_system& sys, const caf::actor& churn) {
+  nlohmann::json out = nlohmann::json::object();
+  caf::scoped_actor self{sys};
+  self->request(churn, std::chrono::seconds(10), caf::get_atom::value)
+    .receive([&](const std::string& text) { out = nlohmann::json::parse(text, nullptr, false); },
+             [&](caf::error& err) {
+               spdlog::warn("churn actor did not report: {}", sys.render(err));
+             });
+  return out;
+}
+
 // Runs the training loop with `engine` (null: the local reference) and
-// writes the report.
+// writes the report. `churn`, if set, is told every step.
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
-          distributed_gemm* engine) {
+          distributed_gemm* engine, caf::actor churn = {}) {
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
   trainer t(opts, **data, engine != nullptr ? *engine : default_gemm_engine<float>());
   runtime_accounts training;
   if (engine != nullptr) {
-    t.before_step = [&](int64_t step) { return engine->begin_step(static_cast<uint64_t>(step)); };
+    t.before_step = [&](int64_t step) {
+      if (churn) caf::anon_send(churn, churn_atom::value, step + 1);
+      return engine->begin_step(static_cast<uint64_t>(step));
+    };
     t.after_training = [&] { training = engine->accounts(); };
   }
   auto res = t.run();
@@ -63,6 +79,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     auto doc = make_report(opts, *res, devices, threads);
     if (engine != nullptr)
       add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
+    if (churn) doc["churn"] = churn_summary(churn.home_system(), churn);
     if (auto err = write_json_file(cfg.report, doc)) return runtime_error(describe(err));
     spdlog::info("report written to {}", cfg.report);
   }
@@ -71,9 +88,13 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
 
 // Training over whatever fleet the planner has.
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
-                   int threads, caf::actor planner, int devices, caf::actor gateway = {}) {
-  distributed_gemm engine(sys, std::move(planner), cfg.tile_timeout, std::move(gateway));
-  return train(cfg, opts, threads, devices, &engine);
+                   int threads, caf::actor planner, int devices, caf::actor gateway = {},
+                   caf::actor churn = {}) {
+  engine_options eopts;
+  eopts.tile_timeout_seconds = cfg.tile_timeout;
+  eopts.speculate_factor = cfg.speculate;
+  distributed_gemm engine(sys, std::move(planner), eopts, std::move(gateway));
+  return train(cfg, opts, threads, devices, &engine, std::move(churn));
 }
 
 planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t bulk_port = 0) {
@@ -90,6 +111,9 @@ planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t
 detector_options detector_opts(const cleave_config& cfg) {
   detector_options o;
   o.heartbeat_seconds = cfg.heartbeat;
+  o.suspect_phi = cfg.suspect_phi;
+  o.dead_phi = cfg.dead_phi;
+  o.dead_min_silence_seconds = 3.5 * cfg.heartbeat;
   return o;
 }
 
@@ -124,6 +148,16 @@ caf::expected<std::vector<device_profile>> in_process_fleet(const cleave_config&
   return default_fleet(cfg.devices);
 }
 
+caf::expected<churn_schedule> churn_for(const cleave_config& cfg, int devices) {
+  if (!cfg.churn.empty()) return churn_schedule::from_file(cfg.churn, devices);
+  if (cfg.churn_rate > 0) {
+    auto joiner = preset_profile(cfg.profile.empty() ? "vm" : cfg.profile);
+    if (!joiner) return joiner.error();
+    return churn_schedule::random(cfg.churn_rate, static_cast<uint64_t>(cfg.seed), devices, *joiner);
+  }
+  return churn_schedule{};
+}
+
 // The supervisor starts its children when it initialises; one round trip
 // ensures that has happened and the registry names them.
 caf::actor start_supervisor(caf::actor_system& sys, std::vector<child_spec> children) {
@@ -148,17 +182,31 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   set_gemm_threads(1);
   caf::actor_system sys{cfg};
   auto children = control_plane(cfg, cfg.min_devices >= 0 ? cfg.min_devices : n);
+  device_options base;
+  base.heartbeat_seconds = cfg.heartbeat;
   for (int i = 0; i < n; ++i) {
-    device_options dopt;
+    device_options dopt = base;
     dopt.profile = (*fleet)[static_cast<size_t>(i)];
-    dopt.heartbeat_seconds = cfg.heartbeat;
-    children.push_back({"device" + std::to_string(i), [dopt](caf::local_actor* sup) {
+    children.push_back({device_name(i),
+                        [dopt](caf::local_actor* sup) {
                           return sup->spawn(device_actor, dopt, registered(sup->system(), "planner"));
-                        }});
+                        },
+                        false});
   }
+  auto schedule = churn_for(cfg, n);
+  if (!schedule) return usage_error(describe(schedule.error()));
+  const bool churning = !schedule->empty();
+  if (churning)
+    children.push_back({"churn",
+                        [s = std::move(*schedule), base](caf::local_actor* sup) {
+                          return sup->spawn(churn_actor, s, base,
+                                            registered(sup->system(), "planner"));
+                        },
+                        false});
   auto supervisor = start_supervisor(sys, std::move(children));
   spdlog::info("in-process fleet: {} emulated devices", n);
-  const int rc = train_on_fleet(sys, cfg, opts, threads, registered(sys, "planner"), n);
+  const int rc = train_on_fleet(sys, cfg, opts, threads, registered(sys, "planner"), n, {},
+                                churning ? registered(sys, "churn") : caf::actor{});
   stop(supervisor);
   return rc;
 }
@@ -217,6 +265,20 @@ void on_stop_signal(int) { stop_requested = true; }
 
 }  // namespace
 
+// Connects to a published actor, retrying a refused connection until
+// `patience` seconds have passed.
+caf::expected<caf::actor> reach(caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
+                                double patience) {
+  const auto give_up = std::chrono::steady_clock::now()
+                       + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(patience));
+  for (;;) {
+    auto actor = sys.middleman().remote_actor(at.first, at.second);
+    if (actor || stop_requested || std::chrono::steady_clock::now() >= give_up) return actor;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 int run_service(cleave_config& cfg) {
   auto endpoint = parse_endpoint(cfg.listen, "listen", true);
   if (!endpoint) return usage_error(describe(endpoint.error()));
@@ -262,20 +324,39 @@ int run_device(cleave_config& cfg, int threads) {
   if (!profile) return usage_error(describe(profile.error()));
   set_gemm_threads(threads);
   caf::actor_system sys{cfg};
-  auto planner = sys.middleman().remote_actor(endpoint->first, endpoint->second);
-  if (!planner)
-    return runtime_error("cannot reach the ps at " + cfg.connect + ": " + sys.render(planner.error()));
   device_options dopt;
   dopt.profile = *profile;
   dopt.paced = false;  // a real device is as fast as it is
   dopt.heartbeat_seconds = cfg.heartbeat;
   if (cfg.bulk) dopt.bulk_host = endpoint->first;
-  auto device = sys.spawn(device_actor, dopt, *planner);
-  spdlog::info("device: joined {} as a '{}' device", cfg.connect, profile->name);
-  caf::scoped_actor self{sys};
-  self->monitor(device);
-  self->receive([](const caf::down_msg&) {});
-  spdlog::info("device: the ps has gone; exiting");
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  // A ps that restarts (--resume) comes back at the same address: the
+  // device joins it again, as a new member, without a manual step.
+  for (int joins = 0; !stop_requested; ++joins) {
+    auto planner = reach(sys, *endpoint, cfg.reconnect_seconds);
+    if (!planner) {
+      if (joins == 0)
+        return runtime_error("cannot reach the ps at " + cfg.connect + ": " + sys.render(planner.error()));
+      spdlog::info("device: the ps at {} did not come back within {} s; exiting", cfg.connect,
+                   cfg.reconnect_seconds);
+      return 0;
+    }
+    auto device = sys.spawn(device_actor, dopt, *planner);
+    spdlog::info("device: {} {} as a '{}' device", joins == 0 ? "joined" : "rejoined", cfg.connect,
+                 profile->name);
+    caf::scoped_actor self{sys};
+    self->monitor(device);
+    bool gone = false;
+    while (!gone && !stop_requested)
+      self->receive([&](const caf::down_msg&) { gone = true; },
+                    caf::after(std::chrono::milliseconds(200)) >> [] {});
+    if (!gone) {
+      self->send_exit(device, caf::exit_reason::user_shutdown);
+      break;
+    }
+    spdlog::info("device: the ps has gone; reconnecting");
+  }
   return 0;
 }
 

@@ -36,4 +36,5 @@ struct Checkpoint {
   epoch @5 :UInt64;              # data position: epoch ...
   indexInEpoch @6 :UInt64;       # ... and samples consumed within it
   parameters @7 :List(Parameter);
+  restarts @8 :UInt64;           # times training was resumed on the way here
 }

@@ -128,6 +128,7 @@ caf::expected<std::string> write_checkpoint(const std::string& dir, const checkp
   root.setStep(ck.step);
   root.setEpoch(ck.epoch);
   root.setIndexInEpoch(ck.index_in_epoch);
+  root.setRestarts(ck.restarts);
   auto params = root.initParameters(static_cast<unsigned>(ck.parameters.size()));
   for (size_t i = 0; i < ck.parameters.size(); ++i) {
     const auto& p = ck.parameters[i];
@@ -235,6 +236,7 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
     ck.step = root.getStep();
     ck.epoch = root.getEpoch();
     ck.index_in_epoch = root.getIndexInEpoch();
+    ck.restarts = root.getRestarts();
     for (auto p : root.getParameters()) {
       parameter_state ps;
       ps.name = p.getName().cStr();

@@ -38,6 +38,7 @@ struct checkpoint {
   uint64_t step = 0;
   uint64_t epoch = 0;
   uint64_t index_in_epoch = 0;
+  uint64_t restarts = 0;  // times training was resumed on the way here
   std::vector<parameter_state> parameters;
 };
 

@@ -36,6 +36,10 @@ using fleet_atom = caf::atom_constant<caf::atom("fleet")>;
 using event_atom = caf::atom_constant<caf::atom("event")>;
 using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
 using watch_atom = caf::atom_constant<caf::atom("watch")>;
+// Emulated churn, obeyed only by paced (in-process, emulated) devices.
+using churn_atom = caf::atom_constant<caf::atom("churn")>;
+using hang_atom = caf::atom_constant<caf::atom("hang")>;
+using slow_atom = caf::atom_constant<caf::atom("slow")>;
 
 // A tile is identified by the step, the GEMM's position in that step, and the
 // tile's index in the GEMM's plan: the idempotency key.

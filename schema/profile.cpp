@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "schema/json_file.hpp"
+
 #include "schema/errors.hpp"
 
 namespace cleave {
@@ -68,13 +70,9 @@ std::vector<device_profile> default_fleet(int n) {
 }
 
 caf::expected<std::vector<device_profile>> read_fleet_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return fail("cannot open fleet file " + path);
-  in.seekg(0, std::ios::end);
-  if (in.tellg() > (1 << 20)) return fail(path + ": fleet file larger than 1 MiB");
-  in.seekg(0);
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-  if (doc.is_discarded()) return fail(path + ": not valid JSON");
+  auto parsed = read_json_file(path, "fleet file");
+  if (!parsed) return parsed.error();
+  const nlohmann::json& doc = *parsed;
   if (!doc.is_object() || !doc.contains("devices") || !doc["devices"].is_array())
     return fail(path + ": expected an object with a \"devices\" array");
   std::vector<device_profile> fleet;

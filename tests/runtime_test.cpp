@@ -18,6 +18,30 @@ namespace {
 
 enum class rogue_mode { wrong_shape, nan, unknown_task };
 
+engine_options timeout(double seconds, double speculate = 0) {
+  engine_options o;
+  o.tile_timeout_seconds = seconds;
+  o.speculate_factor = speculate;
+  return o;
+}
+
+// Joins like a device, takes tiles and never answers. With `heartbeats` it
+// still looks alive to the detector (a straggler); without, it goes silent.
+caf::behavior black_hole(caf::event_based_actor* self, caf::actor planner, bool heartbeats) {
+  self->request(planner, caf::infinite, join_atom::value,
+                join_request{message_schema_version, *preset_profile("fast")})
+    .then([=](welcome_atom, int32_t id, caf::actor detector, uint16_t) {
+      if (heartbeats) self->send(self, tick_atom::value, id, detector);
+    });
+  return {
+    [=](tick_atom, int32_t id, caf::actor detector) {
+      self->send(detector, heartbeat_atom::value, id);
+      self->delayed_send(self, std::chrono::milliseconds(100), tick_atom::value, id, detector);
+    },
+    [](tile_task&) {},
+  };
+}
+
 // Joins like a device and answers every task badly.
 caf::behavior rogue_device(caf::event_based_actor* self, caf::actor planner, rogue_mode mode) {
   auto my_id = std::make_shared<int32_t>(-1);
@@ -124,7 +148,7 @@ void check_products(distributed_gemm& eng, double tol) {
 TEST_F(runtime, tiles_on_devices_equal_the_local_product) {
   for (int i = 0; i < 4; ++i) add_device(*preset_profile("fast"));
   expect_fleet(4);
-  distributed_gemm eng(sys, planner, 10.0);
+  distributed_gemm eng(sys, planner, timeout(10.0));
   check_products(eng, 1e-5);
   const auto acc = eng.accounts();
   EXPECT_GT(acc.tiles, 0u) << "nothing was distributed: the test proves nothing";
@@ -141,7 +165,7 @@ TEST_P(rogue, bad_results_are_refused_and_the_product_still_completes) {
   expect_fleet(1);
   for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
   expect_fleet(4);
-  distributed_gemm eng(sys, planner, 2.0);
+  distributed_gemm eng(sys, planner, timeout(2.0));
   check_products(eng, 1e-5);
   if (GetParam() == rogue_mode::unknown_task) {
     // Results for tasks nobody issued are dropped; the rogue's real tiles
@@ -156,6 +180,63 @@ INSTANTIATE_TEST_SUITE_P(modes, rogue,
                          ::testing::Values(rogue_mode::wrong_shape, rogue_mode::nan,
                                            rogue_mode::unknown_task));
 
+double seconds_of(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST_F(runtime, a_device_killed_mid_gemm_costs_only_its_tiles) {
+  // The doomed device joins first, heartbeats, and takes tiles it never
+  // answers; it is killed 200 ms in. Speculation is off and the tile
+  // timeout (30 s) far away: only the kill's detection can finish the GEMM.
+  auto doomed = sys.spawn(black_hole, planner, true);
+  spawned.push_back(doomed);
+  expect_fleet(1);
+  for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
+  expect_fleet(4);
+  distributed_gemm eng(sys, planner, timeout(30.0));
+  caf::delayed_anon_send(doomed, std::chrono::milliseconds(200), caf::exit_msg{{}, caf::exit_reason::kill});
+  const auto t0 = std::chrono::steady_clock::now();
+  check_products(eng, 1e-5);
+  EXPECT_LT(seconds_of(t0), 5.0);
+  const auto acc = eng.accounts();
+  EXPECT_EQ(acc.churn.failures_detected, 1u);
+  EXPECT_GT(acc.churn.tiles_reassigned, 0u);
+  EXPECT_EQ(acc.churn.tiles_timed_out, 0u);
+  EXPECT_GT(acc.churn.recovery_seconds, 0.0);
+}
+
+TEST_F(runtime, a_silent_device_is_suspected_and_its_tiles_move) {
+  // No heartbeats, no answers, never killed: phi-accrual suspicion alone
+  // must move its tiles.
+  spawned.push_back(sys.spawn(black_hole, planner, false));
+  expect_fleet(1);
+  for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
+  expect_fleet(4);
+  distributed_gemm eng(sys, planner, timeout(30.0));
+  const auto t0 = std::chrono::steady_clock::now();
+  check_products(eng, 1e-5);
+  EXPECT_LT(seconds_of(t0), 5.0);
+  EXPECT_GE(eng.accounts().churn.failures_detected, 1u);
+  EXPECT_GT(eng.accounts().churn.tiles_reassigned, 0u);
+}
+
+TEST_F(runtime, a_straggler_s_tiles_are_copied_and_the_first_result_wins) {
+  // Heartbeats keep the straggler above suspicion; only speculative copies
+  // (past 0.05 s) finish its tiles before the 30 s timeout.
+  spawned.push_back(sys.spawn(black_hole, planner, true));
+  expect_fleet(1);
+  for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
+  expect_fleet(4);
+  distributed_gemm eng(sys, planner, timeout(30.0, 1.0));
+  const auto t0 = std::chrono::steady_clock::now();
+  check_products(eng, 1e-5);
+  EXPECT_LT(seconds_of(t0), 5.0);
+  const auto acc = eng.accounts();
+  EXPECT_GT(acc.churn.speculative_tiles, 0u);
+  EXPECT_EQ(acc.churn.failures_detected, 0u);
+  EXPECT_EQ(acc.churn.tiles_timed_out, 0u);
+}
+
 TEST_F(runtime, a_device_too_small_for_any_tile_gets_none) {
   for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
   auto tiny = *preset_profile("fast");
@@ -163,7 +244,7 @@ TEST_F(runtime, a_device_too_small_for_any_tile_gets_none) {
   tiny.memory_bytes = 1 << 20;  // 1 MiB: no tile of these products fits
   add_device(tiny);
   expect_fleet(4);
-  distributed_gemm eng(sys, planner, 10.0);
+  distributed_gemm eng(sys, planner, timeout(10.0));
   ASSERT_FALSE(eng.begin_step(1));
   const tensor x = random_matrix(512, 512, 1), w = random_matrix(512, 512, 2);
   tensor y(512, 512);

@@ -1,5 +1,6 @@
 #include "actors/detector/detector_actor.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -22,6 +23,10 @@ void publish(caf::stateful_actor<detector_state>* self, fleet_event ev) {
 caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector_options opts) {
   self->state.opts = opts;
   self->set_down_handler([=](const caf::down_msg& msg) {
+    auto& subs = self->state.subscribers;
+    subs.erase(std::remove_if(subs.begin(), subs.end(),
+                              [&](const caf::actor& s) { return s.address() == msg.source; }),
+               subs.end());
     for (auto& [id, dev] : self->state.devices) {
       if (dev.handle.address() == msg.source && !dev.dead) {
         dev.dead = true;
@@ -64,7 +69,8 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector
       for (auto& [id, dev] : st.devices) {
         if (dev.dead) continue;
         const double phi = dev.level.phi(now);
-        if (phi >= st.opts.dead_phi) {
+        const double silence = now - dev.level.last_heartbeat();
+        if (phi >= st.opts.dead_phi && silence >= st.opts.dead_min_silence_seconds) {
           dev.dead = true;
           publish(self, {fleet_event_kind::dead, id, phi});
         } else if (phi >= st.opts.suspect_phi && !dev.suspected) {

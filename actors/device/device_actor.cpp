@@ -106,8 +106,8 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
   const auto now = caf::make_timestamp();
   auto delay = caf::timespan{0};
   if (s.opts.paced) {
-    const double paced = paced_seconds(s.opts.profile, bytes_down, 2.0 * m * n * k,
-                                       res.data.size() * sizeof(float));
+    const double paced = s.slowdown * paced_seconds(s.opts.profile, bytes_down, 2.0 * m * n * k,
+                                                    res.data.size() * sizeof(float));
     const auto begin = std::max(start, s.busy_until);
     const auto finish = std::max(now, begin + std::chrono::duration_cast<caf::timespan>(seconds_d{paced}));
     s.busy_until = finish;
@@ -176,11 +176,13 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
   return {
     [=](tick_atom) {
       auto& s = self->state;
+      if (s.hung) return;
       if (s.detector) self->send(s.detector, heartbeat_atom::value, s.id);
       self->delayed_send(self, std::chrono::duration_cast<caf::timespan>(seconds_d{s.opts.heartbeat_seconds}),
                          tick_atom::value);
     },
     [=](tile_task& task) {
+      if (self->state.hung) return;
       run_task(self, task, reply_path{caf::actor_cast<caf::actor>(self->current_sender()), false});
     },
     [=](transport::bulk_frame_atom, transport::bulk_frame& f) {
@@ -192,6 +194,21 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
         spdlog::warn("device {}: refusing a bulk frame: {}", self->state.id,
                      self->system().render(task.error()));
       return std::move(f.payload);
+    },
+    [=](caf::get_atom) { return self->state.id; },
+    [=](hang_atom) {
+      if (!self->state.opts.paced) {
+        spdlog::warn("device {}: ignoring emulated churn (a real device)", self->state.id);
+        return;
+      }
+      self->state.hung = true;
+    },
+    [=](slow_atom, double factor) {
+      if (!self->state.opts.paced || !(factor >= 1 && factor <= 1000)) {
+        spdlog::warn("device {}: ignoring emulated slowdown {}", self->state.id, factor);
+        return;
+      }
+      self->state.slowdown = factor;
     },
     [=](transport::bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
     [=](transport::bulk_closed_atom, uint64_t, const std::string& reason) {

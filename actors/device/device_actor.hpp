@@ -2,7 +2,9 @@
 // A device: joins through the planner, heartbeats to the detector, computes
 // the sub-GEMM tiles it is sent and keeps a bounded cache of operand blocks.
 // An emulated device (in-process fleet) also paces its replies so its tile
-// times follow its declared profile.
+// times follow its declared profile, and obeys emulated churn: (hang_atom)
+// makes it silent, (slow_atom, factor) slows its pacing. (get_atom) answers
+// its fleet id.
 
 #include <caf/all.hpp>
 
@@ -26,6 +28,8 @@ struct device_state {
   caf::actor detector;
   caf::timestamp busy_until;  // paced work already promised
   caf::actor bulk;            // the bulk channel to the PS, when used
+  bool hung = false;          // emulated churn: silent, no heartbeats, no answers
+  double slowdown = 1;        // emulated churn: paced times multiplied by this
   static inline const char* name = "cleave.device";
 };
 

@@ -10,19 +10,42 @@ namespace {
 
 std::vector<device_view> views(const planner_state& st) {
   std::vector<device_view> out;
-  for (const auto& [id, m] : st.alive) out.push_back(device_view{id, m.profile, 0});
+  for (const auto& [id, m] : st.alive)
+    if (st.suspected.count(id) == 0) out.push_back(device_view{id, m.profile, 0});
   return out;
 }
 
 std::vector<fleet_member> members(const planner_state& st) {
   std::vector<fleet_member> out;
-  for (const auto& [id, m] : st.alive) out.push_back(m);
+  for (const auto& [id, m] : st.alive)
+    if (st.suspected.count(id) == 0) out.push_back(m);
   return out;
+}
+
+// Applies a detector event to the registry; true when the usable fleet changed.
+bool apply(planner_state& st, const fleet_event& ev) {
+  switch (ev.kind) {
+    case fleet_event_kind::dead:
+      st.suspected.erase(ev.device);
+      return st.alive.erase(ev.device) > 0;
+    case fleet_event_kind::suspect:
+      return st.alive.count(ev.device) > 0 && st.suspected.insert(ev.device).second;
+    case fleet_event_kind::rejoin:
+      return st.suspected.erase(ev.device) > 0;
+    case fleet_event_kind::join:
+      return false;  // the planner itself admitted it
+  }
+  return false;
 }
 
 void answer_waiters(caf::stateful_actor<planner_state>* self) {
   auto& st = self->state;
-  if (static_cast<int>(st.alive.size()) < st.opts.min_devices) return;
+  // min_devices gates the first step only: a fleet that shrinks later must
+  // not stall training (the PS computes what no device can take).
+  if (!st.quorum_reached
+      && static_cast<int>(st.alive.size() - st.suspected.size()) < st.opts.min_devices)
+    return;
+  st.quorum_reached = true;
   for (auto& rp : st.waiting_for_fleet) rp.deliver(st.version, members(st));
   st.waiting_for_fleet.clear();
 }
@@ -57,11 +80,15 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
     },
     [=](event_atom, const fleet_event& ev) {
       auto& st = self->state;
-      if (ev.kind == fleet_event_kind::dead && st.alive.erase(ev.device) > 0) {
+      if (apply(st, ev)) {
         ++st.version;
-        spdlog::info("planner: device {} is dead; {} alive", ev.device, st.alive.size());
+        spdlog::info("planner: device {} is {}; {} alive, {} suspected", ev.device,
+                     to_string(ev.kind), st.alive.size(), st.suspected.size());
+        answer_waiters(self);
       }
+      for (auto& sub : st.subscribers) self->send(sub, event_atom::value, ev);
     },
+    [=](subscribe_atom, caf::actor sub) { self->state.subscribers.push_back(std::move(sub)); },
     [=](fleet_atom) {
       auto rp = self->make_response_promise();
       self->state.waiting_for_fleet.push_back(rp);

@@ -4,6 +4,7 @@
 // actor only keeps state and answers.
 
 #include <map>
+#include <set>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -62,7 +63,10 @@ struct planner_state {
   caf::actor detector;
   int32_t next_id = 0;
   uint64_t version = 0;  // bumped on every membership change
+  bool quorum_reached = false;  // min_devices were usable once
   std::map<int32_t, fleet_member> alive;
+  std::set<int32_t> suspected;  // alive but left out of plans until they rejoin
+  std::vector<caf::actor> subscribers;  // PS engines: they act on events mid-GEMM
   std::vector<caf::response_promise> waiting_for_fleet;
   static inline const char* name = "cleave.planner";
 };
@@ -70,7 +74,9 @@ struct planner_state {
 // Messages:
 //   (join_atom, join_request)            -> (welcome_atom, id, detector, bulk_port)  from a device
 //   (event_atom, fleet_event)                                              from the detector
-//   (fleet_atom)                         -> (version, vector<fleet_member>) once min_devices joined
+//   (subscribe_atom, actor)              the actor receives every fleet event after the planner acted on it
+//   (fleet_atom)                         -> (version, vector<fleet_member>) once min_devices joined;
+//                                           suspected devices are left out
 //   (plan_atom, gemm_problem)            -> plan
 //   (mirror_atom, plan, gemm_role, gemm_problem) -> plan (mirror, or a fresh plan when a device is gone)
 caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_options opts,

@@ -1,7 +1,9 @@
 #include "actors/ps/distributed_gemm.hpp"
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <spdlog/spdlog.h>
 
@@ -18,6 +20,10 @@ double since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+double seconds_now() {
+  return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
+}
+
 bool all_finite(const std::vector<float>& v) {
   for (float x : v)
     if (!std::isfinite(x)) return false;
@@ -27,20 +33,15 @@ bool all_finite(const std::vector<float>& v) {
 }  // namespace
 
 distributed_gemm::distributed_gemm(caf::actor_system& sys, caf::actor planner,
-                                   double tile_timeout_seconds, caf::actor gateway)
-    : self_(sys),
-      planner_(std::move(planner)),
-      gateway_(std::move(gateway)),
-      tile_timeout_(std::chrono::duration_cast<caf::timespan>(
-        std::chrono::duration<double>(tile_timeout_seconds))) {
-  if (gateway_) self_->send(gateway_, subscribe_atom::value, caf::actor_cast<caf::actor>(self_));
+                                   engine_options opts, caf::actor gateway)
+    : self_(sys), planner_(std::move(planner)), gateway_(std::move(gateway)), opts_(opts) {
+  const auto me = caf::actor_cast<caf::actor>(self_);
+  self_->send(planner_, subscribe_atom::value, me);
+  if (gateway_) self_->send(gateway_, subscribe_atom::value, me);
 }
 
-caf::error distributed_gemm::begin_step(uint64_t step) {
-  step_ = step;
-  gemm_seq_ = 0;
-  forward_plans_.clear();
-  sent_.clear();
+caf::error distributed_gemm::refresh_fleet() {
+  fleet_stale_ = false;
   caf::error err;
   self_->request(planner_, caf::infinite, fleet_atom::value)
     .receive(
@@ -57,6 +58,14 @@ caf::error distributed_gemm::begin_step(uint64_t step) {
       [&](caf::error& e) { err = std::move(e); });
   if (err) return fail("cannot reach the planner: " + self_->system().render(err));
   return caf::none;
+}
+
+caf::error distributed_gemm::begin_step(uint64_t step) {
+  step_ = step;
+  gemm_seq_ = 0;
+  forward_plans_.clear();
+  sent_.clear();
+  return refresh_fleet();
 }
 
 const plan& distributed_gemm::plan_for(gemm_tag tag, const gemm_problem& g) {
@@ -130,8 +139,8 @@ operand distributed_gemm::cut(const_view<float> m, bool trans, const block_ref& 
   return op;
 }
 
-void distributed_gemm::send_task(const inputs& in, pending_tile& p, bool with_all_data) {
-  const int32_t dev = p.where.device;
+void distributed_gemm::send_task(const inputs& in, pending_tile& p, int32_t dev,
+                                 bool with_all_data) {
   auto& known = sent_[dev];
   auto& acct = accounts_[dev];
   tile_task msg;
@@ -146,6 +155,8 @@ void distributed_gemm::send_task(const inputs& in, pending_tile& p, bool with_al
       known.insert(ref->key);
     }
   }
+  if (std::find(p.holders.begin(), p.holders.end(), dev) == p.holders.end())
+    p.holders.push_back(dev);
   const auto& member = fleet_.at(dev);
   if (member.bulk && gateway_)
     self_->send(gateway_, task_atom::value, dev, std::move(msg));
@@ -158,7 +169,7 @@ bool distributed_gemm::accept(pending_tile& p, tile_result& r) {
   const int64_t rows = t.m1 - t.m0;
   const int64_t cols = t.n1 - t.n0;
   const char* problem = nullptr;
-  if (r.device != p.where.device)
+  if (std::find(p.holders.begin(), p.holders.end(), r.device) == p.holders.end())
     problem = "from a device the tile was not given to";
   else if (r.rows != rows || r.cols != cols || static_cast<int64_t>(r.data.size()) != rows * cols)
     problem = "of the wrong shape";
@@ -182,22 +193,180 @@ bool distributed_gemm::accept(pending_tile& p, tile_result& r) {
   return true;
 }
 
-void distributed_gemm::reassign(const inputs& in, pending_tile& p) {
-  // Next device in id order after the one that failed; the PS itself when
-  // none is left that can hold the tile.
+int32_t distributed_gemm::least_loaded(const gemm_call& call, const pending_tile& p) const {
+  // Among usable devices that can hold the tile and are not already on it:
+  // the one with the fewest unfinished tiles of this GEMM, then the lowest id.
+  std::map<int32_t, size_t> load;
+  for (const auto& pt : call.tiles)
+    if (!pt.done)
+      for (int32_t d : pt.holders) ++load[d];
   const uint64_t need = tile_working_set(p.where.t);
-  int32_t next = -1;
-  for (int pass = 0; pass < 2 && next < 0; ++pass)
-    for (const auto& [id, m] : fleet_)
-      if ((pass == 1 || id > p.where.device) && id != p.where.device
-          && m.profile.memory_bytes >= need && (next < 0 || id < next))
-        next = id;
+  int32_t best = -1;
+  size_t best_load = 0;
+  for (const auto& [id, m] : fleet_) {
+    if (m.profile.memory_bytes < need) continue;
+    if (std::find(p.holders.begin(), p.holders.end(), id) != p.holders.end()) continue;
+    const size_t l = load.count(id) != 0 ? load.at(id) : 0;
+    if (best < 0 || l < best_load) {
+      best = id;
+      best_load = l;
+    }
+  }
+  return best;
+}
+
+void distributed_gemm::reassign(gemm_call& call, pending_tile& p) {
+  // The PS itself computes the tile when no device is left that can hold it.
+  const int32_t next = least_loaded(call, p);
   p.where.device = next;
-  if (next >= 0) send_task(in, p, true);
+  if (next >= 0) send_task(call.in, p, next, true);
+}
+
+void distributed_gemm::on_event(const fleet_event& ev, gemm_call* call) {
+  const int32_t dev = ev.device;
+  if (ev.kind == fleet_event_kind::join || ev.kind == fleet_event_kind::rejoin) {
+    fleet_stale_ = true;  // usable from the next GEMM
+    return;
+  }
+  // Dead or suspected: plan around it from now on.
+  if (fleet_.erase(dev) == 0) return;
+  ++churn_.failures_detected;
+  spdlog::info("device {} is {}; its outstanding tiles go to other devices", dev,
+               to_string(ev.kind));
+  for (auto it = plans_.begin(); it != plans_.end();) {
+    const auto& tiles = it->second.tiles;
+    const bool uses = std::any_of(tiles.begin(), tiles.end(),
+                                  [&](const assignment& a) { return a.device == dev; });
+    it = uses ? plans_.erase(it) : std::next(it);
+  }
+  if (call == nullptr) return;
+  for (auto& pt : call->tiles) {
+    if (pt.done) continue;
+    auto h = std::find(pt.holders.begin(), pt.holders.end(), dev);
+    if (h == pt.holders.end()) continue;
+    pt.holders.erase(h);
+    if (call->failed_at < 0) call->failed_at = seconds_now();
+    if (!pt.holders.empty()) continue;  // a copy is still running elsewhere
+    ++churn_.tiles_reassigned;
+    reassign(*call, pt);
+  }
+}
+
+void distributed_gemm::speculate(gemm_call& call) {
+  std::set<int32_t> busy;
+  for (const auto& pt : call.tiles)
+    if (!pt.done) busy.insert(pt.holders.begin(), pt.holders.end());
+  std::vector<int32_t> idle;
+  const auto& first_undone = *std::find_if(call.tiles.begin(), call.tiles.end(),
+                                           [](const pending_tile& pt) { return !pt.done; });
+  for (const auto& [id, m] : fleet_)
+    if (busy.count(id) == 0 && m.profile.memory_bytes >= tile_working_set(first_undone.where.t))
+      idle.push_back(id);
+  auto next_idle = idle.begin();
+  for (auto& pt : call.tiles) {
+    if (next_idle == idle.end()) break;
+    if (pt.done || pt.speculated || pt.holders.empty()) continue;
+    if (fleet_.at(*next_idle).profile.memory_bytes < tile_working_set(pt.where.t)) continue;
+    pt.speculated = true;
+    ++churn_.speculative_tiles;
+    spdlog::debug("speculative copy of step {} gemm {} tile {} (on {}) to device {}", step_,
+                  pt.key.gemm, pt.key.tile, pt.holders.front(), *next_idle);
+    send_task(call.in, pt, *next_idle++, false);
+  }
+}
+
+void distributed_gemm::compute_unheld(gemm_call& call) {
+  // Tiles no device holds (none could take them, or they timed out) are
+  // computed here.
+  const auto& in = call.in;
+  for (auto& pt : call.tiles) {
+    if (pt.done || !pt.holders.empty()) continue;
+    const tile& t = pt.where.t;
+    pt.result.assign(static_cast<size_t>((t.m1 - t.m0) * (t.n1 - t.n0)), 0.0f);
+    const auto& ra = pt.a;
+    const auto& rb = pt.b;
+    run_local({in.a.data + ra.r0 * in.a.ld + ra.c0, ra.r1 - ra.r0, ra.c1 - ra.c0, in.a.ld},
+              in.trans_a,
+              {in.b.data + rb.r0 * in.b.ld + rb.c0, rb.r1 - rb.r0, rb.c1 - rb.c0, in.b.ld},
+              in.trans_b, {pt.result.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
+    pt.done = true;
+    --call.remaining;
+  }
+}
+
+void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
+  const double start = seconds_now();
+  const double speculate_at =
+    opts_.speculate_factor > 0
+      ? start + std::max(opts_.speculate_factor * predicted_seconds, opts_.speculate_min_seconds)
+      : std::numeric_limits<double>::infinity();
+  double last_progress = start;
+  bool speculated = false;
+  auto find = [&](const tile_key& k) -> pending_tile* {
+    if (k.step != step_ || k.gemm + 1 != gemm_seq_ || k.tile >= call.tiles.size()) return nullptr;
+    return &call.tiles[k.tile];
+  };
+  compute_unheld(call);
+  while (call.remaining > 0) {
+    const double deadline = std::min(last_progress + opts_.tile_timeout_seconds,
+                                      speculated ? std::numeric_limits<double>::infinity()
+                                                 : speculate_at);
+    const auto wait = std::chrono::duration_cast<caf::timespan>(
+      std::chrono::duration<double>(std::max(0.0, deadline - seconds_now())));
+    self_->receive(
+      [&](tile_result& r) {
+        pending_tile* pt = find(r.key);
+        if (pt == nullptr || pt->done) {
+          spdlog::debug("dropping late or duplicate result step {} gemm {} tile {} from {}",
+                        r.key.step, r.key.gemm, r.key.tile, r.device);
+          return;
+        }
+        const int32_t from = r.device;
+        if (accept(*pt, r)) {
+          --call.remaining;
+          last_progress = seconds_now();
+          return;
+        }
+        auto h = std::find(pt->holders.begin(), pt->holders.end(), from);
+        if (h == pt->holders.end()) return;
+        pt->holders.erase(h);
+        if (pt->holders.empty()) reassign(call, *pt);
+      },
+      [&](tile_miss& m) {
+        pending_tile* pt = find(m.key);
+        if (pt == nullptr || pt->done || fleet_.count(m.device) == 0) return;
+        if (std::find(pt->holders.begin(), pt->holders.end(), m.device) == pt->holders.end())
+          return;
+        sent_[m.device].clear();  // its cache is not what we thought
+        send_task(call.in, *pt, m.device, true);
+      },
+      [&](event_atom, const fleet_event& ev) { on_event(ev, &call); },
+      caf::after(wait) >> [] {});
+    const double now = seconds_now();
+    if (now >= last_progress + opts_.tile_timeout_seconds) {
+      for (auto& pt : call.tiles)
+        if (!pt.done && !pt.holders.empty()) {
+          spdlog::warn("tile step {} gemm {} tile {} timed out on device {}; computing it here",
+                       step_, pt.key.gemm, pt.key.tile, pt.holders.front());
+          pt.holders.clear();
+          ++churn_.tiles_timed_out;
+        }
+      last_progress = now;
+    } else if (!speculated && now >= speculate_at && call.remaining > 0) {
+      speculated = true;
+      speculate(call);
+    }
+    compute_unheld(call);
+  }
+  if (call.failed_at >= 0) churn_.recovery_seconds += seconds_now() - call.failed_at;
 }
 
 void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b,
                             bool trans_b, mut_view<float> c, float beta) {
+  if (fleet_stale_) {
+    if (auto err = refresh_fleet())
+      spdlog::warn("{}; keeping the fleet as it was", describe(err));
+  }
   gemm_problem g;
   g.m = c.rows;
   g.n = c.cols;
@@ -210,72 +379,24 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
     run_local(a, trans_a, b, trans_b, c, beta);
     return;
   }
-  const inputs in{a, b, trans_a, trans_b};
-  std::vector<pending_tile> tiles(p.tiles.size());
+  gemm_call call{inputs{a, b, trans_a, trans_b}, std::vector<pending_tile>(p.tiles.size()),
+                 p.tiles.size()};
   block_keys keys;
-  for (size_t i = 0; i < tiles.size(); ++i) {
-    auto& pt = tiles[i];
+  for (size_t i = 0; i < call.tiles.size(); ++i) {
+    auto& pt = call.tiles[i];
     pt.where = p.tiles[i];
     const tile& t = pt.where.t;
     pt.key = tile_key{step_, seq, static_cast<uint32_t>(i)};
     pt.a = locate(a, trans_a, t.m0, t.m1, t.k0, t.k1, 0, keys);
     pt.b = locate(b, trans_b, t.k0, t.k1, t.n0, t.n1, 1, keys);
-    send_task(in, pt, false);
+    if (fleet_.count(pt.where.device) != 0)
+      send_task(call.in, pt, pt.where.device, false);
   }
-  tiles_total_ += tiles.size();
+  tiles_total_ += call.tiles.size();
   totals_.predicted_wait_seconds += p.predicted_seconds;
 
   const auto t_wait = clock_type::now();
-  size_t remaining = tiles.size();
-  auto find = [&](const tile_key& k) -> pending_tile* {
-    if (k.step != step_ || k.gemm != seq || k.tile >= tiles.size()) return nullptr;
-    return &tiles[k.tile];
-  };
-  while (remaining > 0) {
-    bool timed_out = false;
-    self_->receive(
-      [&](tile_result& r) {
-        pending_tile* pt = find(r.key);
-        if (pt == nullptr || pt->done) {
-          spdlog::debug("dropping late or duplicate result step {} gemm {} tile {} from {}",
-                        r.key.step, r.key.gemm, r.key.tile, r.device);
-          return;
-        }
-        if (accept(*pt, r))
-          --remaining;
-        else if (r.device == pt->where.device)
-          reassign(in, *pt);
-      },
-      [&](tile_miss& m) {
-        pending_tile* pt = find(m.key);
-        if (pt != nullptr && !pt->done && m.device == pt->where.device) {
-          sent_[m.device].clear();  // its cache is not what we thought
-          send_task(in, *pt, true);
-        }
-      },
-      caf::after(tile_timeout_) >> [&] { timed_out = true; });
-    if (timed_out) {
-      for (auto& pt : tiles)
-        if (!pt.done) {
-          spdlog::warn("tile step {} gemm {} tile {} timed out on device {}; reassigning",
-                       step_, seq, pt.key.tile, pt.where.device);
-          pt.where.device = -1;
-        }
-    }
-    // Tiles without a device (none could take them) are computed here.
-    for (auto& pt : tiles) {
-      if (pt.done || pt.where.device >= 0) continue;
-      const tile& t = pt.where.t;
-      pt.result.assign(static_cast<size_t>((t.m1 - t.m0) * (t.n1 - t.n0)), 0.0f);
-      const auto& ra = pt.a;
-      const auto& rb = pt.b;
-      run_local({a.data + ra.r0 * a.ld + ra.c0, ra.r1 - ra.r0, ra.c1 - ra.c0, a.ld}, trans_a,
-                {b.data + rb.r0 * b.ld + rb.c0, rb.r1 - rb.r0, rb.c1 - rb.c0, b.ld}, trans_b,
-                {pt.result.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
-      pt.done = true;
-      --remaining;
-    }
-  }
+  wait_for(call, p.predicted_seconds);
   totals_.wait_seconds += since(t_wait);
 
   const auto t_gather = clock_type::now();
@@ -284,7 +405,7 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
     cm.setZero();
   else if (beta != 1.0f)
     cm *= beta;
-  for (auto& pt : tiles) {  // tile order: K partials add up the same way every run
+  for (auto& pt : call.tiles) {  // tile order: K partials add up the same way every run
     const tile& t = pt.where.t;
     const int64_t rows = t.m1 - t.m0;
     const int64_t cols = t.n1 - t.n0;

@@ -41,6 +41,15 @@ struct step_account {
   double predicted_wait_seconds = 0;  // what the cost model predicted for the distributed GEMMs
 };
 
+// What churn cost: failures seen and the work they moved.
+struct churn_account {
+  uint64_t failures_detected = 0;   // devices declared dead or suspected
+  uint64_t tiles_reassigned = 0;    // outstanding tiles moved off a failed device
+  uint64_t speculative_tiles = 0;   // copies of a straggler's tiles
+  uint64_t tiles_timed_out = 0;     // computed at the PS after --tile-timeout
+  double recovery_seconds = 0;      // from a failure until its GEMM completed, summed
+};
+
 // Everything the engine counted, as of one moment.
 struct runtime_accounts {
   std::map<int32_t, device_account> devices;
@@ -48,23 +57,35 @@ struct runtime_accounts {
   uint64_t tiles = 0;
   uint64_t local_gemms = 0;
   uint64_t refused = 0;
+  churn_account churn;
+};
+
+struct engine_options {
+  double tile_timeout_seconds = 30;  // no progress this long: the PS computes what is left
+  // A GEMM running past speculate_factor x its predicted time (and at least
+  // speculate_min_seconds) gives copies of its unfinished tiles to idle
+  // devices; the first result wins. 0 disables speculation.
+  double speculate_factor = 3;
+  double speculate_min_seconds = 0.05;
 };
 
 class distributed_gemm final : public gemm_engine<float> {
  public:
   // gateway: the PS's bulk gateway (actors/ps/bulk_gateway.hpp), or null when
   // no device takes tiles over the bulk channel.
-  distributed_gemm(caf::actor_system& sys, caf::actor planner, double tile_timeout_seconds,
+  distributed_gemm(caf::actor_system& sys, caf::actor planner, engine_options opts,
                    caf::actor gateway = {});
 
   // Refreshes the fleet from the planner and starts a new idempotency epoch.
+  // Fleet events (a device dead, suspected, joined) are acted on as they
+  // arrive: a failed device's outstanding tiles move to others at once.
   caf::error begin_step(uint64_t step);
 
   void gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b, bool trans_b,
             mut_view<float> c, float beta) override;
 
   runtime_accounts accounts() const {
-    return {accounts_, totals_, tiles_total_, local_gemms_, refused_};
+    return {accounts_, totals_, tiles_total_, local_gemms_, refused_, churn_};
   }
 
  private:
@@ -84,11 +105,27 @@ class distributed_gemm final : public gemm_engine<float> {
     assignment where;
     tile_key key;
     block_ref a, b;
+    std::vector<int32_t> holders;  // devices working on it: the first, then copies
+    bool speculated = false;
     bool done = false;
     std::vector<float> result;
   };
 
+  // One GEMM's tiles in flight.
+  struct gemm_call {
+    inputs in;
+    std::vector<pending_tile> tiles;
+    size_t remaining = 0;
+    double failed_at = -1;  // seconds (steady clock) of the first failure during this call
+  };
+
+  caf::error refresh_fleet();
   const plan& plan_for(gemm_tag tag, const gemm_problem& g);
+  void on_event(const fleet_event& ev, gemm_call* call);
+  void wait_for(gemm_call& call, double predicted_seconds);
+  void speculate(gemm_call& call);
+  void compute_unheld(gemm_call& call);
+  int32_t least_loaded(const gemm_call& call, const pending_tile& p) const;
   void run_local(const_view<float> a, bool ta, const_view<float> b, bool tb, mut_view<float> c,
                  float beta);
   // Keys of the blocks this GEMM call has hashed: a block shared by a row or
@@ -97,14 +134,15 @@ class distributed_gemm final : public gemm_engine<float> {
   static block_ref locate(const_view<float> m, bool trans, int64_t r0, int64_t r1, int64_t c0,
                           int64_t c1, int which, block_keys& keys);
   static operand cut(const_view<float> m, bool trans, const block_ref& ref, bool with_data);
-  void send_task(const inputs& in, pending_tile& p, bool with_all_data);
+  void send_task(const inputs& in, pending_tile& p, int32_t dev, bool with_all_data);
   bool accept(pending_tile& p, tile_result& r);
-  void reassign(const inputs& in, pending_tile& p);
+  void reassign(gemm_call& call, pending_tile& p);
 
   caf::scoped_actor self_;
   caf::actor planner_;
   caf::actor gateway_;
-  caf::timespan tile_timeout_;
+  engine_options opts_;
+  bool fleet_stale_ = false;  // a device joined or came back: refresh before the next GEMM
   uint64_t step_ = 0;
   uint32_t gemm_seq_ = 0;
   uint64_t fleet_version_ = ~uint64_t{0};
@@ -117,6 +155,7 @@ class distributed_gemm final : public gemm_engine<float> {
   uint64_t tiles_total_ = 0;
   uint64_t local_gemms_ = 0;
   uint64_t refused_ = 0;
+  churn_account churn_;
 };
 
 }  // namespace cleave

@@ -32,6 +32,8 @@ nlohmann::json make_report(const train_options& opts, const train_result& res, i
     j["unigram_loss"] = res.unigram_loss;
   }
   j["losses"] = res.losses;
+  j["step_seconds"] = res.step_seconds;
+  j["ps_restarts"] = res.restarts;
   return j;
 }
 
@@ -61,6 +63,11 @@ void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_s
   j["local_gemms"] = acc.local_gemms;
   j["refused_results"] = acc.refused;
   j["per_device"] = per_device;
+  j["failures_detected"] = acc.churn.failures_detected;
+  j["tiles_reassigned"] = acc.churn.tiles_reassigned;
+  j["speculative_tiles"] = acc.churn.speculative_tiles;
+  j["tiles_timed_out"] = acc.churn.tiles_timed_out;
+  j["recovery_seconds_total"] = acc.churn.recovery_seconds;
   const auto& t = acc.totals;
   j["step_split_seconds"] = {{"ps_compute", t.ps_compute_seconds / n_steps},
                              {"wait_on_devices", t.wait_seconds / n_steps},

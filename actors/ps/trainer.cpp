@@ -86,6 +86,7 @@ caf::error trainer::save() {
   ck.step = static_cast<uint64_t>(step_);
   ck.epoch = static_cast<uint64_t>(epoch_);
   ck.index_in_epoch = static_cast<uint64_t>(index_in_epoch_);
+  ck.restarts = restarts_;
   for (const auto& p : model_->parameters())
     ck.parameters.push_back({p.name, p.value, p.adam_m, p.adam_v});
   auto path = write_checkpoint(opts_.checkpoint_dir, ck);
@@ -138,6 +139,7 @@ caf::error trainer::restore() {
     step_ = static_cast<int64_t>(ck->step);
     epoch_ = static_cast<int64_t>(ck->epoch);
     index_in_epoch_ = static_cast<int64_t>(ck->index_in_epoch);
+    restarts_ = ck->restarts + 1;
     spdlog::info("resumed from {} at step {}", path, step_);
     return caf::none;
   }
@@ -177,6 +179,7 @@ caf::expected<train_result> trainer::run() {
   res.classifier = data_.is_classifier();
   res.parameters = model_->parameter_count();
   res.resumed_from_step = step_;
+  res.restarts = restarts_;
   spdlog::info("training {} ({} parameters) on {}: {} steps of batch {}, {} steps per epoch",
                to_string(opts_.model), res.parameters, opts_.dataset, total_steps_, opts_.batch,
                steps_per_epoch_);
@@ -235,6 +238,7 @@ caf::expected<train_result> trainer::run() {
   res.steps = step_;
   res.epochs = epoch_ + static_cast<double>(index_in_epoch_) / (steps_per_epoch_ * opts_.batch);
   res.final_train_loss = res.losses.empty() ? 0 : res.losses.back();
+  res.step_seconds = step_seconds;
   if (!step_seconds.empty()) {
     double sum = 0;
     for (double s : step_seconds) sum += s;

@@ -37,11 +37,13 @@ struct train_options {
 struct train_result {
   int64_t steps = 0;              // optimizer steps taken in total
   int64_t resumed_from_step = 0;  // 0 unless --resume found a checkpoint
+  uint64_t restarts = 0;          // resumes from checkpoints over the whole training
   double epochs = 0;              // epochs of data consumed (fractional)
   double final_train_loss = 0;    // loss of the last step
   double mean_step_seconds = 0;   // training steps of this run only
   double median_step_seconds = 0;
   std::vector<double> losses;     // every step of this run, in order
+  std::vector<double> step_seconds;  // wall time of every step of this run
   bool classifier = false;
   double test_accuracy = 0;
   double test_loss = 0;
@@ -85,6 +87,7 @@ class trainer {
   int64_t step_ = 0;
   int64_t epoch_ = 0;
   int64_t index_in_epoch_ = 0;
+  uint64_t restarts_ = 0;  // resumes so far, carried in checkpoints
   caf::error init_error_;
 };
 

@@ -35,6 +35,11 @@ caf::behavior supervisor_actor(caf::stateful_actor<supervisor_state>* self,
     child_spec spec = std::move(it->second.spec);
     st.children.erase(it);
     if (!msg.reason || msg.reason == caf::exit_reason::user_shutdown) return;  // a clean stop
+    if (!spec.restart) {
+      spdlog::debug("supervisor: {} ended ({}); not restarted", spec.name,
+                    self->system().render(msg.reason));
+      return;
+    }
     const double now = std::chrono::duration<double>(
                          std::chrono::steady_clock::now().time_since_epoch()).count();
     if (!st.budget.try_restart(now)) {

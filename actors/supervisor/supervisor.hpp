@@ -18,6 +18,10 @@ namespace cleave {
 struct child_spec {
   std::string name;  // also the child's name in the actor registry (at most 10 characters)
   std::function<caf::actor(caf::local_actor*)> start;
+  // false: a "temporary" child (OTP's term), left dead when it fails. The
+  // in-process fleet's devices are: each emulates a remote device, whose
+  // loss is churn for the runtime to absorb, not a fault to restart here.
+  bool restart = true;
 };
 
 struct supervisor_options {

@@ -1,0 +1,16 @@
+#pragma once
+// Reading a small JSON input file (fleet, churn schedule): the size is capped
+// before anything is parsed, and every failure names the file.
+
+#include <cstddef>
+#include <string>
+
+#include <caf/expected.hpp>
+#include <nlohmann/json.hpp>
+
+namespace cleave {
+
+caf::expected<nlohmann::json> read_json_file(const std::string& path, const char* what,
+                                             size_t max_bytes = size_t{1} << 20);
+
+}  // namespace cleave
