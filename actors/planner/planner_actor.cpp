@@ -1,5 +1,7 @@
 #include "actors/planner/planner_actor.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "schema/errors.hpp"
@@ -98,6 +100,15 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
     [=](plan_atom, const gemm_problem& g) {
       return make_plan(g, views(self->state), self->state.opts.cost);
     },
+    [=](replace_atom, const plan& p, const std::vector<int32_t>& ids) {
+      auto alive = views(self->state);
+      alive.erase(std::remove_if(alive.begin(), alive.end(),
+                                 [&](const device_view& v) {
+                                   return std::find(ids.begin(), ids.end(), v.id) == ids.end();
+                                 }),
+                  alive.end());
+      return replace_plan(p, alive, self->state.opts.cost);
+    },
     [=](mirror_atom, const plan& forward, gemm_role role, const gemm_problem& g) {
       auto& st = self->state;
       auto alive = views(st);
@@ -115,6 +126,7 @@ void add_planner_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<tile>("cleave::tile");
   cfg.add_message_type<assignment>("cleave::assignment");
   cfg.add_message_type<plan>("cleave::plan");
+  cfg.add_message_type<std::vector<int32_t>>("std::vector<int32_t>");
 }
 
 }  // namespace cleave

@@ -16,6 +16,7 @@ namespace cleave {
 
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
 using mirror_atom = caf::atom_constant<caf::atom("mirror")>;
+using replace_atom = caf::atom_constant<caf::atom("replace")>;
 
 struct fleet_member {
   int32_t id = -1;
@@ -79,6 +80,7 @@ struct planner_state {
 //                                           suspected devices are left out
 //   (plan_atom, gemm_problem)            -> plan
 //   (mirror_atom, plan, gemm_role, gemm_problem) -> plan (mirror, or a fresh plan when a device is gone)
+//   (replace_atom, plan, vector<int32_t> ids)   -> the plan's tiles placed on those of `ids` alive
 caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_options opts,
                             caf::actor detector);
 

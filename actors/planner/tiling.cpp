@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -867,6 +868,58 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_
              (role == gemm_role::grad_input ? "W" : "X") + " blocks cached): " +
              fmt("%.3g s vs local %.3g s", p.predicted_seconds, p.local_seconds);
   return p;
+}
+
+plan replace_plan(const plan& p, const std::vector<device_view>& devices,
+                  const planner_config& cfg) {
+  if (p.local) return p;
+  plan out = p;
+  std::vector<size_t> order(p.tiles.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return p.tiles[x].t.flops() > p.tiles[y].t.flops();
+  });
+  std::vector<const device_view*> by_id;
+  for (const auto& d : devices)
+    if (usable(d.profile)) by_id.push_back(&d);
+  std::sort(by_id.begin(), by_id.end(),
+            [](const device_view* x, const device_view* y) { return x->id < y->id; });
+  std::map<int32_t, double> avail;
+  for (const auto* d : by_id) avail[d->id] = std::max(0.0, d->ready_at);
+  std::set<int32_t> used;
+  out.bytes_down = out.bytes_up = 0;
+  double max_finish = 0;
+  for (size_t i : order) {
+    auto& a = out.tiles[i];
+    a.a_cached = a.b_cached = false;
+    a.device = -1;
+    a.predicted_finish = 0;
+    const device_view* best = nullptr;
+    tile_cost best_cost;
+    double best_finish = inf;
+    for (const auto* d : by_id) {
+      if (d->profile.memory_bytes < tile_working_set(a.t)) continue;
+      const auto cost = predict_tile(a.t, d->profile, false, false);
+      const double finish = avail[d->id] + cost.seconds;
+      if (finish < best_finish) {
+        best = d;
+        best_cost = cost;
+        best_finish = finish;
+      }
+    }
+    if (best == nullptr) continue;
+    a.device = best->id;
+    a.predicted_finish = avail[best->id] = best_finish;
+    used.insert(best->id);
+    max_finish = std::max(max_finish, best_finish);
+    out.bytes_down += best_cost.bytes_down;
+    out.bytes_up += best_cost.bytes_up;
+  }
+  out.devices_used = static_cast<int32_t>(used.size());
+  out.predicted_seconds = std::max({max_finish, static_cast<double>(out.bytes_down) / cfg.ps_egress,
+                                    static_cast<double>(out.bytes_up) / cfg.ps_ingress});
+  out.reason = "re-placed on " + std::to_string(used.size()) + " devices: " + p.reason;
+  return out;
 }
 
 double plan_seconds(const plan& p) { return p.local ? p.local_seconds : p.predicted_seconds; }

@@ -150,6 +150,15 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_
                                 const std::vector<device_view>& alive, const planner_config& cfg,
                                 const plan* grad_input = nullptr);
 
+// The same tiles, in the same order, placed on `devices`: for churn. Only
+// the devices change, so the numbers a GEMM produces (its K partials, added
+// in tile order) do not depend on who is alive. Tiles largest first, each to
+// the device with the earliest predicted finish (no operand assumed cached)
+// that can hold it, ties to the lower id; a tile no device can hold gets
+// device -1 (the PS computes it). A local plan is returned unchanged.
+plan replace_plan(const plan& p, const std::vector<device_view>& devices,
+                  const planner_config& cfg);
+
 // Predicted seconds of a plan as executed: predicted_seconds when
 // distributed, local_seconds when local.
 double plan_seconds(const plan& p);

@@ -48,12 +48,12 @@ caf::error distributed_gemm::refresh_fleet() {
       [&](uint64_t version, std::vector<fleet_member>& members) {
         if (version == fleet_version_) return;
         fleet_version_ = version;
+        ++fleet_epoch_;
         fleet_.clear();
         for (auto& m : members) {
           accounts_[m.id].profile = m.profile.name;
           fleet_.emplace(m.id, std::move(m));
         }
-        plans_.clear();
       },
       [&](caf::error& e) { err = std::move(e); });
   if (err) return fail("cannot reach the planner: " + self_->system().render(err));
@@ -88,14 +88,38 @@ const plan& distributed_gemm::plan_for(gemm_tag tag, const gemm_problem& g) {
         .receive(on_plan, on_error);
     else
       self_->request(planner_, caf::infinite, plan_atom::value, g).receive(on_plan, on_error);
-    for (auto& a : p.tiles)
-      if (fleet_.count(a.device) == 0) p.local = true;  // the fleet moved on; stay safe
     spdlog::debug("plan {}x{}x{} role {} layer {}: {}", g.m, g.n, g.k, static_cast<int>(g.role),
                   tag.layer, p.reason);
-    it = plans_.emplace(key, std::move(p)).first;
+    // The planner may already know of a change this engine has yet to hear.
+    const bool current = std::all_of(p.tiles.begin(), p.tiles.end(),
+                                     [&](const assignment& a) { return fleet_.count(a.device) > 0; });
+    it = plans_.emplace(key, cached_plan{std::move(p), current ? fleet_epoch_ : fleet_epoch_ - 1})
+           .first;
   }
-  if (g.role == gemm_role::forward) forward_plans_[tag.layer] = it->second;
-  return it->second;
+  if (it->second.epoch != fleet_epoch_) {
+    it->second.p = replaced(it->second.p);
+    it->second.epoch = fleet_epoch_;
+  }
+  if (g.role == gemm_role::forward) forward_plans_[tag.layer] = it->second.p;
+  return it->second.p;
+}
+
+plan distributed_gemm::replaced(const plan& p) {
+  if (p.local) return p;
+  std::vector<int32_t> ids;
+  for (const auto& [id, m] : fleet_) ids.push_back(id);
+  plan out = p;
+  self_->request(planner_, caf::infinite, replace_atom::value, p, ids)
+    .receive([&](plan& reply) { out = std::move(reply); },
+             [&](caf::error& e) {
+               spdlog::warn("planner did not re-place a plan ({}); its tiles on lost devices "
+                            "are computed here", self_->system().render(e));
+             });
+  // Whatever is not on a device this engine knows is computed at the PS.
+  for (auto& a : out.tiles)
+    if (fleet_.count(a.device) == 0) a.device = -1;
+  spdlog::debug("{}", out.reason);
+  return out;
 }
 
 void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float> b, bool tb,
@@ -233,12 +257,7 @@ void distributed_gemm::on_event(const fleet_event& ev, gemm_call* call) {
   ++churn_.failures_detected;
   spdlog::info("device {} is {}; its outstanding tiles go to other devices", dev,
                to_string(ev.kind));
-  for (auto it = plans_.begin(); it != plans_.end();) {
-    const auto& tiles = it->second.tiles;
-    const bool uses = std::any_of(tiles.begin(), tiles.end(),
-                                  [&](const assignment& a) { return a.device == dev; });
-    it = uses ? plans_.erase(it) : std::next(it);
-  }
+  ++fleet_epoch_;
   if (call == nullptr) return;
   for (auto& pt : call->tiles) {
     if (pt.done) continue;
@@ -373,8 +392,9 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
   g.k = trans_a ? a.rows : a.cols;
   g.role = tag.role;
   const uint32_t seq = gemm_seq_++;
-  static const plan stay_local{};
-  const plan& p = fleet_.empty() ? stay_local : plan_for(tag, g);
+  // Asked even with no device left: a known GEMM keeps its tiles (computed
+  // here, in the same order), so its numbers do not change.
+  const plan& p = plan_for(tag, g);
   if (p.local || p.tiles.empty()) {
     run_local(a, trans_a, b, trans_b, c, beta);
     return;

@@ -121,6 +121,7 @@ class distributed_gemm final : public gemm_engine<float> {
 
   caf::error refresh_fleet();
   const plan& plan_for(gemm_tag tag, const gemm_problem& g);
+  plan replaced(const plan& p);
   void on_event(const fleet_event& ev, gemm_call* call);
   void wait_for(gemm_call& call, double predicted_seconds);
   void speculate(gemm_call& call);
@@ -147,7 +148,15 @@ class distributed_gemm final : public gemm_engine<float> {
   uint32_t gemm_seq_ = 0;
   uint64_t fleet_version_ = ~uint64_t{0};
   std::unordered_map<int32_t, fleet_member> fleet_;
-  std::map<std::tuple<int64_t, int64_t, int64_t, int, uint32_t>, plan> plans_;
+  // Plans are kept for the whole run: when the fleet changes, a plan's
+  // tiles are re-placed on the devices left (replace_atom), never re-cut,
+  // so churn does not change the numbers. `epoch` says for which fleet.
+  struct cached_plan {
+    plan p;
+    uint64_t epoch = 0;
+  };
+  std::map<std::tuple<int64_t, int64_t, int64_t, int, uint32_t>, cached_plan> plans_;
+  uint64_t fleet_epoch_ = 0;  // bumped whenever fleet_ changes
   std::map<uint32_t, plan> forward_plans_;  // this step's, by layer tag, for mirroring
   std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
   std::map<int32_t, device_account> accounts_;
