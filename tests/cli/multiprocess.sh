@@ -20,7 +20,8 @@ wait_port() {
 start_devices() {  # start_devices PORT [device flags...]
   local port=$1; shift
   for i in 1 2 3 4; do
-    "$CLEAVE" --role=device --connect="127.0.0.1:$port" --profile=fast --threads=1 --log-level=warn "$@" &
+    "$CLEAVE" --role=device --connect="127.0.0.1:$port" --profile=fast --threads=1 --log-level=warn \
+      --reconnect-seconds=0 "$@" &
   done
 }
 
