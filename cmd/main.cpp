@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
   if (!(cfg.speculate >= 0)) return usage_error("--speculate must be >= 0");
   if (!(cfg.suspect_phi > 0 && cfg.dead_phi > cfg.suspect_phi))
     return usage_error("--suspect-phi must be positive and below --dead-phi");
+  if (cfg.failure_policy != "continue" && cfg.failure_policy != "restart")
+    return usage_error("--failure-policy must be continue or restart");
   if (!(cfg.reconnect_seconds >= 0)) return usage_error("--reconnect-seconds must be >= 0");
   if (cfg.role == "all") return run_all(cfg, *opts, threads);
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);

@@ -58,6 +58,7 @@ cleave_config::cleave_config() {
     .add(speculate, "speculate", "copy a GEMM's unfinished tiles to idle devices past this x its predicted time (default 3, 0: off)")
     .add(suspect_phi, "suspect-phi", "detector: phi at which a device is suspected (default 3)")
     .add(dead_phi, "dead-phi", "detector: phi at which a device is declared dead (default 8)")
+    .add(failure_policy, "failure-policy", "continue (default): a lost device costs its tiles; restart: stop the run for --resume, as the baselines do")
     .add(reconnect_seconds, "reconnect-seconds", "--role=device: keep trying to reach the ps this long (default 60)");
   add_cleave_message_types(*this);
   add_planner_message_types(*this);

@@ -64,6 +64,7 @@ class cleave_config : public caf::actor_system_config {
   double suspect_phi = 3;      // detector: suspicion level at which a device is suspected
   double dead_phi = 8;         // detector: ... and declared dead
   double reconnect_seconds = 60;  // --role=device: how long to keep trying to reach the ps
+  std::string failure_policy = "continue";  // or "restart": the baselines' way, for benchmarks
 };
 
 // Checks every value and fills in model-dependent defaults. Errors are one

@@ -93,6 +93,7 @@ int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train
   engine_options eopts;
   eopts.tile_timeout_seconds = cfg.tile_timeout;
   eopts.speculate_factor = cfg.speculate;
+  eopts.stop_on_failure = cfg.failure_policy == "restart";
   distributed_gemm engine(sys, std::move(planner), eopts, std::move(gateway));
   return train(cfg, opts, threads, devices, &engine, std::move(churn));
 }

@@ -606,3 +606,52 @@ TEST(Planner, FastEnoughForLargeFleets) {
     EXPECT_LT(worst, n <= 64 ? 25.0 : 200.0) << n << " devices";
   }
 }
+
+TEST(replace_plan, keeps_the_tiles_and_moves_them_to_the_devices_left) {
+  const gemm_problem g{512, 768, 256, gemm_role::forward};
+  const auto cfg = compute_bound_cfg();
+  const auto before = make_plan(g, fleet(8, preset_like[2]), cfg);
+  ASSERT_FALSE(before.local);
+  ASSERT_GT(before.devices_used, 4);
+  // Devices 0..3 are gone, two new ones (ids 8, 9) joined; one of them too
+  // small to hold any tile.
+  auto left = fleet(4, preset_like[2], 4);
+  left.push_back(device_view{8, preset_like[2], 0});
+  auto tiny = preset_like[2];
+  tiny.memory_bytes = 1024;
+  left.push_back(device_view{9, tiny, 0});
+  const auto after = replace_plan(before, left, cfg);
+  ASSERT_EQ(after.tiles.size(), before.tiles.size());
+  std::set<int32_t> used;
+  for (size_t i = 0; i < after.tiles.size(); ++i) {
+    EXPECT_TRUE(after.tiles[i].t == before.tiles[i].t) << "tile " << i << " was re-cut or moved";
+    EXPECT_TRUE(after.tiles[i].device >= 4 && after.tiles[i].device <= 8) << after.tiles[i].device;
+    used.insert(after.tiles[i].device);
+  }
+  EXPECT_EQ(after.grid_m, before.grid_m);
+  EXPECT_EQ(after.grid_n, before.grid_n);
+  EXPECT_EQ(after.grid_k, before.grid_k);
+  EXPECT_EQ(used.count(8), 1u) << "the joined device should take work";
+  EXPECT_GT(after.predicted_seconds, 0);
+  // Deterministic whatever the order devices are listed in.
+  auto shuffled = left;
+  std::reverse(shuffled.begin(), shuffled.end());
+  const auto again = replace_plan(before, shuffled, cfg);
+  for (size_t i = 0; i < after.tiles.size(); ++i)
+    EXPECT_EQ(again.tiles[i].device, after.tiles[i].device);
+}
+
+TEST(replace_plan, with_no_device_left_every_tile_goes_to_the_ps) {
+  const gemm_problem g{512, 512, 512, gemm_role::grad_weight};
+  const auto before = make_plan(g, fleet(4, preset_like[2]), compute_bound_cfg());
+  ASSERT_FALSE(before.local);
+  const auto after = replace_plan(before, {}, compute_bound_cfg());
+  ASSERT_EQ(after.tiles.size(), before.tiles.size());
+  for (const auto& a : after.tiles) EXPECT_EQ(a.device, -1);
+  EXPECT_EQ(after.devices_used, 0);
+  // A local plan stays local.
+  auto local = before;
+  local.local = true;
+  local.tiles.clear();
+  EXPECT_TRUE(replace_plan(local, fleet(4, preset_like[2]), compute_bound_cfg()).local);
+}

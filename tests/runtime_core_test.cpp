@@ -1,11 +1,15 @@
 // The runtime's pure pieces, without actors: suspicion arithmetic, the
-// restart budget, the operand cache and its content keys, fleet files.
+// restart budget, the operand cache and its content keys, fleet files,
+// churn schedules.
 
 #include <cstring>
 #include <fstream>
+#include <set>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
+#include "actors/churn/churn_schedule.hpp"
 #include "actors/detector/phi_accrual.hpp"
 #include "actors/device/block_cache.hpp"
 #include "actors/device/pacing.hpp"
@@ -158,4 +162,93 @@ TEST(tile_codec, round_trips_and_refuses_malformed_frames) {
   EXPECT_EQ(rback->data, r.data);
   EXPECT_EQ(rback->device, 4);
   EXPECT_FALSE(decode_result(rb.data(), rb.size() - 4));
+}
+
+TEST(churn_schedule, a_file_gives_its_events_at_their_steps) {
+  cleave::testing::scratch_dir dir;
+  std::ofstream(dir.file("c.json")) << R"({"events": [
+    {"step": 3, "action": "die", "device": 1, "after_seconds": 0.01},
+    {"step": 3, "action": "join", "profile": "phone"},
+    {"step": 5, "action": "slow", "device": 4, "factor": 8},
+    {"step": 9, "action": "hang", "device": 0}]})";
+  auto s = churn_schedule::from_file(dir.file("c.json"), 4);
+  ASSERT_TRUE(s) << describe(s.error());
+  EXPECT_TRUE(s->due(1).empty());
+  auto at3 = s->due(3);
+  ASSERT_EQ(at3.size(), 2u);
+  EXPECT_EQ(at3[0].action, churn_action::die);
+  EXPECT_EQ(at3[0].device, 1);
+  EXPECT_DOUBLE_EQ(at3[0].after_seconds, 0.01);
+  EXPECT_EQ(at3[1].action, churn_action::join);
+  EXPECT_EQ(at3[1].device, 4);  // the next fleet index
+  EXPECT_EQ(at3[1].profile.name, "phone");
+  auto at5 = s->due(5);
+  ASSERT_EQ(at5.size(), 1u);
+  EXPECT_DOUBLE_EQ(at5[0].factor, 8);
+  EXPECT_EQ(s->due(9).size(), 1u);
+  EXPECT_TRUE(s->due(10).empty());
+}
+
+TEST(churn_schedule, bad_files_are_refused_with_the_event_named) {
+  cleave::testing::scratch_dir dir;
+  auto read = [&](const std::string& text) {
+    std::ofstream(dir.file("c.json")) << text;
+    return churn_schedule::from_file(dir.file("c.json"), 4);
+  };
+  for (auto [text, want] : {
+         std::pair{"[", "not valid JSON"},
+         {R"({"churn": []})", "\"events\" array"},
+         {R"({"events": [{"step": 1, "action": "explode", "device": 0}]})", "action must be"},
+         {R"({"events": [{"step": 0, "action": "die", "device": 0}]})", "step must be"},
+         {R"({"events": [{"step": 2, "action": "die", "device": 9}]})", "does not exist"},
+         {R"({"events": [{"step": 2, "action": "die", "device": 1},
+                         {"step": 3, "action": "hang", "device": 1}]})", "events[1]: device 1"},
+         {R"({"events": [{"step": 5, "action": "die", "device": 1},
+                         {"step": 3, "action": "die", "device": 2}]})", "backwards"},
+         {R"({"events": [{"step": 1, "action": "slow", "device": 1}]})", "factor"},
+         {R"({"events": [{"step": 1, "action": "join", "profile": "toaster"}]})", "preset"},
+         {R"({"events": [{"step": 1, "action": "die", "device": 1, "after_seconds": -1}]})",
+          "after_seconds"}}) {
+    auto bad = read(text);
+    ASSERT_FALSE(bad) << text;
+    EXPECT_NE(describe(bad.error()).find(want), std::string::npos) << describe(bad.error());
+    EXPECT_NE(describe(bad.error()).find(dir.file("c.json")), std::string::npos);
+  }
+}
+
+TEST(churn_schedule, a_seeded_rate_is_reproducible_and_keeps_one_device_well) {
+  auto draw = [](uint64_t seed) {
+    auto s = churn_schedule::random(0.5, seed, 3, *preset_profile("vm"));
+    std::vector<std::tuple<int64_t, int, int32_t>> out;
+    for (int64_t step = 1; step <= 400; ++step)
+      for (const auto& ev : s.due(step))
+        out.emplace_back(ev.step, static_cast<int>(ev.action), ev.device);
+    return out;
+  };
+  const auto a = draw(11);
+  EXPECT_EQ(a, draw(11));
+  EXPECT_NE(a, draw(12));
+  // At most about rate x steps events (fewer: one that would leave no
+  // healthy device is dropped), every action drawn.
+  EXPECT_GT(a.size(), 50u);
+  EXPECT_LT(a.size(), 280u);
+  std::set<int> actions;
+  for (auto& e : a) actions.insert(std::get<1>(e));
+  EXPECT_EQ(actions.size(), 4u);
+  // Replaying the bookkeeping: no event aims at a dead device, joins get
+  // fresh indices, and at least one device is always alive and well.
+  std::set<int32_t> alive{0, 1, 2}, well{0, 1, 2};
+  int32_t next = 3;
+  for (auto [step, action, dev] : a) {
+    if (action == static_cast<int>(churn_action::join)) {
+      EXPECT_EQ(dev, next++);
+      alive.insert(dev);
+      well.insert(dev);
+      continue;
+    }
+    EXPECT_TRUE(alive.count(dev)) << "step " << step << " device " << dev;
+    well.erase(dev);
+    if (action == static_cast<int>(churn_action::die)) alive.erase(dev);
+    EXPECT_GE(well.size(), 1u);
+  }
 }

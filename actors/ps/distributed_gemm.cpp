@@ -61,6 +61,9 @@ caf::error distributed_gemm::refresh_fleet() {
 }
 
 caf::error distributed_gemm::begin_step(uint64_t step) {
+  if (!stopped_by_.empty())
+    return fail(stopped_by_ + "; --failure-policy=restart stops the run here: resume it from the "
+                "last checkpoint with --resume");
   step_ = step;
   gemm_seq_ = 0;
   forward_plans_.clear();
@@ -252,6 +255,8 @@ void distributed_gemm::on_event(const fleet_event& ev, gemm_call* call) {
     fleet_stale_ = true;  // usable from the next GEMM
     return;
   }
+  if (opts_.stop_on_failure && ev.kind == fleet_event_kind::dead && stopped_by_.empty())
+    stopped_by_ = "device " + std::to_string(dev) + " failed";
   // Dead or suspected: plan around it from now on.
   if (fleet_.erase(dev) == 0) return;
   ++churn_.failures_detected;

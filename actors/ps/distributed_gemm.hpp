@@ -11,6 +11,7 @@
 
 #include <map>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -67,6 +68,9 @@ struct engine_options {
   // devices; the first result wins. 0 disables speculation.
   double speculate_factor = 3;
   double speculate_min_seconds = 0.05;
+  // The baselines' way, for comparison: a device declared dead stops the run
+  // at the next step (to be resumed from the last checkpoint).
+  bool stop_on_failure = false;
 };
 
 class distributed_gemm final : public gemm_engine<float> {
@@ -143,7 +147,8 @@ class distributed_gemm final : public gemm_engine<float> {
   caf::actor planner_;
   caf::actor gateway_;
   engine_options opts_;
-  bool fleet_stale_ = false;  // a device joined or came back: refresh before the next GEMM
+  bool fleet_stale_ = false;
+  std::string stopped_by_;  // stop_on_failure: the failure that ends the run  // a device joined or came back: refresh before the next GEMM
   uint64_t step_ = 0;
   uint32_t gemm_seq_ = 0;
   uint64_t fleet_version_ = ~uint64_t{0};
