@@ -188,6 +188,7 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   for (int i = 0; i < n; ++i) {
     device_options dopt = base;
     dopt.profile = (*fleet)[static_cast<size_t>(i)];
+    dopt.fleet_index = i;
     children.push_back({device_name(i),
                         [dopt](caf::local_actor* sup) {
                           return sup->spawn(device_actor, dopt, registered(sup->system(), "planner"));

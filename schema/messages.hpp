@@ -19,7 +19,7 @@
 
 namespace cleave {
 
-inline constexpr uint32_t message_schema_version = 2;
+inline constexpr uint32_t message_schema_version = 3;
 
 // Largest operand or result block a peer accepts (elements): the planner never
 // makes a bigger tile, so anything larger is malformed.
@@ -40,6 +40,7 @@ using watch_atom = caf::atom_constant<caf::atom("watch")>;
 using churn_atom = caf::atom_constant<caf::atom("churn")>;
 using hang_atom = caf::atom_constant<caf::atom("hang")>;
 using slow_atom = caf::atom_constant<caf::atom("slow")>;
+using crash_atom = caf::atom_constant<caf::atom("crash")>;
 
 // A tile is identified by the step, the GEMM's position in that step, and the
 // tile's index in the GEMM's plan: the idempotency key.
@@ -117,15 +118,20 @@ typename Inspector::result_type inspect(Inspector& f, tile_miss& x) {
 // A device asks to join: its profile and the schema version it speaks.
 // `bulk`: the device takes its tiles over the PS's bulk tensor channel
 // (schema/tile_codec.hpp) instead of as actor messages.
+// `preferred_id` (in-process fleets: the device's index) is granted when no
+// device ever had it, so a fleet's ids, and with them its plans, do not
+// depend on the order devices happened to join in.
 struct join_request {
   uint32_t schema_version = message_schema_version;
   device_profile profile;
   bool bulk = false;
+  int32_t preferred_id = -1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, join_request& x) {
-  return f(caf::meta::type_name("join_request"), x.schema_version, x.profile, x.bulk);
+  return f(caf::meta::type_name("join_request"), x.schema_version, x.profile, x.bulk,
+           x.preferred_id);
 }
 
 // What the detector publishes to its subscribers.

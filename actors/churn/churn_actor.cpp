@@ -31,6 +31,7 @@ void apply(churn_ptr self, const churn_event& ev) {
   if (ev.action == churn_action::join) {
     auto opts = st.device_template;
     opts.profile = ev.profile;
+    opts.fleet_index = ev.device;
     // Linked: the joined devices end with the churn actor, which traps
     // their exits (a joined device may itself be killed later).
     auto dev = self->spawn<caf::linked>(device_actor, opts, st.planner);
@@ -45,6 +46,10 @@ void apply(churn_ptr self, const churn_event& ev) {
   }
   if (ev.action == churn_action::slow) {
     self->send(dev, slow_atom::value, ev.factor);
+    return;
+  }
+  if (ev.action == churn_action::crash) {  // its moment is its next tile: not timed here
+    self->send(dev, crash_atom::value);
     return;
   }
   // Ask the device its fleet id first, so the detector's events about it

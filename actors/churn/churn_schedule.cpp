@@ -20,6 +20,7 @@ const char* to_string(churn_action a) {
     case churn_action::hang: return "hang";
     case churn_action::slow: return "slow";
     case churn_action::join: return "join";
+    case churn_action::crash: return "crash";
   }
   return "?";
 }
@@ -34,7 +35,8 @@ caf::error churn_schedule::apply(fleet_state& fleet, churn_event& ev) {
   if (fleet.alive.count(ev.device) == 0)
     return fail("device " + std::to_string(ev.device) + " does not exist or is already dead");
   fleet.healthy.erase(ev.device);
-  if (ev.action == churn_action::die) fleet.alive.erase(ev.device);
+  if (ev.action == churn_action::die || ev.action == churn_action::crash)
+    fleet.alive.erase(ev.device);
   return caf::none;
 }
 
@@ -77,7 +79,8 @@ caf::expected<churn_schedule> churn_schedule::from_file(const std::string& path,
     else if (action == "hang") ev.action = churn_action::hang;
     else if (action == "slow") ev.action = churn_action::slow;
     else if (action == "join") ev.action = churn_action::join;
-    else return fail(where + ": action must be die, hang, slow or join");
+    else if (action == "crash") ev.action = churn_action::crash;
+    else return fail(where + ": action must be die, crash, hang, slow or join");
     if (ev.action == churn_action::join) {
       const std::string name = e.contains("profile") && e["profile"].is_string()
                                  ? e["profile"].get<std::string>() : "vm";

@@ -10,7 +10,8 @@
 //     {"step": 10, "action": "die",  "device": 3, "after_seconds": 0.01},
 //     {"step": 20, "action": "hang", "device": 4},
 //     {"step": 30, "action": "slow", "device": 5, "factor": 8},
-//     {"step": 40, "action": "join", "profile": "fast"}]}
+//     {"step": 40, "action": "join", "profile": "fast"},
+//     {"step": 50, "action": "crash", "device": 6}]}
 // "after_seconds" (default 0) delays the event into the step, so a device
 // can die with tiles in flight.
 
@@ -26,7 +27,10 @@
 
 namespace cleave {
 
-enum class churn_action { die, hang, slow, join };
+// crash: the device dies when its next tile arrives, so the failure always
+// costs work in flight (files only; random schedules draw die, hang, slow
+// and join).
+enum class churn_action { die, hang, slow, join, crash };
 
 const char* to_string(churn_action a);
 

@@ -152,7 +152,7 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
   });
   const bool bulk = !opts.bulk_host.empty();
   self->request(planner, caf::infinite, join_atom::value,
-                join_request{message_schema_version, opts.profile, bulk})
+                join_request{message_schema_version, opts.profile, bulk, opts.fleet_index})
     .then(
       [=](welcome_atom, int32_t id, caf::actor detector, uint16_t bulk_port) {
         auto& s = self->state;
@@ -183,6 +183,12 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
     },
     [=](tile_task& task) {
       if (self->state.hung) return;
+      if (self->state.crash_on_task) {
+        spdlog::debug("device {}: crashing with tile {} in hand (emulated)", self->state.id,
+                      task.key.tile);
+        self->quit(caf::exit_reason::kill);
+        return;
+      }
       run_task(self, task, reply_path{caf::actor_cast<caf::actor>(self->current_sender()), false});
     },
     [=](transport::bulk_frame_atom, transport::bulk_frame& f) {
@@ -202,6 +208,13 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
         return;
       }
       self->state.hung = true;
+    },
+    [=](crash_atom) {
+      if (!self->state.opts.paced) {
+        spdlog::warn("device {}: ignoring emulated churn (a real device)", self->state.id);
+        return;
+      }
+      self->state.crash_on_task = true;
     },
     [=](slow_atom, double factor) {
       if (!self->state.opts.paced || !(factor >= 1 && factor <= 1000)) {

@@ -3,8 +3,9 @@
 // the sub-GEMM tiles it is sent and keeps a bounded cache of operand blocks.
 // An emulated device (in-process fleet) also paces its replies so its tile
 // times follow its declared profile, and obeys emulated churn: (hang_atom)
-// makes it silent, (slow_atom, factor) slows its pacing. (get_atom) answers
-// its fleet id.
+// makes it silent, (slow_atom, factor) slows its pacing, (crash_atom) makes
+// it die on its next tile, with that tile in hand. (get_atom) answers its
+// fleet id.
 
 #include <caf/all.hpp>
 
@@ -19,6 +20,7 @@ struct device_options {
   double heartbeat_seconds = 0.1;
   uint64_t cache_bytes = 0;           // 0: half the declared memory, at most 1 GiB
   std::string bulk_host;              // non-empty: take tiles over the PS's bulk channel there
+  int32_t fleet_index = -1;           // in-process fleets: asked for as the device's id
 };
 
 struct device_state {
@@ -30,6 +32,7 @@ struct device_state {
   caf::actor bulk;            // the bulk channel to the PS, when used
   bool hung = false;          // emulated churn: silent, no heartbeats, no answers
   double slowdown = 1;        // emulated churn: paced times multiplied by this
+  bool crash_on_task = false;  // emulated churn: die on receiving the next tile
   static inline const char* name = "cleave.device";
 };
 

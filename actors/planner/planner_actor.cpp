@@ -69,7 +69,12 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       if (auto err = validate(req.profile)) return err;
       auto device = caf::actor_cast<caf::actor>(self->current_sender());
       if (!device) return fail("join without a sender");
-      const int32_t id = st.next_id++;
+      int32_t id = req.preferred_id;
+      if (id < 0 || id > 1000000 || st.ever_used.count(id) > 0) {
+        while (st.ever_used.count(st.next_id) > 0) ++st.next_id;
+        id = st.next_id++;
+      }
+      st.ever_used.insert(id);
       if (req.bulk && st.opts.bulk_port == 0)
         return fail("this ps has no bulk channel; join without --bulk");
       st.alive[id] = fleet_member{id, device, req.profile, req.bulk};

@@ -63,6 +63,7 @@ struct planner_state {
   planner_options opts;
   caf::actor detector;
   int32_t next_id = 0;
+  std::set<int32_t> ever_used;  // ids are never given twice
   uint64_t version = 0;  // bumped on every membership change
   bool quorum_reached = false;  // min_devices were usable once
   std::map<int32_t, fleet_member> alive;

@@ -918,7 +918,11 @@ plan replace_plan(const plan& p, const std::vector<device_view>& devices,
   out.devices_used = static_cast<int32_t>(used.size());
   out.predicted_seconds = std::max({max_finish, static_cast<double>(out.bytes_down) / cfg.ps_egress,
                                     static_cast<double>(out.bytes_up) / cfg.ps_ingress});
-  out.reason = "re-placed on " + std::to_string(used.size()) + " devices: " + p.reason;
+  // The reason keeps what the plan was first made for, once.
+  const std::string marker = "; first planned as: ";
+  const auto at = p.reason.find(marker);
+  out.reason = "re-placed on " + std::to_string(used.size()) + " devices" + marker
+               + (at == std::string::npos ? p.reason : p.reason.substr(at + marker.size()));
   return out;
 }
 

@@ -301,21 +301,26 @@ void distributed_gemm::speculate(gemm_call& call) {
 
 void distributed_gemm::compute_unheld(gemm_call& call) {
   // Tiles no device holds (none could take them, or they timed out) are
-  // computed here.
+  // computed here, on one thread like a device: Eigen's thread count is
+  // process-wide and changes its blocking (so the rounding) of the devices
+  // computing the GEMM's other tiles right now.
   const auto& in = call.in;
+  const auto t0 = clock_type::now();
   for (auto& pt : call.tiles) {
     if (pt.done || !pt.holders.empty()) continue;
     const tile& t = pt.where.t;
     pt.result.assign(static_cast<size_t>((t.m1 - t.m0) * (t.n1 - t.n0)), 0.0f);
     const auto& ra = pt.a;
     const auto& rb = pt.b;
-    run_local({in.a.data + ra.r0 * in.a.ld + ra.c0, ra.r1 - ra.r0, ra.c1 - ra.c0, in.a.ld},
-              in.trans_a,
-              {in.b.data + rb.r0 * in.b.ld + rb.c0, rb.r1 - rb.r0, rb.c1 - rb.c0, in.b.ld},
-              in.trans_b, {pt.result.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
+    gemm_local<float>({in.a.data + ra.r0 * in.a.ld + ra.c0, ra.r1 - ra.r0, ra.c1 - ra.c0, in.a.ld},
+                      in.trans_a,
+                      {in.b.data + rb.r0 * in.b.ld + rb.c0, rb.r1 - rb.r0, rb.c1 - rb.c0, in.b.ld},
+                      in.trans_b, {pt.result.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
     pt.done = true;
     --call.remaining;
+    ++churn_.tiles_at_ps;
   }
+  totals_.ps_compute_seconds += since(t0);
 }
 
 void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {

@@ -47,7 +47,8 @@ struct churn_account {
   uint64_t failures_detected = 0;   // devices declared dead or suspected
   uint64_t tiles_reassigned = 0;    // outstanding tiles moved off a failed device
   uint64_t speculative_tiles = 0;   // copies of a straggler's tiles
-  uint64_t tiles_timed_out = 0;     // computed at the PS after --tile-timeout
+  uint64_t tiles_timed_out = 0;     // given up on after --tile-timeout
+  uint64_t tiles_at_ps = 0;         // tiles of split GEMMs the PS computed (no device could)
   double recovery_seconds = 0;      // from a failure until its GEMM completed, summed
 };
 

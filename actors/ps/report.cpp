@@ -33,6 +33,7 @@ nlohmann::json make_report(const train_options& opts, const train_result& res, i
   }
   j["losses"] = res.losses;
   j["step_seconds"] = res.step_seconds;
+  j["eval_seconds"] = res.eval_seconds;
   j["ps_restarts"] = res.restarts;
   return j;
 }
@@ -67,6 +68,7 @@ void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_s
   j["tiles_reassigned"] = acc.churn.tiles_reassigned;
   j["speculative_tiles"] = acc.churn.speculative_tiles;
   j["tiles_timed_out"] = acc.churn.tiles_timed_out;
+  j["tiles_at_ps"] = acc.churn.tiles_at_ps;
   j["recovery_seconds_total"] = acc.churn.recovery_seconds;
   const auto& t = acc.totals;
   j["step_split_seconds"] = {{"ps_compute", t.ps_compute_seconds / n_steps},

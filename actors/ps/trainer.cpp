@@ -250,7 +250,9 @@ caf::expected<train_result> trainer::run() {
 
   if (after_training) after_training();
   spdlog::info("evaluating");
+  const auto eval_start = clock_type::now();
   auto ev = evaluate();
+  res.eval_seconds = seconds_since(eval_start);
   if (res.classifier) {
     res.test_accuracy = static_cast<double>(ev.correct) / ev.rows;
     res.test_loss = ev.loss_sum / ev.rows;

@@ -44,6 +44,7 @@ struct train_result {
   double median_step_seconds = 0;
   std::vector<double> losses;     // every step of this run, in order
   std::vector<double> step_seconds;  // wall time of every step of this run
+  double eval_seconds = 0;        // the final evaluation
   bool classifier = false;
   double test_accuracy = 0;
   double test_loss = 0;
