@@ -165,6 +165,7 @@ caf::actor start_supervisor(caf::actor_system& sys, std::vector<child_spec> chil
   auto sup = sys.spawn(supervisor_actor, supervisor_options{}, std::move(children));
   caf::scoped_actor self{sys};
   self->request(sup, caf::infinite, caf::get_atom::value).receive([](uint64_t) {}, [](caf::error&) {});
+  exit_process_when_it_fails(sys, sup);
   return sup;
 }
 

@@ -1,6 +1,8 @@
 #include "actors/supervisor/supervisor.hpp"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include <spdlog/spdlog.h>
 
@@ -11,7 +13,10 @@ namespace {
 void start_child(caf::stateful_actor<supervisor_state>* self, child_spec spec) {
   auto child = spec.start(self);
   self->monitor(child);
-  self->system().registry().put(caf::atom_from_string(spec.name), child);
+  // CAF's put keeps an existing entry: a restarted child must replace it.
+  const auto name = caf::atom_from_string(spec.name);
+  self->system().registry().erase(name);
+  self->system().registry().put(name, child);
   self->state.children.emplace(child.address(), supervisor_state::child{std::move(spec), child});
 }
 
@@ -23,6 +28,21 @@ void stop_with_children(caf::stateful_actor<supervisor_state>* self, const caf::
 }
 
 }  // namespace
+
+void exit_process_when_it_fails(caf::actor_system& sys, const caf::actor& supervisor) {
+  sys.spawn([supervisor](caf::event_based_actor* self) {
+    self->monitor(supervisor);
+    self->set_down_handler([=](const caf::down_msg& msg) {
+      if (msg.reason && msg.reason != caf::exit_reason::user_shutdown) {
+        spdlog::critical("the supervisor gave up ({}); exiting", self->system().render(msg.reason));
+        spdlog::default_logger()->flush();
+        std::fflush(nullptr);
+        std::_Exit(3);
+      }
+      self->quit();
+    });
+  });
+}
 
 caf::behavior supervisor_actor(caf::stateful_actor<supervisor_state>* self,
                                supervisor_options opts, std::vector<child_spec> children) {

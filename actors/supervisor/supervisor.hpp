@@ -46,4 +46,9 @@ struct supervisor_state {
 caf::behavior supervisor_actor(caf::stateful_actor<supervisor_state>* self,
                                supervisor_options opts, std::vector<child_spec> children);
 
+// The top of the tree: when the process's supervisor gives up (it exits
+// with an error), the process exits with status 3 and one clear line,
+// rather than leave callers waiting on actors that are gone.
+void exit_process_when_it_fails(caf::actor_system& sys, const caf::actor& supervisor);
+
 }  // namespace cleave
