@@ -89,11 +89,12 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
 // Training over whatever fleet the planner has.
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                    int threads, caf::actor planner, int devices, caf::actor gateway = {},
-                   caf::actor churn = {}) {
+                   caf::actor churn = {}, std::function<caf::actor()> find_planner = {}) {
   engine_options eopts;
   eopts.tile_timeout_seconds = cfg.tile_timeout;
   eopts.speculate_factor = cfg.speculate;
   eopts.stop_on_failure = cfg.failure_policy == "restart";
+  eopts.find_planner = std::move(find_planner);
   distributed_gemm engine(sys, std::move(planner), eopts, std::move(gateway));
   return train(cfg, opts, threads, devices, &engine, std::move(churn));
 }
@@ -123,10 +124,14 @@ std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices,
                                       uint16_t bulk_port = 0) {
   auto dopts = detector_opts(cfg);
   auto popts = planner_opts(cfg, min_devices, bulk_port);
+  auto starts = std::make_shared<int>(0);
   return {
     {"detector", [dopts](caf::local_actor* sup) { return sup->spawn(detector_actor, dopts); }},
     {"planner",
-     [popts](caf::local_actor* sup) {
+     [popts, starts](caf::local_actor* sup) mutable {
+       // A restarted planner must not wait for the first step's quorum:
+       // devices that died meanwhile will never join it.
+       if ((*starts)++ > 0) popts.min_devices = 0;
        return sup->spawn(planner_actor, popts, registered(sup->system(), "detector"));
      }},
   };
@@ -186,6 +191,8 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   auto children = control_plane(cfg, cfg.min_devices >= 0 ? cfg.min_devices : n);
   device_options base;
   base.heartbeat_seconds = cfg.heartbeat;
+  auto& system = sys;
+  base.find_planner = [&system] { return registered(system, "planner"); };
   for (int i = 0; i < n; ++i) {
     device_options dopt = base;
     dopt.profile = (*fleet)[static_cast<size_t>(i)];
@@ -209,7 +216,8 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   auto supervisor = start_supervisor(sys, std::move(children));
   spdlog::info("in-process fleet: {} emulated devices", n);
   const int rc = train_on_fleet(sys, cfg, opts, threads, registered(sys, "planner"), n, {},
-                                churning ? registered(sys, "churn") : caf::actor{});
+                                churning ? registered(sys, "churn") : caf::actor{},
+                                base.find_planner);
   stop(supervisor);
   return rc;
 }

@@ -41,6 +41,7 @@ using churn_atom = caf::atom_constant<caf::atom("churn")>;
 using hang_atom = caf::atom_constant<caf::atom("hang")>;
 using slow_atom = caf::atom_constant<caf::atom("slow")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
+using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
 
 // A tile is identified by the step, the GEMM's position in that step, and the
 // tile's index in the GEMM's plan: the idempotency key.

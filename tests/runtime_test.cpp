@@ -10,6 +10,7 @@
 #include "actors/device/device_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
 #include "actors/ps/distributed_gemm.hpp"
+#include "actors/supervisor/supervisor.hpp"
 #include "kernels/random.hpp"
 
 using namespace cleave;
@@ -253,4 +254,65 @@ TEST_F(runtime, a_device_too_small_for_any_tile_gets_none) {
   EXPECT_GT(acc.tiles, 0u);
   for (auto& [id, a] : acc.devices)
     if (a.profile == "tiny") EXPECT_EQ(a.tiles, 0u);
+}
+
+TEST(supervised_runtime, a_crashed_planner_is_restarted_and_the_fleet_follows_it) {
+  config cfg;
+  caf::actor_system sys{cfg};
+  auto find = [&sys] {
+    return caf::actor_cast<caf::actor>(sys.registry().get(caf::atom_from_string("planner")));
+  };
+  planner_options po;
+  po.cost.ps_egress = 1e12;
+  po.cost.ps_flops = 1e9;
+  po.cost.min_split_flops = 1;
+  std::vector<child_spec> children{
+    {"detector", [](caf::local_actor* sup) { return sup->spawn(detector_actor, detector_options{}); }},
+    {"planner", [po](caf::local_actor* sup) {
+       return sup->spawn(planner_actor, po,
+                         caf::actor_cast<caf::actor>(
+                           sup->system().registry().get(caf::atom_from_string("detector"))));
+     }}};
+  for (int i = 0; i < 3; ++i) {
+    device_options o;
+    o.profile = *preset_profile("fast");
+    o.paced = false;
+    o.find_planner = find;
+    children.push_back({"device" + std::to_string(i),
+                        [o, find](caf::local_actor* sup) { return sup->spawn(device_actor, o, find()); },
+                        false});
+  }
+  auto sup = sys.spawn(supervisor_actor, supervisor_options{}, children);
+  caf::scoped_actor self{sys};
+  auto fleet_size = [&](const caf::actor& planner) {
+    size_t have = 0;
+    self->request(planner, std::chrono::seconds(1), fleet_atom::value)
+      .receive([&](uint64_t, std::vector<fleet_member>& m) { have = m.size(); },
+               [](caf::error&) {});
+    return have;
+  };
+  auto wait_fleet = [&](size_t n) {
+    for (int i = 0; i < 300; ++i) {
+      auto p = find();
+      if (p && fleet_size(p) == n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_fleet(3));
+  engine_options eo;
+  eo.find_planner = find;
+  distributed_gemm eng(sys, find(), eo);
+  check_products(eng, 1e-5);
+  const auto before = eng.accounts().tiles;
+  ASSERT_GT(before, 0u);
+
+  auto old = find();
+  self->send_exit(old, caf::make_error(caf::sec::runtime_error, "injected planner crash"));
+  // The devices join the restarted planner; the engine follows it.
+  ASSERT_TRUE(wait_fleet(3)) << "the devices did not join the restarted planner";
+  EXPECT_NE(find(), old);
+  check_products(eng, 1e-5);
+  EXPECT_GT(eng.accounts().tiles, before) << "no tile went to the re-joined fleet";
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
 }

@@ -133,26 +133,14 @@ caf::error open_bulk(device_actor_ptr self, uint16_t port) {
   return caf::none;
 }
 
-}  // namespace
-
-caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::actor planner) {
+// Asks `planner` for a place in the fleet; heartbeats start on the welcome.
+void join(device_actor_ptr self, caf::actor planner) {
   auto& st = self->state;
-  st.opts = opts;
-  const uint64_t cap = opts.cache_bytes != 0
-                         ? opts.cache_bytes
-                         : std::min<uint64_t>(opts.profile.memory_bytes / 2, uint64_t{1} << 30);
-  st.cache = block_cache{cap};
-  st.busy_until = caf::make_timestamp();
+  st.planner = planner;
   self->monitor(planner);
-  self->set_down_handler([=](const caf::down_msg& msg) {
-    if (msg.source == planner) {
-      spdlog::info("device {}: planner is gone, leaving", self->state.id);
-      self->quit(msg.reason);
-    }
-  });
-  const bool bulk = !opts.bulk_host.empty();
+  const bool bulk = !st.opts.bulk_host.empty();
   self->request(planner, caf::infinite, join_atom::value,
-                join_request{message_schema_version, opts.profile, bulk, opts.fleet_index})
+                join_request{message_schema_version, st.opts.profile, bulk, st.opts.fleet_index})
     .then(
       [=](welcome_atom, int32_t id, caf::actor detector, uint16_t bulk_port) {
         auto& s = self->state;
@@ -167,13 +155,54 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
           }
         }
         spdlog::debug("device {} ({}) joined", id, s.opts.profile.name);
-        self->send(self, tick_atom::value);
+        if (!s.ticking) {
+          s.ticking = true;
+          self->send(self, tick_atom::value);
+        }
       },
       [=](const caf::error& err) {
         spdlog::error("device: join refused: {}", self->system().render(err));
         self->quit(err);
       });
+}
+
+}  // namespace
+
+caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::actor planner) {
+  auto& st = self->state;
+  st.opts = opts;
+  const uint64_t cap = opts.cache_bytes != 0
+                         ? opts.cache_bytes
+                         : std::min<uint64_t>(opts.profile.memory_bytes / 2, uint64_t{1} << 30);
+  st.cache = block_cache{cap};
+  st.busy_until = caf::make_timestamp();
+  self->set_down_handler([=](const caf::down_msg& msg) {
+    auto& s = self->state;
+    if (msg.source != s.planner.address()) return;
+    if (!s.opts.find_planner) {
+      spdlog::info("device {}: planner is gone, leaving", s.id);
+      self->quit(msg.reason);
+      return;
+    }
+    // In-process: the supervisor restarts the planner; join the new one.
+    spdlog::info("device {}: planner is gone, looking for its successor", s.id);
+    self->send(self, rejoin_atom::value, 0);
+  });
+  join(self, planner);
   return {
+    [=](rejoin_atom, int attempt) {
+      auto& s = self->state;
+      auto next = s.opts.find_planner();
+      if (next && next != s.planner) {
+        s.detector = nullptr;  // heartbeats resume once the new planner welcomes us
+        join(self, next);
+      } else if (attempt < 100) {
+        self->delayed_send(self, std::chrono::milliseconds(50), rejoin_atom::value, attempt + 1);
+      } else {
+        spdlog::info("device {}: no planner came back; leaving", s.id);
+        self->quit(caf::exit_reason::user_shutdown);
+      }
+    },
     [=](tick_atom) {
       auto& s = self->state;
       if (s.hung) return;

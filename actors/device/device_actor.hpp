@@ -7,6 +7,8 @@
 // it die on its next tile, with that tile in hand. (get_atom) answers its
 // fleet id.
 
+#include <functional>
+
 #include <caf/all.hpp>
 
 #include "actors/device/block_cache.hpp"
@@ -21,13 +23,18 @@ struct device_options {
   uint64_t cache_bytes = 0;           // 0: half the declared memory, at most 1 GiB
   std::string bulk_host;              // non-empty: take tiles over the PS's bulk channel there
   int32_t fleet_index = -1;           // in-process fleets: asked for as the device's id
+  // In-process fleets: finds the planner's successor after a restart (the
+  // registry's "planner"); without it a device leaves with its planner.
+  std::function<caf::actor()> find_planner;
 };
 
 struct device_state {
   int32_t id = -1;
   device_options opts;
   block_cache cache{0};
+  caf::actor planner;
   caf::actor detector;
+  bool ticking = false;       // the heartbeat loop is running
   caf::timestamp busy_until;  // paced work already promised
   caf::actor bulk;            // the bulk channel to the PS, when used
   bool hung = false;          // emulated churn: silent, no heartbeats, no answers

@@ -59,6 +59,13 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
   self->state.opts = opts;
   self->state.detector = detector;
   self->send(detector, subscribe_atom::value, caf::actor{self});
+  // Devices heartbeat to the detector the planner names: a planner whose
+  // detector is gone fails too, and its restart finds the new detector.
+  self->monitor(detector);
+  self->set_down_handler([=](const caf::down_msg& msg) {
+    if (msg.source == self->state.detector.address())
+      self->quit(caf::make_error(caf::sec::runtime_error, "the planner's detector is gone"));
+  });
   return {
     [=](join_atom, const join_request& req)
       -> caf::result<welcome_atom, int32_t, caf::actor, uint16_t> {

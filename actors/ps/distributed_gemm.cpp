@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -41,6 +42,24 @@ distributed_gemm::distributed_gemm(caf::actor_system& sys, caf::actor planner,
 }
 
 caf::error distributed_gemm::refresh_fleet() {
+  for (int attempt = 0;; ++attempt) {
+    auto err = ask_fleet();
+    if (!err || !opts_.find_planner || attempt == 100) return err;
+    // A restarted planner starts with an empty fleet: wait for it and for
+    // the devices to join it again; the plans keep their tiles.
+    auto next = opts_.find_planner();
+    if (next && next != planner_) {
+      spdlog::warn("{}; following the restarted planner", describe(err));
+      planner_ = next;
+      self_->send(planner_, subscribe_atom::value, caf::actor_cast<caf::actor>(self_));
+      fleet_version_ = ~uint64_t{0};
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+caf::error distributed_gemm::ask_fleet() {
   fleet_stale_ = false;
   caf::error err;
   self_->request(planner_, caf::infinite, fleet_atom::value)

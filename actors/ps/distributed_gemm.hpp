@@ -9,6 +9,7 @@
 // scoped (blocking) actor: the loop waits for its tiles, which is what a
 // synchronous training step means.
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -72,6 +73,9 @@ struct engine_options {
   // The baselines' way, for comparison: a device declared dead stops the run
   // at the next step (to be resumed from the last checkpoint).
   bool stop_on_failure = false;
+  // In-process: finds the planner's successor after the supervisor restarted
+  // it (the registry's "planner"). Without it a lost planner ends the run.
+  std::function<caf::actor()> find_planner;
 };
 
 class distributed_gemm final : public gemm_engine<float> {
@@ -125,6 +129,7 @@ class distributed_gemm final : public gemm_engine<float> {
   };
 
   caf::error refresh_fleet();
+  caf::error ask_fleet();
   const plan& plan_for(gemm_tag tag, const gemm_problem& g);
   plan replaced(const plan& p);
   void on_event(const fleet_event& ev, gemm_call* call);
