@@ -347,6 +347,7 @@ int run_device(cleave_config& cfg, int threads) {
   for (int joins = 0; !stop_requested; ++joins) {
     auto planner = reach(sys, *endpoint, cfg.reconnect_seconds);
     if (!planner) {
+      if (stop_requested) break;
       if (joins == 0)
         return runtime_error("cannot reach the ps at " + cfg.connect + ": " + sys.render(planner.error()));
       spdlog::info("device: the ps at {} did not come back within {} s; exiting", cfg.connect,

@@ -100,6 +100,15 @@ class runtime : public ::testing::Test {
     spawned.push_back(sys.spawn(device_actor, o, planner));
   }
 
+  // `odd` joins first (device 0, first in line for tiles), then three good
+  // devices; returns when all four are in the fleet.
+  void lead_three_good_devices(caf::actor odd) {
+    spawned.push_back(std::move(odd));
+    expect_fleet(1);
+    for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
+    expect_fleet(4);
+  }
+
   // Waits until the planner has n devices.
   void expect_fleet(size_t n) {
     caf::scoped_actor self{sys};
@@ -162,10 +171,7 @@ class rogue : public runtime, public ::testing::WithParamInterface<rogue_mode> {
 
 TEST_P(rogue, bad_results_are_refused_and_the_product_still_completes) {
   // The rogue joins first: device 0, first in line for tiles.
-  spawned.push_back(sys.spawn(rogue_device, planner, GetParam()));
-  expect_fleet(1);
-  for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
-  expect_fleet(4);
+  lead_three_good_devices(sys.spawn(rogue_device, planner, GetParam()));
   distributed_gemm eng(sys, planner, timeout(2.0));
   check_products(eng, 1e-5);
   if (GetParam() == rogue_mode::unknown_task) {
@@ -190,10 +196,7 @@ TEST_F(runtime, a_device_killed_mid_gemm_costs_only_its_tiles) {
   // answers; it is killed 200 ms in. Speculation is off and the tile
   // timeout (30 s) far away: only the kill's detection can finish the GEMM.
   auto doomed = sys.spawn(black_hole, planner, true);
-  spawned.push_back(doomed);
-  expect_fleet(1);
-  for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
-  expect_fleet(4);
+  lead_three_good_devices(doomed);
   distributed_gemm eng(sys, planner, timeout(30.0));
   caf::delayed_anon_send(doomed, std::chrono::milliseconds(200), caf::exit_msg{{}, caf::exit_reason::kill});
   const auto t0 = std::chrono::steady_clock::now();
@@ -209,10 +212,7 @@ TEST_F(runtime, a_device_killed_mid_gemm_costs_only_its_tiles) {
 TEST_F(runtime, a_silent_device_is_suspected_and_its_tiles_move) {
   // No heartbeats, no answers, never killed: phi-accrual suspicion alone
   // must move its tiles.
-  spawned.push_back(sys.spawn(black_hole, planner, false));
-  expect_fleet(1);
-  for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
-  expect_fleet(4);
+  lead_three_good_devices(sys.spawn(black_hole, planner, false));
   distributed_gemm eng(sys, planner, timeout(30.0));
   const auto t0 = std::chrono::steady_clock::now();
   check_products(eng, 1e-5);
@@ -224,10 +224,7 @@ TEST_F(runtime, a_silent_device_is_suspected_and_its_tiles_move) {
 TEST_F(runtime, a_straggler_s_tiles_are_copied_and_the_first_result_wins) {
   // Heartbeats keep the straggler above suspicion; only speculative copies
   // (past 0.05 s) finish its tiles before the 30 s timeout.
-  spawned.push_back(sys.spawn(black_hole, planner, true));
-  expect_fleet(1);
-  for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
-  expect_fleet(4);
+  lead_three_good_devices(sys.spawn(black_hole, planner, true));
   distributed_gemm eng(sys, planner, timeout(30.0, 1.0));
   const auto t0 = std::chrono::steady_clock::now();
   check_products(eng, 1e-5);

@@ -70,7 +70,7 @@ caf::error distributed_gemm::ask_fleet() {
         ++fleet_epoch_;
         fleet_.clear();
         for (auto& m : members) {
-          accounts_[m.id].profile = m.profile.name;
+          acc_.devices[m.id].profile = m.profile.name;
           fleet_.emplace(m.id, std::move(m));
         }
       },
@@ -152,8 +152,8 @@ void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float>
   set_gemm_threads(compute_threads());
   gemm_local<float>(a, ta, b, tb, c, beta);
   set_gemm_threads(1);
-  totals_.ps_compute_seconds += since(t0);
-  ++local_gemms_;
+  acc_.totals.ps_compute_seconds += since(t0);
+  ++acc_.local_gemms;
 }
 
 distributed_gemm::block_ref distributed_gemm::locate(const_view<float> m, bool trans, int64_t r0,
@@ -188,7 +188,7 @@ operand distributed_gemm::cut(const_view<float> m, bool trans, const block_ref& 
 void distributed_gemm::send_task(const inputs& in, pending_tile& p, int32_t dev,
                                  bool with_all_data) {
   auto& known = sent_[dev];
-  auto& acct = accounts_[dev];
+  auto& acct = acc_.devices[dev];
   tile_task msg;
   msg.key = p.key;
   for (auto [ref, m, trans, dst] : {std::tuple{&p.a, in.a, in.trans_a, &msg.a},
@@ -203,6 +203,7 @@ void distributed_gemm::send_task(const inputs& in, pending_tile& p, int32_t dev,
   }
   if (std::find(p.holders.begin(), p.holders.end(), dev) == p.holders.end())
     p.holders.push_back(dev);
+  if (std::find(p.given.begin(), p.given.end(), dev) == p.given.end()) p.given.push_back(dev);
   const auto& member = fleet_.at(dev);
   if (member.bulk && gateway_)
     self_->send(gateway_, task_atom::value, dev, std::move(msg));
@@ -215,20 +216,21 @@ bool distributed_gemm::accept(pending_tile& p, tile_result& r) {
   const int64_t rows = t.m1 - t.m0;
   const int64_t cols = t.n1 - t.n0;
   const char* problem = nullptr;
-  if (std::find(p.holders.begin(), p.holders.end(), r.device) == p.holders.end())
+  // A device the tile moved away from (suspected, say) may still win.
+  if (std::find(p.given.begin(), p.given.end(), r.device) == p.given.end())
     problem = "from a device the tile was not given to";
   else if (r.rows != rows || r.cols != cols || static_cast<int64_t>(r.data.size()) != rows * cols)
     problem = "of the wrong shape";
   else if (!all_finite(r.data))
     problem = "containing NaN or infinity";
   if (problem != nullptr) {
-    ++refused_;
-    ++accounts_[r.device].refused;
+    ++acc_.refused;
+    ++acc_.devices[r.device].refused;
     spdlog::warn("refusing result {} for step {} gemm {} tile {} from device {}", problem,
                  r.key.step, r.key.gemm, r.key.tile, r.device);
     return false;
   }
-  auto& acct = accounts_[r.device];
+  auto& acct = acc_.devices[r.device];
   ++acct.tiles;
   acct.bytes_up += r.data.size() * sizeof(float);
   acct.cache_hits += r.cache_hits;
@@ -271,14 +273,15 @@ void distributed_gemm::reassign(gemm_call& call, pending_tile& p) {
 void distributed_gemm::on_event(const fleet_event& ev, gemm_call* call) {
   const int32_t dev = ev.device;
   if (ev.kind == fleet_event_kind::join || ev.kind == fleet_event_kind::rejoin) {
+    failed_.erase(dev);
     fleet_stale_ = true;  // usable from the next GEMM
     return;
   }
+  if (failed_.insert(dev).second) ++acc_.churn.failures_detected;
   if (opts_.stop_on_failure && ev.kind == fleet_event_kind::dead && stopped_by_.empty())
     stopped_by_ = "device " + std::to_string(dev) + " failed";
   // Dead or suspected: plan around it from now on.
   if (fleet_.erase(dev) == 0) return;
-  ++churn_.failures_detected;
   spdlog::info("device {} is {}; its outstanding tiles go to other devices", dev,
                to_string(ev.kind));
   ++fleet_epoch_;
@@ -290,7 +293,7 @@ void distributed_gemm::on_event(const fleet_event& ev, gemm_call* call) {
     pt.holders.erase(h);
     if (call->failed_at < 0) call->failed_at = seconds_now();
     if (!pt.holders.empty()) continue;  // a copy is still running elsewhere
-    ++churn_.tiles_reassigned;
+    ++acc_.churn.tiles_reassigned;
     reassign(*call, pt);
   }
 }
@@ -311,7 +314,7 @@ void distributed_gemm::speculate(gemm_call& call) {
     if (pt.done || pt.speculated || pt.holders.empty()) continue;
     if (fleet_.at(*next_idle).profile.memory_bytes < tile_working_set(pt.where.t)) continue;
     pt.speculated = true;
-    ++churn_.speculative_tiles;
+    ++acc_.churn.speculative_tiles;
     spdlog::debug("speculative copy of step {} gemm {} tile {} (on {}) to device {}", step_,
                   pt.key.gemm, pt.key.tile, pt.holders.front(), *next_idle);
     send_task(call.in, pt, *next_idle++, false);
@@ -337,9 +340,9 @@ void distributed_gemm::compute_unheld(gemm_call& call) {
                       in.trans_b, {pt.result.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
     pt.done = true;
     --call.remaining;
-    ++churn_.tiles_at_ps;
+    ++acc_.churn.tiles_at_ps;
   }
-  totals_.ps_compute_seconds += since(t0);
+  acc_.totals.ps_compute_seconds += since(t0);
 }
 
 void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
@@ -397,7 +400,7 @@ void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
           spdlog::warn("tile step {} gemm {} tile {} timed out on device {}; computing it here",
                        step_, pt.key.gemm, pt.key.tile, pt.holders.front());
           pt.holders.clear();
-          ++churn_.tiles_timed_out;
+          ++acc_.churn.tiles_timed_out;
         }
       last_progress = now;
     } else if (!speculated && now >= speculate_at && call.remaining > 0) {
@@ -406,7 +409,7 @@ void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
     }
     compute_unheld(call);
   }
-  if (call.failed_at >= 0) churn_.recovery_seconds += seconds_now() - call.failed_at;
+  if (call.failed_at >= 0) acc_.churn.recovery_seconds += seconds_now() - call.failed_at;
 }
 
 void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b,
@@ -441,12 +444,12 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
     if (fleet_.count(pt.where.device) != 0)
       send_task(call.in, pt, pt.where.device, false);
   }
-  tiles_total_ += call.tiles.size();
-  totals_.predicted_wait_seconds += p.predicted_seconds;
+  acc_.tiles += call.tiles.size();
+  acc_.totals.predicted_wait_seconds += p.predicted_seconds;
 
   const auto t_wait = clock_type::now();
   wait_for(call, p.predicted_seconds);
-  totals_.wait_seconds += since(t_wait);
+  acc_.totals.wait_seconds += since(t_wait);
 
   const auto t_gather = clock_type::now();
   auto cm = c.map();
@@ -464,7 +467,7 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
       for (int64_t j = 0; j < cols; ++j) dst[j] += src[j];
     }
   }
-  totals_.allgather_seconds += since(t_gather);
+  acc_.totals.allgather_seconds += since(t_gather);
 }
 
 }  // namespace cleave

@@ -94,7 +94,7 @@ class distributed_gemm final : public gemm_engine<float> {
             mut_view<float> c, float beta) override;
 
   runtime_accounts accounts() const {
-    return {accounts_, totals_, tiles_total_, local_gemms_, refused_, churn_};
+    return acc_;
   }
 
  private:
@@ -115,6 +115,7 @@ class distributed_gemm final : public gemm_engine<float> {
     tile_key key;
     block_ref a, b;
     std::vector<int32_t> holders;  // devices working on it: the first, then copies
+    std::vector<int32_t> given;    // every device it was ever sent to: any may answer first
     bool speculated = false;
     bool done = false;
     std::vector<float> result;
@@ -154,7 +155,8 @@ class distributed_gemm final : public gemm_engine<float> {
   caf::actor gateway_;
   engine_options opts_;
   bool fleet_stale_ = false;
-  std::string stopped_by_;  // stop_on_failure: the failure that ends the run  // a device joined or came back: refresh before the next GEMM
+  std::string stopped_by_;  // stop_on_failure: the failure that ends the run
+  std::set<int32_t> failed_;  // dead or suspected, and not back: counted once each  // a device joined or came back: refresh before the next GEMM
   uint64_t step_ = 0;
   uint32_t gemm_seq_ = 0;
   uint64_t fleet_version_ = ~uint64_t{0};
@@ -170,12 +172,7 @@ class distributed_gemm final : public gemm_engine<float> {
   uint64_t fleet_epoch_ = 0;  // bumped whenever fleet_ changes
   std::map<uint32_t, plan> forward_plans_;  // this step's, by layer tag, for mirroring
   std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
-  std::map<int32_t, device_account> accounts_;
-  step_account totals_;
-  uint64_t tiles_total_ = 0;
-  uint64_t local_gemms_ = 0;
-  uint64_t refused_ = 0;
-  churn_account churn_;
+  runtime_accounts acc_;
 };
 
 }  // namespace cleave
