@@ -64,6 +64,7 @@ caf::behavior recorder(caf::stateful_actor<recorder_state>* self) {
 caf::behavior dummy_device(caf::event_based_actor*) {
   return {
     [](int32_t) {},
+    [](join_atom) {},
   };
 }
 
@@ -475,6 +476,22 @@ CAF_TEST(every_subscriber_gets_every_event_once) {
     CAF_CHECK(ea[i].at == eb[i].at);
     CAF_CHECK_EQUAL(ea[i].ev.phi, eb[i].ev.phi);
   }
+}
+
+// 8. A device declared dead on silence that heartbeats again (it was only
+//    stalled) is asked, once, to join again; it stays dead to the detector.
+CAF_TEST(a_device_declared_dead_but_alive_is_asked_to_join_again) {
+  start();
+  auto sub = subscriber();
+  auto dev = watch(1);
+  CAF_REQUIRE(advance_until([&] { return find(events(sub), fleet_event_kind::dead, 1); }, 2s));
+  self->send(det, heartbeat_atom::value, int32_t{1});
+  expect((heartbeat_atom, int32_t), from(self).to(det).with(_, 1));
+  expect((join_atom), from(det).to(dev).with(_));
+  heartbeat(1);  // asked once only
+  CAF_CHECK(!sched.has_job());
+  CAF_CHECK_EQUAL(count(events(sub), fleet_event_kind::rejoin, 1), 0u);
+  CAF_CHECK(det_state().devices.at(1).dead);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

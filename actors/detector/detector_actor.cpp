@@ -56,7 +56,16 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector
         return;
       }
       auto& dev = it->second;
-      if (dev.dead) return;  // a dead device must join again
+      if (dev.dead) {
+        // Declared dead on silence alone, yet alive (a stall longer than
+        // the thresholds allow): it must join again, as a new member.
+        if (!dev.told_to_rejoin) {
+          dev.told_to_rejoin = true;
+          spdlog::info("detector: device {} was declared dead but heartbeats; asking it to join again", id);
+          self->send(dev.handle, join_atom::value);
+        }
+        return;
+      }
       dev.level.heartbeat(now_seconds(self));
       if (dev.suspected) {
         dev.suspected = false;

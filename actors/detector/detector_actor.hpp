@@ -30,6 +30,7 @@ struct watched_device {
   phi_accrual level;
   bool suspected = false;
   bool dead = false;
+  bool told_to_rejoin = false;  // dead, yet heard from: asked to join again
 };
 
 struct detector_state {

@@ -203,6 +203,12 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
         self->quit(caf::exit_reason::user_shutdown);
       }
     },
+    [=](join_atom) {  // the detector gave up on us: join again under a new id
+      auto& s = self->state;
+      spdlog::info("device {}: declared dead while alive; joining again", s.id);
+      s.detector = nullptr;
+      join(self, s.planner);
+    },
     [=](tick_atom) {
       auto& s = self->state;
       if (s.hung) return;
