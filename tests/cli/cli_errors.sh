@@ -28,6 +28,13 @@ expect_refusal "/nonexistent/dir" --data-dir=/nonexistent/dir
 expect_refusal "--resume needs --checkpoint-dir" --resume
 expect_refusal "--devices must be >= 0" --devices=-1
 expect_refusal "--log-level" --log-level=loud
+expect_refusal "--churn-rate must be in" --devices=4 --churn-rate=-1
+expect_refusal "not both" --devices=4 --churn-rate=0.1 --churn=x.json
+expect_refusal "kill real device processes" --role=ps --listen=0 --churn-rate=0.1
+expect_refusal "--failure-policy" --failure-policy=panic
+expect_refusal "--suspect-phi" --suspect-phi=9 --dead-phi=8
+printf '{"events": [{"step": 1, "action": "die", "device": 7}]}' > "$WORK/churn.json"
+expect_refusal "events[0]: device 7 does not exist" --devices=4 --churn="$WORK/churn.json"
 
 # A truncated image file and a wrong magic number are named with the file.
 mkdir -p "$WORK/fm"
@@ -50,6 +57,25 @@ out=$("$CLEAVE" --steps=6 --checkpoint-dir="$ck" --resume --hidden=32 --report="
 [[ $(json "$WORK/r.json" 'd["resumed_from_step"]') == 2 ]] || fail "did not fall back to step 2"
 # A checkpoint from another model is refused outright.
 expect_refusal "was written for model" --steps=6 --checkpoint-dir="$ck" --resume --hidden=64
+
+# A seeded churn rate is a reproducible input: the same seed applies the same
+# events and, plans keeping their tiles, gives the same losses as no churn.
+churn_run() {  # churn_run NAME [flags...]
+  local name=$1; shift
+  "$CLEAVE" --devices=8 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --hidden=64 --steps=60 \
+    --log-level=warn --report="$WORK/$name.json" "$@" || fail "churn run $name failed"
+}
+churn_run quiet
+churn_run rate-a --churn-rate=0.1 --seed=1
+churn_run rate-b --churn-rate=0.1 --seed=1
+a=$(json "$WORK/rate-a.json" 'sorted(d["churn"]["applied"].items())')
+b=$(json "$WORK/rate-b.json" 'sorted(d["churn"]["applied"].items())')
+[[ $a == "$b" && $a != "[]" ]] && echo "ok: --churn-rate applied $a twice" || fail "churn-rate runs differ: $a vs $b"
+for run in rate-a rate-b; do
+  same=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['losses'] == json.load(open(sys.argv[2]))['losses'])" \
+    "$WORK/quiet.json" "$WORK/$run.json")
+  [[ $same == True ]] || fail "$run: losses differ from the churn-free run"
+done
 
 # --help explains every flag and exits 0.
 help=$("$CLEAVE" --help 2>&1) || fail "--help exited non-zero"
