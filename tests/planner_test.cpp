@@ -193,14 +193,14 @@ TEST(PlannerCost, PredictTileFollowsTheFormula) {
   auto c = predict_tile(t, p, false, false);
   EXPECT_EQ(c.bytes_down, 4u * (100 * 20 + 20 * 50));
   EXPECT_EQ(c.bytes_up, 4u * 100 * 50);
-  EXPECT_DOUBLE_EQ(c.seconds, 0.01 + 12000.0 / 1e6 + 200000.0 / 1e9 + 20000.0 / 2e5);
+  EXPECT_DOUBLE_EQ(c.seconds, 2 * 0.01 + 12000.0 / 1e6 + 200000.0 / 1e9 + 20000.0 / 2e5);
   auto ca = predict_tile(t, p, true, false);
   EXPECT_EQ(ca.bytes_down, 4u * 20 * 50);
   auto cb = predict_tile(t, p, false, true);
   EXPECT_EQ(cb.bytes_down, 4u * 100 * 20);
   auto both = predict_tile(t, p, true, true);
   EXPECT_EQ(both.bytes_down, 0u);
-  EXPECT_DOUBLE_EQ(both.seconds, 0.01 + 200000.0 / 1e9 + 20000.0 / 2e5);
+  EXPECT_DOUBLE_EQ(both.seconds, 2 * 0.01 + 200000.0 / 1e9 + 20000.0 / 2e5);
   EXPECT_EQ(tile_working_set(t), 4u * (100 * 20 + 20 * 50 + 100 * 50));
   EXPECT_TRUE(std::isinf(predict_tile(t, prof(0, 1e9, 1e6, 1e6, 0), false, false).seconds));
 }

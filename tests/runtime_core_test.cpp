@@ -12,7 +12,6 @@
 #include "actors/churn/churn_schedule.hpp"
 #include "actors/detector/phi_accrual.hpp"
 #include "actors/device/block_cache.hpp"
-#include "actors/device/pacing.hpp"
 #include "actors/supervisor/restart_budget.hpp"
 #include "schema/errors.hpp"
 #include "schema/profile.hpp"
@@ -88,12 +87,6 @@ TEST(block_key, depends_on_content_shape_and_only_the_block) {
   EXPECT_EQ(block_key(m.data(), 3, 8, 8), before);
   m[2 * 8 + 7] = -1;  // inside
   EXPECT_NE(block_key(m.data(), 3, 8, 8), before);
-}
-
-TEST(pacing, follows_the_declared_profile) {
-  device_profile p{"x", 1e9, 1 << 30, 1e6, 5e5, 0.01};
-  // 2 x 10 ms latency + 1 MB down at 1 MB/s + 2 GFLOP at 1 GFLOP/s + 0.5 MB up at 0.5 MB/s
-  EXPECT_NEAR(paced_seconds(p, 1000000, 2e9, 500000), 0.02 + 1 + 2 + 1, 1e-9);
 }
 
 TEST(fleet_file, presets_overrides_counts_and_refusals) {

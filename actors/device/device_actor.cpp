@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/device/pacing.hpp"
+#include "actors/planner/tiling.hpp"
 #include "actors/transport/bulk_channel.hpp"
 #include "kernels/gemm.hpp"
 #include "schema/tile_codec.hpp"
@@ -74,7 +74,6 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
   auto& s = self->state;
   cached_block a_scratch, b_scratch;
   bool a_hit = false, b_hit = false;
-  const uint64_t bytes_down = (task.a.data.size() + task.b.data.size()) * sizeof(float);
   const cached_block* a = resolve(s, task.a, a_scratch, a_hit);
   const cached_block* b = resolve(s, task.b, b_scratch, b_hit);
   for (auto [blk, op] : {std::pair{a, &task.a}, {b, &task.b}}) {
@@ -106,8 +105,10 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
   const auto now = caf::make_timestamp();
   auto delay = caf::timespan{0};
   if (s.opts.paced) {
-    const double paced = s.slowdown * paced_seconds(s.opts.profile, bytes_down, 2.0 * m * n * k,
-                                                    res.data.size() * sizeof(float));
+    // The planner's own cost model: a device emulates its declared profile
+    // exactly as the planner predicts it.
+    const double paced =
+      s.slowdown * predict_tile(tile{0, m, 0, n, 0, k}, s.opts.profile, a_hit, b_hit).seconds;
     const auto begin = std::max(start, s.busy_until);
     const auto finish = std::max(now, begin + std::chrono::duration_cast<caf::timespan>(seconds_d{paced}));
     s.busy_until = finish;

@@ -19,10 +19,11 @@ constexpr double inf = std::numeric_limits<double>::infinity();
 
 // The one formula for a tile's time, shared by predict_tile and the planner's
 // inner loop so that both give bit-identical numbers. Rates enter as
-// reciprocals (seconds per byte, per FLOP).
+// reciprocals (seconds per byte, per FLOP); latency is one way, and a tile
+// pays it twice: the task goes down, the result comes up.
 inline double tile_seconds(double latency, double inv_downlink, double inv_flops, double inv_uplink,
                            uint64_t down, double flops, uint64_t up) {
-  return latency + static_cast<double>(down) * inv_downlink + flops * inv_flops +
+  return 2 * latency + static_cast<double>(down) * inv_downlink + flops * inv_flops +
          static_cast<double>(up) * inv_uplink;
 }
 

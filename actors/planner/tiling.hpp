@@ -87,8 +87,9 @@ struct planner_config {
   int search_budget = 256;
 };
 
-// Time a device needs for a tile: latency + bytes in / downlink
-// + 2 m n k / flops + bytes out / uplink; a cached operand costs no transfer.
+// Time a device needs for a tile: 2 x latency (one way each: task down,
+// result up) + bytes in / downlink + 2 m n k / flops + bytes out / uplink; a
+// cached operand costs no transfer. Emulated devices pace themselves by it.
 // A device with a non-positive or non-finite rate takes forever.
 tile_cost predict_tile(const tile& t, const device_profile& p, bool a_cached, bool b_cached);
 

@@ -39,7 +39,9 @@ for n in 4 16 64; do
 done
 
 echo "== (d) heterogeneity: 4 devices at 1e10 FLOP/s + 4 at 2.5e9, same links (bench/runtime/hetero_fleet.json)"
-"$CLEAVE" --role=all --fleet="$here/hetero_fleet.json" "${gpt[@]}" --context=64 --batch=8 --steps=4 --ps-flops=1e9 \
+# gpt small at its default context and batch: GEMMs large enough that the
+# slow devices are worth using.
+"$CLEAVE" --role=all --fleet="$here/hetero_fleet.json" "${gpt[@]}" --steps=6 --ps-flops=1e9 \
   --report="$work/d.json"
 get "$work/d.json" "'measured wait on devices %.3f s/step, cost model predicted %.3f s/step, ratio %.2f' % (d['step_split_seconds']['wait_on_devices'], d['step_split_seconds']['predicted_wait_on_devices'], d['step_split_seconds']['wait_on_devices']/d['step_split_seconds']['predicted_wait_on_devices'])"
 get "$work/d.json" "'whole step %.3f s (PS compute %.3f s, gather %.3f s)' % (d['median_step_seconds'], d['step_split_seconds']['ps_compute'], d['step_split_seconds']['allgather'])"
