@@ -270,7 +270,7 @@ void distributed_gemm::reassign(gemm_call& call, pending_tile& p) {
   if (next >= 0) send_task(call.in, p, next, true);
 }
 
-void distributed_gemm::on_event(const fleet_event& ev, gemm_call* call) {
+void distributed_gemm::on_event(const fleet_event& ev, gemm_call& call) {
   const int32_t dev = ev.device;
   if (ev.kind == fleet_event_kind::join || ev.kind == fleet_event_kind::rejoin) {
     failed_.erase(dev);
@@ -285,16 +285,15 @@ void distributed_gemm::on_event(const fleet_event& ev, gemm_call* call) {
   spdlog::info("device {} is {}; its outstanding tiles go to other devices", dev,
                to_string(ev.kind));
   ++fleet_epoch_;
-  if (call == nullptr) return;
-  for (auto& pt : call->tiles) {
+  for (auto& pt : call.tiles) {
     if (pt.done) continue;
     auto h = std::find(pt.holders.begin(), pt.holders.end(), dev);
     if (h == pt.holders.end()) continue;
     pt.holders.erase(h);
-    if (call->failed_at < 0) call->failed_at = seconds_now();
+    if (call.failed_at < 0) call.failed_at = seconds_now();
     if (!pt.holders.empty()) continue;  // a copy is still running elsewhere
     ++acc_.churn.tiles_reassigned;
-    reassign(*call, pt);
+    reassign(call, pt);
   }
 }
 
@@ -391,7 +390,7 @@ void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
         sent_[m.device].clear();  // its cache is not what we thought
         send_task(call.in, *pt, m.device, true);
       },
-      [&](event_atom, const fleet_event& ev) { on_event(ev, &call); },
+      [&](event_atom, const fleet_event& ev) { on_event(ev, call); },
       caf::after(wait) >> [] {});
     const double now = seconds_now();
     if (now >= last_progress + opts_.tile_timeout_seconds) {

@@ -133,7 +133,7 @@ class distributed_gemm final : public gemm_engine<float> {
   caf::error ask_fleet();
   const plan& plan_for(gemm_tag tag, const gemm_problem& g);
   plan replaced(const plan& p);
-  void on_event(const fleet_event& ev, gemm_call* call);
+  void on_event(const fleet_event& ev, gemm_call& call);
   void wait_for(gemm_call& call, double predicted_seconds);
   void speculate(gemm_call& call);
   void compute_unheld(gemm_call& call);
