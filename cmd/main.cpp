@@ -51,9 +51,9 @@ int main(int argc, char** argv) {
 
   cfg.set("scheduler.max-threads", threads);
   if (cfg.devices < 0) return usage_error("--devices must be >= 0");
-  if (cfg.ps_shards != 1)
-    return usage_error("--ps-shards=" + std::to_string(cfg.ps_shards)
-                       + ": this build runs one parameter-server shard");
+  if (cfg.ps_shards < 1 || cfg.ps_shards > cleave_config::max_ps_shards)
+    return usage_error("--ps-shards must be in [1, " + std::to_string(cleave_config::max_ps_shards) + "], got "
+                       + std::to_string(cfg.ps_shards));
   if (cfg.max_tiles_per_device < 1) return usage_error("--max-tiles-per-device must be >= 1");
   if (!(cfg.tile_timeout > 0) || !(cfg.heartbeat > 0) || !(cfg.ps_flops > 0) || !(cfg.ps_egress > 0))
     return usage_error("--tile-timeout, --heartbeat, --ps-flops and --ps-egress must be positive");

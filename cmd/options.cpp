@@ -40,7 +40,7 @@ cleave_config::cleave_config() {
     .add(progress_seconds, "progress-seconds", "seconds between progress lines (default 5)")
     .add(fleet, "fleet", "JSON fleet file for the in-process devices (see README)")
     .add(profile, "profile", "device preset: phone, edge, laptop, vm or fast")
-    .add(ps_shards, "ps-shards", "parameter-server shards (this build: 1)")
+    .add(ps_shards, "ps-shards", "parameter-server shards, each with its own thread and engine")
     .add(listen, "listen", "--role=ps: [host:]port to accept devices on")
     .add(connect, "connect", "--role=device: host:port of the ps (or of the planner process)")
     .add(planner, "planner", "--role=ps: host:port of a separate --role=planner process")

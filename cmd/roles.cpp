@@ -16,6 +16,7 @@
 #include "actors/ps/bulk_gateway.hpp"
 #include "actors/ps/distributed_gemm.hpp"
 #include "actors/ps/report.hpp"
+#include "actors/ps/sharded_ps.hpp"
 #include "actors/supervisor/supervisor.hpp"
 #include "schema/errors.hpp"
 
@@ -49,24 +50,40 @@ nlohmann::json churn_summary(caf::actor_system& sys, const caf::actor& churn) {
   return out;
 }
 
-// Runs the training loop with `engine` (null: the local reference) and
-// writes the report. `churn`, if set, is told every step.
+// Runs the training loop and writes the report. `fleet` holds one engine per
+// PS shard (empty: the local reference, still with --ps-shards shards);
+// `churn`, if set, is told every step.
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
-          distributed_gemm* engine, caf::actor churn = {}) {
+          const std::vector<distributed_gemm*>& fleet, caf::actor churn = {}) {
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
-  trainer t(opts, **data, engine != nullptr ? *engine : default_gemm_engine<float>());
+  std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());
+  if (shard_engines.empty())
+    shard_engines.assign(static_cast<size_t>(cfg.ps_shards), &default_gemm_engine<float>());
+  std::unique_ptr<sharded_ps> shards;
+  if (shard_engines.size() > 1) shards = std::make_unique<sharded_ps>(shard_engines);
+  trainer t(opts, **data, shards ? *shards : *shard_engines[0]);
+  if (shards) t.shard_with(*shards);
   runtime_accounts training;
-  if (engine != nullptr) {
+  if (!fleet.empty()) {
     t.before_step = [&](int64_t step) {
       if (churn) caf::anon_send(churn, churn_atom::value, step + 1);
-      return engine->begin_step(static_cast<uint64_t>(step));
+      caf::error first;
+      for (auto* engine : fleet)
+        if (auto err = engine->begin_step(static_cast<uint64_t>(step)); err && !first)
+          first = std::move(err);
+      return first;
     };
-    t.after_training = [&] { training = engine->accounts(); };
+    t.after_training = [&] {
+      std::vector<runtime_accounts> per_shard;
+      for (auto* engine : fleet) per_shard.push_back(engine->accounts());
+      training = combine_shards(per_shard);
+      if (shards) training.totals.allgather_seconds += shards->exchange_seconds();
+    };
   }
   auto res = t.run();
   if (!res) return runtime_error(describe(res.error()));
-  if (engine != nullptr) {
+  if (!fleet.empty()) {
     uint64_t down = 0, up = 0;
     for (const auto& [id, acct] : training.devices) {
       down += acct.bytes_down;
@@ -77,7 +94,8 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   }
   if (!cfg.report.empty()) {
     auto doc = make_report(opts, *res, devices, threads);
-    if (engine != nullptr)
+    doc["ps_shards"] = cfg.ps_shards;
+    if (!fleet.empty())
       add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
     if (churn) doc["churn"] = churn_summary(churn.home_system(), churn);
     if (auto err = write_json_file(cfg.report, doc)) return runtime_error(describe(err));
@@ -86,7 +104,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   return 0;
 }
 
-// Training over whatever fleet the planner has.
+// Training over whatever fleet the planner has: one engine per PS shard.
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                    int threads, caf::actor planner, int devices, caf::actor gateway = {},
                    caf::actor churn = {}, std::function<caf::actor()> find_planner = {}) {
@@ -95,8 +113,15 @@ int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train
   eopts.speculate_factor = cfg.speculate;
   eopts.stop_on_failure = cfg.failure_policy == "restart";
   eopts.find_planner = std::move(find_planner);
-  distributed_gemm engine(sys, std::move(planner), eopts, std::move(gateway));
-  return train(cfg, opts, threads, devices, &engine, std::move(churn));
+  eopts.shards = static_cast<uint32_t>(cfg.ps_shards);
+  std::vector<std::unique_ptr<distributed_gemm>> engines;
+  std::vector<distributed_gemm*> fleet;
+  for (uint32_t s = 0; s < eopts.shards; ++s) {
+    eopts.shard = s;
+    engines.push_back(std::make_unique<distributed_gemm>(sys, planner, eopts, gateway));
+    fleet.push_back(engines.back().get());
+  }
+  return train(cfg, opts, threads, devices, fleet, std::move(churn));
 }
 
 planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t bulk_port = 0) {
@@ -181,7 +206,7 @@ void stop(const caf::actor& supervisor) {
 }  // namespace
 
 int run_all(cleave_config& cfg, const train_options& opts, int threads) {
-  if (cfg.devices == 0 && cfg.fleet.empty()) return train(cfg, opts, threads, 0, nullptr);
+  if (cfg.devices == 0 && cfg.fleet.empty()) return train(cfg, opts, threads, 0, {});
   auto fleet = in_process_fleet(cfg);
   if (!fleet) return usage_error(describe(fleet.error()));
   const int n = static_cast<int>(fleet->size());

@@ -247,8 +247,11 @@ TEST_F(runtime, a_device_too_small_for_any_tile_gets_none) {
   eng.gemm({0, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), 0.0f);
   const auto acc = eng.accounts();
   EXPECT_GT(acc.tiles, 0u);
-  for (auto& [id, a] : acc.devices)
-    if (a.profile == "tiny") EXPECT_EQ(a.tiles, 0u);
+  for (auto& [id, a] : acc.devices) {
+    if (a.profile == "tiny") {
+      EXPECT_EQ(a.tiles, 0u);
+    }
+  }
 }
 
 TEST(supervised_runtime, a_crashed_planner_is_restarted_and_the_fleet_follows_it) {

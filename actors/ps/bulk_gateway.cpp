@@ -11,9 +11,25 @@ namespace cleave {
 
 using namespace transport;
 
+namespace {
+
+// The shard whose engine sent the task (GEMM ids are seq * shards + shard).
+const caf::actor* route(const bulk_gateway_state& st, const tile_key& key) {
+  if (st.engines.empty()) return nullptr;
+  const auto& engine = st.engines[key.gemm % st.engines.size()];
+  return engine ? &engine : nullptr;
+}
+
+}  // namespace
+
 caf::behavior bulk_gateway(caf::stateful_actor<bulk_gateway_state>* self) {
   return {
-    [=](subscribe_atom, caf::actor engine) { self->state.engine = std::move(engine); },
+    [=](subscribe_atom, caf::actor engine, uint32_t shard, uint32_t shards) {
+      auto& engines = self->state.engines;
+      if (shard >= shards) return;
+      engines.resize(shards);
+      engines[shard] = std::move(engine);
+    },
     [=](bulk_opened_atom, caf::actor channel, uint64_t conn, const std::string& peer) {
       self->state.channel = std::move(channel);
       spdlog::debug("bulk: connection {} from {}", conn, peer);
@@ -39,13 +55,14 @@ caf::behavior bulk_gateway(caf::stateful_actor<bulk_gateway_state>* self) {
         if (!res || from == st.device_of.end() || res->device != from->second)
           spdlog::warn("bulk: refusing a result frame from connection {}: {}", f.conn,
                        res ? "device id does not match the connection" : describe(res.error()));
-        else if (st.engine)
-          self->send(st.engine, std::move(*res));
+        else if (auto* engine = route(st, res->key))
+          self->send(*engine, std::move(*res));
       } else if (f.kind == frame_miss) {
         auto miss = decode_miss(f.payload.data(), f.payload.size());
         auto from = st.device_of.find(f.conn);
-        if (miss && from != st.device_of.end() && miss->device == from->second && st.engine)
-          self->send(st.engine, *miss);
+        if (miss && from != st.device_of.end() && miss->device == from->second)
+          if (auto* engine = route(st, miss->key))
+            self->send(*engine, *miss);
       } else {
         spdlog::warn("bulk: unexpected frame kind {} from connection {}", f.kind, f.conn);
       }

@@ -6,6 +6,7 @@
 // engine into frames and result frames back into tile_result messages.
 
 #include <map>
+#include <vector>
 
 #include <caf/all.hpp>
 
@@ -16,13 +17,14 @@ namespace cleave {
 
 struct bulk_gateway_state {
   caf::actor channel;  // the listener's broker
-  caf::actor engine;   // where results go
+  std::vector<caf::actor> engines;  // one per PS shard: where results go
   std::map<int32_t, uint64_t> conn_of;
   std::map<uint64_t, int32_t> device_of;
   static inline const char* name = "cleave.bulk_gateway";
 };
 
-// Messages: (subscribe_atom, engine), (task_atom, device id, tile_task); and
+// Messages: (subscribe_atom, engine, shard, shards), (task_atom, device id,
+// tile_task); and
 // the bulk channel's sink messages.
 caf::behavior bulk_gateway(caf::stateful_actor<bulk_gateway_state>* self);
 

@@ -33,12 +33,46 @@ bool all_finite(const std::vector<float>& v) {
 
 }  // namespace
 
+runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards) {
+  runtime_accounts out;
+  for (const auto& acc : shards) {
+    for (const auto& [id, d] : acc.devices) {
+      auto& o = out.devices[id];
+      o.profile = d.profile;
+      o.tiles += d.tiles;
+      o.bytes_down += d.bytes_down;
+      o.bytes_up += d.bytes_up;
+      o.cache_hits += d.cache_hits;
+      o.operands += d.operands;
+      o.refused += d.refused;
+      o.flops += d.flops;
+      o.busy_seconds += d.busy_seconds;
+    }
+    auto& t = out.totals;
+    t.ps_compute_seconds = std::max(t.ps_compute_seconds, acc.totals.ps_compute_seconds);
+    t.wait_seconds = std::max(t.wait_seconds, acc.totals.wait_seconds);
+    t.allgather_seconds = std::max(t.allgather_seconds, acc.totals.allgather_seconds);
+    t.predicted_wait_seconds = std::max(t.predicted_wait_seconds, acc.totals.predicted_wait_seconds);
+    out.tiles += acc.tiles;
+    out.local_gemms += acc.local_gemms;
+    out.refused += acc.refused;
+    auto& c = out.churn;
+    c.failures_detected = std::max(c.failures_detected, acc.churn.failures_detected);
+    c.tiles_reassigned += acc.churn.tiles_reassigned;
+    c.speculative_tiles += acc.churn.speculative_tiles;
+    c.tiles_timed_out += acc.churn.tiles_timed_out;
+    c.tiles_at_ps += acc.churn.tiles_at_ps;
+    c.recovery_seconds = std::max(c.recovery_seconds, acc.churn.recovery_seconds);
+  }
+  return out;
+}
+
 distributed_gemm::distributed_gemm(caf::actor_system& sys, caf::actor planner,
                                    engine_options opts, caf::actor gateway)
     : self_(sys), planner_(std::move(planner)), gateway_(std::move(gateway)), opts_(opts) {
   const auto me = caf::actor_cast<caf::actor>(self_);
   self_->send(planner_, subscribe_atom::value, me);
-  if (gateway_) self_->send(gateway_, subscribe_atom::value, me);
+  if (gateway_) self_->send(gateway_, subscribe_atom::value, me, opts_.shard, opts_.shards);
 }
 
 caf::error distributed_gemm::refresh_fleet() {
@@ -148,10 +182,11 @@ void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float>
                                  mut_view<float> c, float beta) {
   const auto t0 = clock_type::now();
   // Devices are idle while the PS computes (a step's GEMMs run one after the
-  // other), so the PS may use every core for its own products.
-  set_gemm_threads(compute_threads());
+  // other), so one shard may use every core for its own products.
+  const bool widen = opts_.shards == 1;
+  if (widen) set_gemm_threads(compute_threads());
   gemm_local<float>(a, ta, b, tb, c, beta);
-  set_gemm_threads(1);
+  if (widen) set_gemm_threads(1);
   acc_.totals.ps_compute_seconds += since(t0);
   ++acc_.local_gemms;
 }
@@ -353,7 +388,8 @@ void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
   double last_progress = start;
   bool speculated = false;
   auto find = [&](const tile_key& k) -> pending_tile* {
-    if (k.step != step_ || k.gemm + 1 != gemm_seq_ || k.tile >= call.tiles.size()) return nullptr;
+    if (k.step != step_ || k.gemm != gemm_id(gemm_seq_ - 1) || k.tile >= call.tiles.size())
+      return nullptr;
     return &call.tiles[k.tile];
   };
   compute_unheld(call);
@@ -437,7 +473,7 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
     auto& pt = call.tiles[i];
     pt.where = p.tiles[i];
     const tile& t = pt.where.t;
-    pt.key = tile_key{step_, seq, static_cast<uint32_t>(i)};
+    pt.key = tile_key{step_, gemm_id(seq), static_cast<uint32_t>(i)};
     pt.a = locate(a, trans_a, t.m0, t.m1, t.k0, t.k1, 0, keys);
     pt.b = locate(b, trans_b, t.k0, t.k1, t.n0, t.n1, 1, keys);
     if (fleet_.count(pt.where.device) != 0)

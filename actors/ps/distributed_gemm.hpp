@@ -63,6 +63,11 @@ struct runtime_accounts {
   churn_account churn;
 };
 
+// One account for the run from the shards' engines: counts add up; the
+// shards wait at the same time, so time totals are the slowest shard's, and
+// a failure every shard saw is one failure.
+runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards);
+
 struct engine_options {
   double tile_timeout_seconds = 30;  // no progress this long: the PS computes what is left
   // A GEMM running past speculate_factor x its predicted time (and at least
@@ -76,6 +81,12 @@ struct engine_options {
   // In-process: finds the planner's successor after the supervisor restarted
   // it (the registry's "planner"). Without it a lost planner ends the run.
   std::function<caf::actor()> find_planner;
+  // This engine is shard `shard` of `shards` (--ps-shards): its GEMM ids are
+  // seq * shards + shard, so results find their shard through the bulk
+  // gateway. Shards multiply at the same time, so a GEMM the planner keeps
+  // local runs on one thread instead of widening Eigen's process-wide pool.
+  uint32_t shard = 0;
+  uint32_t shards = 1;
 };
 
 class distributed_gemm final : public gemm_engine<float> {
@@ -138,6 +149,7 @@ class distributed_gemm final : public gemm_engine<float> {
   void speculate(gemm_call& call);
   void compute_unheld(gemm_call& call);
   int32_t least_loaded(const gemm_call& call, const pending_tile& p) const;
+  uint32_t gemm_id(uint32_t seq) const { return seq * opts_.shards + opts_.shard; }
   void run_local(const_view<float> a, bool ta, const_view<float> b, bool tb, mut_view<float> c,
                  float beta);
   // Keys of the blocks this GEMM call has hashed: a block shared by a row or

@@ -44,6 +44,7 @@ class gpt final : public model {
       bl.qkv_b = &add_parameter(p + "attn.qkv.b", 1, 3 * d, false);
       bl.proj_w = &add_parameter(p + "attn.proj.w", d, d, true);
       fill_normal(bl.proj_w->value, std_resid, r);
+      bl.proj_w->shard_split = shard_axis::rows;  // pairs with qkv
       bl.proj_b = &add_parameter(p + "attn.proj.b", 1, d, false);
       bl.ln2_g = &add_parameter(p + "ln2.g", 1, d, false);
       fill_constant(bl.ln2_g->value, 1.0f);
@@ -53,6 +54,7 @@ class gpt final : public model {
       bl.fc_b = &add_parameter(p + "mlp.fc.b", 1, cfg.ffn, false);
       bl.out_w = &add_parameter(p + "mlp.proj.w", cfg.ffn, d, true);
       fill_normal(bl.out_w->value, std_resid, r);
+      bl.out_w->shard_split = shard_axis::rows;  // pairs with fc
       bl.out_b = &add_parameter(p + "mlp.proj.b", 1, d, false);
     }
     lnf_g_ = &add_parameter("lnf.g", 1, d, false);

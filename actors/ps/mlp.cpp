@@ -21,6 +21,8 @@ class mlp final : public model {
       const bool last = i + 2 == widths.size();
       fill_normal(w.value, std::sqrt((last ? 1.0 : 2.0) / static_cast<double>(widths[i])), r);
       add_parameter("fc" + std::to_string(i) + ".b", 1, widths[i + 1], false);
+      // Layers pair up: the odd ones are split by rows when sharded.
+      if (i % 2 == 1) w.shard_split = shard_axis::rows;
       weights_.push_back(&w);
       biases_.push_back(&params_.back());
     }

@@ -13,6 +13,7 @@
 #include <caf/expected.hpp>
 
 #include "kernels/gemm.hpp"
+#include "actors/ps/shard_slices.hpp"
 #include "kernels/ops.hpp"
 #include "schema/model_config.hpp"
 
@@ -25,6 +26,9 @@ struct parameter {
   tensor adam_m;
   tensor adam_v;
   bool decay = false;  // AdamW weight decay applies to matrices, not biases or norms
+  // How --ps-shards cuts it: by output columns, or by rows for the second
+  // matrix of a Megatron pair (its rows are the first matrix's columns).
+  shard_axis shard_split = shard_axis::columns;
 };
 
 // One batch. Classifiers use `inputs` [rows, features] and `targets`;

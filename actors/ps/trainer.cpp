@@ -78,6 +78,7 @@ double trainer::learning_rate(int64_t step) const {
 }
 
 caf::error trainer::save() {
+  if (shards_) shards_->gather_moments();
   checkpoint ck;
   ck.model = opts_.model;
   ck.dataset = opts_.dataset;
@@ -174,6 +175,7 @@ caf::expected<train_result> trainer::run() {
     if (!checkpoints) return fail("--resume needs --checkpoint-dir");
     if (auto err = restore()) return err;
   }
+  if (shards_) shards_->attach(*model_);
 
   train_result res;
   res.classifier = data_.is_classifier();
@@ -203,17 +205,24 @@ caf::expected<train_result> trainer::run() {
       if (auto err = before_step(step_)) return err;
     data_.fill_train(order.data() + index_in_epoch_, opts_.batch, b);
     for (auto& p : params) p.grad.zero();
+    if (shards_) shards_->zero_grads();
     const double loss = model_->train_batch(b);
     if (!std::isfinite(loss))
       return fail("training diverged: loss is " + std::to_string(loss) + " at step "
                   + std::to_string(step_ + 1) + " (try a lower --lr)");
     double sq = 0;
-    for (const auto& p : params) sq += sum_of_squares(p.grad);
+    if (shards_)
+      sq = shards_->reduce_gradients();
+    else
+      for (const auto& p : params) sq += sum_of_squares(p.grad);
     const double scale = clip_scale(std::sqrt(sq), opts_.adamw.clip_norm);
     adamw_config cfg = opts_.adamw;
     cfg.lr = learning_rate(step_);
-    for (auto& p : params)
-      adamw_update(p.value, p.grad, p.adam_m, p.adam_v, step_ + 1, cfg, scale, p.decay);
+    if (shards_)
+      shards_->update(cfg, step_ + 1, scale);
+    else
+      for (auto& p : params)
+        adamw_update(p.value, p.grad, p.adam_m, p.adam_v, step_ + 1, cfg, scale, p.decay);
     ++step_;
     index_in_epoch_ += opts_.batch;
     step_seconds.push_back(seconds_since(t0));

@@ -14,6 +14,7 @@
 
 #include "actors/ps/batches.hpp"
 #include "actors/ps/model.hpp"
+#include "actors/ps/sharded_ps.hpp"
 
 namespace cleave {
 
@@ -64,6 +65,10 @@ class trainer {
   // valid checkpoint in checkpoint_dir.
   caf::expected<train_result> run();
 
+  // --ps-shards > 1: the shards own the parameters' slices and run the
+  // update; `ps` must also be the engine this trainer was given.
+  void shard_with(sharded_ps& ps) { shards_ = &ps; }
+
   // Called before every step (0-based step index); an error stops training.
   // The distributed runtime refreshes its fleet here.
   std::function<caf::error(int64_t)> before_step;
@@ -82,6 +87,7 @@ class trainer {
   training_data& data_;
   gemm_engine<float>& gemm_;
   std::unique_ptr<model> model_;
+  sharded_ps* shards_ = nullptr;
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;
   // position

@@ -27,6 +27,8 @@ expect_refusal "unknown dataset" --dataset=cifar
 expect_refusal "/nonexistent/dir" --data-dir=/nonexistent/dir
 expect_refusal "--resume needs --checkpoint-dir" --resume
 expect_refusal "--devices must be >= 0" --devices=-1
+expect_refusal "--ps-shards must be in [1, 64], got 0" --ps-shards=0
+expect_refusal "--ps-shards must be in [1, 64], got 65" --ps-shards=65
 expect_refusal "--log-level" --log-level=loud
 expect_refusal "--churn-rate must be in" --devices=4 --churn-rate=-1
 expect_refusal "not both" --devices=4 --churn-rate=0.1 --churn=x.json

@@ -2,7 +2,8 @@
 # Separate processes on loopback: detector, planner, ps and 4 devices train
 # the mlp for 200 steps with exactly the loss trajectory of the in-process run
 # (tiles as CAF messages); then a ps that hosts its own planner and detector
-# does the same with devices that take their tiles over the bulk channel.
+# does the same with devices that take their tiles over the bulk channel,
+# with one PS shard and with two.
 source "$(dirname "$0")/lib.sh"
 
 cost=(--ps-egress=1e12 --ps-flops=1e9)  # make the planner split the mlp's GEMMs
@@ -42,18 +43,28 @@ timeout 300 "$CLEAVE" --role=ps --planner="127.0.0.1:$pport" "${train[@]}" --rep
   > "$WORK/ps.log" 2>&1 || fail "ps with separate planner failed: $(tail -3 "$WORK/ps.log")"
 kill -TERM $pln $det; wait $pln $det 2>/dev/null
 
-# 2. the default: the ps hosts planner and detector; tiles travel as bulk frames.
-"$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices=4 "${cost[@]}" "${train[@]}" \
-  --report="$WORK/hosted.json" > "$WORK/ps2.log" 2>&1 &
-ps2=$!
-port=$(wait_port "$WORK/ps2.log")
-start_devices "$port" --bulk
-timeout 300 tail --pid=$ps2 -f /dev/null
-wait $ps2 || fail "ps hosting the planner failed: $(tail -3 "$WORK/ps2.log")"
-wait  # the devices leave when their ps is gone
+# 2. the default: the ps hosts planner and detector; tiles travel as bulk
+# frames, which the gateway routes to the shard that sent the task.
+hosted() {  # hosted NAME [ps flags...]
+  local name=$1; shift
+  "$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices=4 "${cost[@]}" "${train[@]}" "$@" \
+    --report="$WORK/$name.json" > "$WORK/$name.log" 2>&1 &
+  local ps=$!
+  local port; port=$(wait_port "$WORK/$name.log")
+  start_devices "$port" --bulk
+  timeout 300 tail --pid=$ps -f /dev/null
+  wait $ps || fail "$name ps failed: $(tail -3 "$WORK/$name.log")"
+  wait  # the devices leave when their ps is gone
+}
+hosted hosted
+hosted hosted-2-shards --ps-shards=2
+"$CLEAVE" --role=all --devices=4 --profile=fast "${cost[@]}" "${train[@]}" --log-level=warn \
+  --ps-shards=2 --report="$WORK/inproc-2-shards.json" || fail "in-process run with 2 shards failed"
 
-for run in split hosted; do
-  verdict=$(python3 - "$WORK/inproc.json" "$WORK/$run.json" <<'PY'
+for run in split hosted hosted-2-shards; do
+  ref=$WORK/inproc.json
+  [[ $run == *-2-shards ]] && ref=$WORK/inproc-2-shards.json
+  verdict=$(python3 - "$ref" "$WORK/$run.json" <<'PY'
 import json, sys
 ref, got = (json.load(open(p)) for p in sys.argv[1:3])
 if got["tiles"] == 0: print("no tile went to a device")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A run killed with SIGKILL and resumed from its checkpoint reports, step for
-# step, exactly the losses of an uninterrupted run (mlp and gpt).
+# step, exactly the losses of an uninterrupted run (mlp and gpt, and the mlp
+# with two PS shards).
 source "$(dirname "$0")/lib.sh"
 
 check_model() {
@@ -44,4 +45,6 @@ PY
 
 check_model mlp --model=mlp --steps=300 --hidden=128,64
 check_model gpt --model=gpt --steps=120 --context=32 --batch=4 --eval-tokens=4096
+# Two PS shards: each slice's AdamW moments go into the checkpoint and back.
+check_model mlp-2-shards --model=mlp --steps=300 --hidden=128,64 --ps-shards=2
 finish

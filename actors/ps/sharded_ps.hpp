@@ -1,0 +1,76 @@
+#pragma once
+// --ps-shards=S: S parameter-server shards in the coordinator's process.
+// Shard s owns one slice of every parameter (actors/ps/shard_slices.hpp)
+// with its gradient and AdamW moments, multiplies through its own engine
+// (for a fleet: its own actor, plans and traffic) and runs on its own
+// thread, so all shards work on a layer at the same time.
+//
+// It is the model's gemm_engine. A product with a weight runs as S products
+// of the shards' slices: an output split by columns is written in place
+// (the all-gather), an output split along K is summed in shard order (so a
+// run's numbers do not depend on which shard finishes first), and a weight
+// gradient lands in the owning shard's slice. Other products (attention)
+// run whole on shard 0. The row-wise ops stay with the coordinator, which
+// reads the gathered values after every update.
+
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/ps/model.hpp"
+#include "actors/ps/shard_pool.hpp"
+#include "actors/ps/shard_slices.hpp"
+
+namespace cleave {
+
+class sharded_ps final : public gemm_engine<float> {
+ public:
+  // engines[s] multiplies for shard s and outlives this object.
+  explicit sharded_ps(std::vector<gemm_engine<float>*> engines);
+
+  int shards() const { return static_cast<int>(engines_.size()); }
+
+  // Cuts the model's parameters (values and moments) into the shards'
+  // slices; called when the model is built and again after a restore.
+  void attach(model& m);
+  void zero_grads();
+  // Adds the gradients the coordinator computed (norms, biases,
+  // embeddings) into the owners' slices; returns the global sum of squares.
+  double reduce_gradients();
+  // AdamW on every slice, the shards in parallel; then gathers the values
+  // into the model for the coordinator's row-wise ops.
+  void update(const adamw_config& cfg, int64_t t, double grad_scale);
+  // Gathers the moments into the model (a checkpoint holds whole tensors).
+  void gather_moments();
+  // Runs job(s) on every shard's thread at once.
+  void for_each_shard(const std::function<void(int)>& job) { pool_.run(job); }
+  // Seconds spent gathering, reducing and scattering between the shards.
+  double exchange_seconds() const { return exchange_seconds_; }
+
+  void gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b, bool trans_b,
+            mut_view<float> c, float beta) override;
+
+ private:
+  struct slice_state {
+    shard_slice where;
+    tensor value, grad, adam_m, adam_v;
+  };
+  struct owned {
+    parameter* p = nullptr;
+    std::vector<slice_state> slices;  // one per shard
+  };
+
+  // K is split across the shards: each multiplies into its own buffer, then
+  // c = beta c + the buffers in shard order.
+  void reduce_into(mut_view<float> c, float beta, const std::function<void(int, mut_view<float>)>& part);
+
+  std::vector<gemm_engine<float>*> engines_;
+  shard_pool pool_;
+  std::vector<owned> params_;
+  std::unordered_map<const float*, owned*> by_value_, by_grad_;
+  std::vector<tensor> partials_;
+  double exchange_seconds_ = 0;
+};
+
+}  // namespace cleave

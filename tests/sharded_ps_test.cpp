@@ -1,0 +1,230 @@
+// --ps-shards: the slicing arithmetic, the shard threads, and a model
+// trained through S shards (columns, rows, uneven splits, attention left
+// whole) against the same model trained unsharded.
+
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+
+#include <gtest/gtest.h>
+
+#include "actors/ps/sharded_ps.hpp"
+#include "kernels/random.hpp"
+#include "schema/errors.hpp"
+
+using namespace cleave;
+
+namespace {
+
+tensor numbered(int64_t rows, int64_t cols) {
+  tensor t(rows, cols);
+  for (int64_t i = 0; i < t.size(); ++i) t[i] = static_cast<float>(i);
+  return t;
+}
+
+TEST(shard_slices, split_evenly_covers_the_range_in_near_equal_parts) {
+  for (int64_t n : {0, 1, 7, 10, 256, 1000})
+    for (int s : {1, 2, 3, 8}) {
+      auto parts = split_evenly(n, s);
+      ASSERT_EQ(parts.size(), static_cast<size_t>(s));
+      int64_t at = 0, lo = n, hi = 0;
+      for (const auto& r : parts) {
+        EXPECT_EQ(r.begin, at);
+        at = r.end;
+        lo = std::min(lo, r.size());
+        hi = std::max(hi, r.size());
+      }
+      EXPECT_EQ(at, n);
+      EXPECT_LE(hi - lo, 1) << n << " over " << s;
+    }
+}
+
+TEST(shard_slices, copy_out_copy_in_and_add_out_round_trip_on_both_axes) {
+  const tensor full = numbered(6, 10);
+  for (auto axis : {shard_axis::columns, shard_axis::rows}) {
+    const int64_t extent = axis == shard_axis::columns ? full.cols() : full.rows();
+    tensor rebuilt(6, 10);
+    for (const auto& r : split_evenly(extent, 4)) {
+      const shard_slice s{axis, r};
+      tensor part;
+      copy_out(full, s, part);
+      EXPECT_EQ(part.rows(), axis == shard_axis::columns ? 6 : r.size());
+      EXPECT_EQ(part.cols(), axis == shard_axis::columns ? r.size() : 10);
+      if (part.size() > 0) {
+        const int64_t r0 = axis == shard_axis::rows ? r.begin : 0;
+        const int64_t c0 = axis == shard_axis::columns ? r.begin : 0;
+        EXPECT_EQ(part.at(0, 0), full.at(r0, c0));
+      }
+      copy_in(part, s, rebuilt);
+      add_out(full, s, part);  // part now holds twice the slice
+      for (int64_t i = 0; i < part.size(); ++i) EXPECT_EQ(std::fmod(part[i], 2.0f), 0.0f);
+    }
+    for (int64_t i = 0; i < full.size(); ++i) ASSERT_EQ(rebuilt[i], full[i]);
+  }
+}
+
+TEST(shard_pool, runs_every_shard_at_once_and_reports_a_shard_failure) {
+  shard_pool pool(4);
+  EXPECT_EQ(pool.size(), 4);
+  // Every shard must be inside the job at the same time for it to finish.
+  std::atomic<int> arrived{0};
+  std::mutex mu;
+  std::set<int> seen;
+  pool.run([&](int s) {
+    ++arrived;
+    while (arrived.load() < 4) std::this_thread::yield();
+    std::lock_guard<std::mutex> lock(mu);
+    seen.insert(s);
+  });
+  EXPECT_EQ(seen, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_THROW(pool.run([](int s) {
+                 if (s == 2) throw std::runtime_error("shard 2 failed");
+               }),
+               std::runtime_error);
+  int runs = 0;
+  pool.run([&](int s) {
+    if (s == 0) ++runs;
+  });
+  EXPECT_EQ(runs, 1) << "the pool must keep working after a failed job";
+}
+
+// Multiplies locally and records the output shape of every product.
+class recording_engine final : public gemm_engine<float> {
+ public:
+  void gemm(gemm_tag, const_view<float> a, bool ta, const_view<float> b, bool tb,
+            mut_view<float> c, float beta) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      outputs.insert({c.rows, c.cols});
+    }
+    gemm_local(a, ta, b, tb, c, beta);
+  }
+  std::set<std::pair<int64_t, int64_t>> outputs;
+
+ private:
+  std::mutex mu_;
+};
+
+model_config small_mlp() {
+  model_config c;
+  c.kind = "mlp";
+  c.inputs = 24;
+  c.hidden = {20, 15};
+  c.classes = 7;
+  return c;
+}
+
+model_config small_gpt() {
+  model_config c;
+  c.kind = "gpt";
+  c.vocab = 256;
+  c.context = 8;
+  c.d_model = 24;
+  c.layers = 2;
+  c.heads = 2;
+  c.ffn = 40;
+  return c;
+}
+
+batch make_batch(const model_config& cfg) {
+  rng r(5);
+  batch b;
+  if (cfg.kind == "mlp") {
+    b.rows = 9;
+    b.inputs.resize(b.rows, cfg.inputs);
+    fill_normal(b.inputs, 1.0, r);
+    for (int64_t i = 0; i < b.rows; ++i) b.targets.push_back(static_cast<int32_t>(r.below(cfg.classes)));
+  } else {
+    b.rows = 2 * cfg.context;
+    for (int64_t i = 0; i < b.rows; ++i) {
+      b.tokens.push_back(static_cast<int32_t>(r.below(cfg.vocab)));
+      b.targets.push_back(static_cast<int32_t>(r.below(cfg.vocab)));
+    }
+  }
+  return b;
+}
+
+// The trainer's step, with or without shards.
+std::vector<double> train(model& m, sharded_ps* ps, const batch& b, int steps) {
+  adamw_config opt;
+  opt.lr = 1e-2;
+  opt.clip_norm = 0.5;  // small enough to clip: the norm must be global
+  std::vector<double> losses;
+  if (ps) ps->attach(m);
+  for (int t = 1; t <= steps; ++t) {
+    for (auto& p : m.parameters()) p.grad.zero();
+    if (ps) ps->zero_grads();
+    losses.push_back(m.train_batch(b));
+    double sq = 0;
+    if (ps)
+      sq = ps->reduce_gradients();
+    else
+      for (auto& p : m.parameters()) sq += sum_of_squares(p.grad);
+    const double scale = clip_scale(std::sqrt(sq), opt.clip_norm);
+    if (ps)
+      ps->update(opt, t, scale);
+    else
+      for (auto& p : m.parameters())
+        adamw_update(p.value, p.grad, p.adam_m, p.adam_v, t, opt, scale, p.decay);
+  }
+  if (ps) ps->gather_moments();
+  return losses;
+}
+
+// The key bias of attention has a zero gradient in exact arithmetic, so
+// Adam turns its rounding noise into steps of ~1e-5: hence the absolute term.
+void expect_close(const tensor& a, const tensor& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (int64_t i = 0; i < a.size(); ++i)
+    ASSERT_NEAR(a[i], b[i], 1e-4 + 1e-4 * std::abs(a[i])) << what << " element " << i;
+}
+
+void check_sharded_training(const model_config& cfg, int shards) {
+  const batch b = make_batch(cfg);
+  auto ref = make_model(cfg, 7, default_gemm_engine<float>());
+  ASSERT_TRUE(ref) << describe(ref.error());
+  const auto want = train(**ref, nullptr, b, 8);
+
+  std::vector<recording_engine> engines(static_cast<size_t>(shards));
+  std::vector<gemm_engine<float>*> ptrs;
+  for (auto& e : engines) ptrs.push_back(&e);
+  sharded_ps ps(ptrs);
+  auto m = make_model(cfg, 7, ps);
+  ASSERT_TRUE(m) << describe(m.error());
+  const auto got = train(**m, &ps, b, 8);
+
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-5 * std::abs(want[i])) << "loss of step " << i + 1;
+  auto& ps_params = (*m)->parameters();
+  auto& ref_params = (*ref)->parameters();
+  for (size_t i = 0; i < ref_params.size(); ++i) {
+    expect_close(ps_params[i].value, ref_params[i].value, ref_params[i].name + " value");
+    expect_close(ps_params[i].adam_m, ref_params[i].adam_m, ref_params[i].name + " adam_m");
+    expect_close(ps_params[i].adam_v, ref_params[i].adam_v, ref_params[i].name + " adam_v");
+  }
+  // Every shard multiplied, and only its slice: no shard ever produced a
+  // whole forward output of the first layer.
+  const int64_t first_out = cfg.kind == "mlp" ? cfg.hidden[0] : 3 * cfg.d_model;
+  for (int s = 0; s < shards; ++s) {
+    const auto& seen = engines[static_cast<size_t>(s)].outputs;
+    EXPECT_FALSE(seen.empty()) << "shard " << s << " did no product";
+    EXPECT_EQ(seen.count({b.rows, first_out}), 0u) << "shard " << s << " ran a whole layer";
+    EXPECT_EQ(seen.count({b.rows, split_evenly(first_out, shards)[static_cast<size_t>(s)].size()}), 1u)
+      << "shard " << s << " never computed its columns";
+  }
+}
+
+TEST(sharded_ps, mlp_on_two_shards_trains_like_one) { check_sharded_training(small_mlp(), 2); }
+TEST(sharded_ps, mlp_on_three_uneven_shards_trains_like_one) { check_sharded_training(small_mlp(), 3); }
+TEST(sharded_ps, gpt_on_two_shards_trains_like_one) { check_sharded_training(small_gpt(), 2); }
+TEST(sharded_ps, gpt_on_five_shards_trains_like_one) { check_sharded_training(small_gpt(), 5); }
+
+TEST(sharded_ps, more_shards_than_columns_leaves_some_slices_empty) {
+  auto cfg = small_mlp();
+  cfg.classes = 2;  // the logits layer has 2 columns for 4 shards
+  check_sharded_training(cfg, 4);
+}
+
+}  // namespace
