@@ -124,9 +124,11 @@ int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train
   return train(cfg, opts, threads, devices, fleet, std::move(churn));
 }
 
-planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t bulk_port = 0) {
+planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t bulk_port = 0,
+                             const transport::admission_key& admission = {}) {
   planner_options o;
   o.bulk_port = bulk_port;
+  o.admission = admission;
   o.cost.ps_flops = cfg.ps_flops;
   o.cost.ps_egress = cfg.ps_egress;
   o.cost.ps_ingress = cfg.ps_egress;
@@ -146,9 +148,10 @@ detector_options detector_opts(const cleave_config& cfg) {
 
 // The control-plane children every coordinator runs: detector, then planner.
 std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices,
-                                      uint16_t bulk_port = 0) {
+                                      uint16_t bulk_port = 0,
+                                      const transport::admission_key& admission = {}) {
   auto dopts = detector_opts(cfg);
-  auto popts = planner_opts(cfg, min_devices, bulk_port);
+  auto popts = planner_opts(cfg, min_devices, bulk_port, admission);
   auto starts = std::make_shared<int>(0);
   return {
     {"detector", [dopts](caf::local_actor* sup) { return sup->spawn(detector_actor, dopts); }},
@@ -263,9 +266,12 @@ int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
   auto endpoint = parse_endpoint(cfg.listen, "listen", true);
   if (!endpoint) return usage_error(describe(endpoint.error()));
   if (cfg.bulk_port < 0 || cfg.bulk_port > 65535) return usage_error("--bulk-port must be in [0, 65535]");
+  // Devices that join with --bulk take their tiles over this channel, once
+  // their planner-issued ticket proves their id.
+  auto admission = transport::make_admission_key();
+  if (!admission) return runtime_error(describe(admission.error()));
   caf::actor_system sys{cfg};
-  // Devices that join with --bulk take their tiles over this channel.
-  auto gateway = sys.spawn(bulk_gateway);
+  auto gateway = sys.spawn(bulk_gateway, *admission);
   transport::bulk_options bopts;
   bopts.bind_address = endpoint->first;
   auto bulk = transport::spawn_bulk_listener(sys, static_cast<uint16_t>(cfg.bulk_port), gateway, bopts);
@@ -273,7 +279,7 @@ int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
     caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
     return runtime_error("cannot open the bulk channel: " + sys.render(bulk.error()));
   }
-  auto supervisor = start_supervisor(sys, control_plane(cfg, min_devices, bulk->port));
+  auto supervisor = start_supervisor(sys, control_plane(cfg, min_devices, bulk->port, *admission));
   auto planner = registered(sys, "planner");
   const char* host = endpoint->first.empty() ? nullptr : endpoint->first.c_str();
   auto port = sys.middleman().publish(planner, endpoint->second, host, true);

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake pkg-config python3
   libcaf-dev libeigen3-dev libcapnp-dev capnproto libspdlog-dev libfmt-dev
-  libgtest-dev nlohmann-json3-dev zlib1g-dev
+  libgtest-dev nlohmann-json3-dev zlib1g-dev libssl-dev
   dataset-fashion-mnist fortunes
   docker-compose   # validates deploy/docker-compose.yml in the tests
 )

@@ -20,10 +20,14 @@
 #include <caf/io/all.hpp>
 #include <gtest/gtest.h>
 
+#include "actors/ps/bulk_gateway.hpp"
+#include "actors/transport/admission.hpp"
 #include "actors/transport/bulk_channel.hpp"
 #include "actors/transport/frame.hpp"
 #include "schema/errors.hpp"
+#include "schema/tile_codec.hpp"
 
+using namespace cleave;
 using namespace cleave::transport;
 using namespace std::chrono_literals;
 
@@ -644,3 +648,106 @@ TEST(BulkChannel, FrameIsSerialisable) {
 }
 
 }  // namespace
+
+namespace {
+
+admission_key test_key(unsigned char fill) {
+  admission_key k;
+  k.bytes.fill(fill);
+  return k;
+}
+
+}  // namespace
+
+TEST(Admission, TicketsDependOnKeyAndDevice) {
+  auto k1 = test_key(1), k2 = test_key(2);
+  EXPECT_EQ(bulk_ticket(k1, 7), bulk_ticket(k1, 7));
+  EXPECT_NE(bulk_ticket(k1, 7), bulk_ticket(k1, 8));
+  EXPECT_NE(bulk_ticket(k1, 7), bulk_ticket(k2, 7));
+  EXPECT_TRUE(ticket_matches(k1, 7, bulk_ticket(k1, 7)));
+  EXPECT_FALSE(ticket_matches(k1, 7, bulk_ticket(k1, 7) ^ 1));
+  EXPECT_FALSE(ticket_matches(k2, 7, bulk_ticket(k1, 7)));
+  auto fresh1 = make_admission_key(), fresh2 = make_admission_key();
+  ASSERT_TRUE(fresh1 && fresh2);
+  EXPECT_NE(fresh1->bytes, fresh2->bytes);
+}
+
+TEST(Admission, DeviceHelloRoundTripAndRejection) {
+  auto bytes = encode_device_hello({42, 0x0123456789abcdefULL});
+  auto h = decode_device_hello(bytes.data(), bytes.size());
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->device, 42);
+  EXPECT_EQ(h->ticket, 0x0123456789abcdefULL);
+  EXPECT_FALSE(decode_device_hello(bytes.data(), 4));  // the old, unproven hello
+  auto negative = encode_device_hello({-5, 1});
+  EXPECT_FALSE(decode_device_hello(negative.data(), negative.size()));
+}
+
+// The PS's gateway binds a connection to a device only with that device's
+// ticket: a forged hello or a result before any hello closes the connection,
+// and only a proven device's result reaches the engine.
+TEST(Admission, GatewayRefusesConnectionsWithoutTheDevicesTicket) {
+  caf::actor_system_config cfg;
+  cfg.load<caf::io::middleman>();
+  add_transport_message_types(cfg);
+  add_cleave_message_types(cfg);
+  cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  caf::actor_system sys{cfg};
+  const auto key = test_key(9);
+  auto gateway = sys.spawn(bulk_gateway, key);
+  auto lst = spawn_bulk_listener(sys, 0, gateway, bulk_options{});
+  ASSERT_TRUE(lst);
+  caf::scoped_actor engine{sys};
+  engine->send(gateway, subscribe_atom::value, caf::actor{engine}, uint32_t{0}, uint32_t{1});
+
+  auto send = [](raw_client& c, uint16_t kind, const std::vector<char>& payload) {
+    auto h = encode_header(frame_header{kind, payload.size(), 0});
+    c.write_all(h.data(), h.size());
+    c.write_all(payload.data(), payload.size());
+  };
+  auto result_frame = [](int32_t device) {
+    tile_result r;
+    r.key = tile_key{1, 0, 0};
+    r.device = device;
+    r.rows = r.cols = 1;
+    r.data = {1.0f};
+    std::vector<char> out(encoded_size(r));
+    encode(r, out.data());
+    return out;
+  };
+  auto hello_of = [](int32_t device, uint64_t ticket) {
+    auto b = encode_device_hello({device, ticket});
+    return std::vector<char>(b.begin(), b.end());
+  };
+  {  // forged ticket
+    raw_client c(lst->port);
+    c.send_hello();
+    send(c, frame_hello, hello_of(3, bulk_ticket(key, 3) + 1));
+    EXPECT_TRUE(c.sees_close());
+  }
+  {  // a result with no device hello first
+    raw_client c(lst->port);
+    c.send_hello();
+    send(c, frame_result, result_frame(3));
+    EXPECT_TRUE(c.sees_close());
+  }
+  {  // the old four-byte hello carries no proof
+    raw_client c(lst->port);
+    c.send_hello();
+    std::vector<char> id(4, 0);
+    send(c, frame_hello, id);
+    EXPECT_TRUE(c.sees_close());
+  }
+  bool forwarded = false;
+  engine->receive([&](tile_result&) { forwarded = true; }, caf::after(200ms) >> [] {});
+  EXPECT_FALSE(forwarded) << "a result from an unproven connection reached the engine";
+
+  raw_client good(lst->port);
+  good.send_hello();
+  send(good, frame_hello, hello_of(3, bulk_ticket(key, 3)));
+  send(good, frame_result, result_frame(3));
+  engine->receive([&](tile_result& r) { EXPECT_EQ(r.device, 3); },
+                  caf::after(10s) >> [] { ADD_FAILURE() << "the proven device's result was lost"; });
+  caf::anon_send_exit(lst->channel, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+}

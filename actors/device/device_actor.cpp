@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/planner/tiling.hpp"
+#include "actors/transport/admission.hpp"
 #include "actors/transport/bulk_channel.hpp"
 #include "kernels/gemm.hpp"
 #include "schema/tile_codec.hpp"
@@ -121,13 +122,13 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
 }
 
 // Opens the device's bulk channel to the PS and introduces itself.
-caf::error open_bulk(device_actor_ptr self, uint16_t port) {
+caf::error open_bulk(device_actor_ptr self, uint16_t port, uint64_t ticket) {
   auto& s = self->state;
   auto ch = transport::connect_bulk(self->system(), s.opts.bulk_host, port, caf::actor{self});
   if (!ch) return ch.error();
   s.bulk = *ch;
-  std::vector<char> hello(sizeof(int32_t));
-  std::memcpy(hello.data(), &s.id, sizeof(int32_t));
+  const auto bytes = transport::encode_device_hello({s.id, ticket});
+  std::vector<char> hello(bytes.begin(), bytes.end());
   self->request(s.bulk, caf::infinite, transport::bulk_send_atom::value,
                 static_cast<uint16_t>(frame_hello), uint64_t{0}, std::move(hello))
     .then([](std::vector<char>&) {}, [](caf::error&) {});
@@ -143,12 +144,12 @@ void join(device_actor_ptr self, caf::actor planner) {
   self->request(planner, caf::infinite, join_atom::value,
                 join_request{message_schema_version, st.opts.profile, bulk, st.opts.fleet_index})
     .then(
-      [=](welcome_atom, int32_t id, caf::actor detector, uint16_t bulk_port) {
+      [=](welcome_atom, int32_t id, caf::actor detector, uint16_t bulk_port, uint64_t ticket) {
         auto& s = self->state;
         s.id = id;
         s.detector = detector;
         if (bulk) {
-          if (auto err = open_bulk(self, bulk_port)) {
+          if (auto err = open_bulk(self, bulk_port, ticket)) {
             spdlog::error("device {}: cannot open the bulk channel to {}:{}: {}", id,
                           s.opts.bulk_host, bulk_port, self->system().render(err));
             self->quit(err);

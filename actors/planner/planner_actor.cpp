@@ -68,7 +68,7 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
   });
   return {
     [=](join_atom, const join_request& req)
-      -> caf::result<welcome_atom, int32_t, caf::actor, uint16_t> {
+      -> caf::result<welcome_atom, int32_t, caf::actor, uint16_t, uint64_t> {
       auto& st = self->state;
       if (req.schema_version != message_schema_version)
         return fail("schema version " + std::to_string(req.schema_version) + " is not "
@@ -90,7 +90,8 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       spdlog::debug("planner: device {} ({}) joined; {} alive", id, req.profile.name,
                     st.alive.size());
       answer_waiters(self);
-      return {welcome_atom::value, id, st.detector, st.opts.bulk_port};
+      const uint64_t ticket = st.opts.bulk_port != 0 ? transport::bulk_ticket(st.opts.admission, id) : 0;
+      return {welcome_atom::value, id, st.detector, st.opts.bulk_port, ticket};
     },
     [=](event_atom, const fleet_event& ev) {
       auto& st = self->state;

@@ -10,6 +10,7 @@
 #include <caf/all.hpp>
 
 #include "actors/planner/tiling.hpp"
+#include "actors/transport/admission.hpp"
 #include "schema/messages.hpp"
 
 namespace cleave {
@@ -57,6 +58,8 @@ struct planner_options {
   planner_config cost;
   int min_devices = 0;  // fleet requests wait until this many devices joined
   uint16_t bulk_port = 0;  // the PS's bulk tensor channel, told to joining devices (0: none)
+  // Shared with the PS's bulk gateway: a device's ticket proves its id there.
+  transport::admission_key admission;
 };
 
 struct planner_state {
@@ -74,7 +77,8 @@ struct planner_state {
 };
 
 // Messages:
-//   (join_atom, join_request)            -> (welcome_atom, id, detector, bulk_port)  from a device
+//   (join_atom, join_request)            -> (welcome_atom, id, detector, bulk_port, ticket)  from a device;
+//                                           the ticket is 0 when there is no bulk channel
 //   (event_atom, fleet_event)                                              from the detector
 //   (subscribe_atom, actor)              the actor receives every fleet event after the planner acted on it
 //   (fleet_atom)                         -> (version, vector<fleet_member>) once min_devices joined;

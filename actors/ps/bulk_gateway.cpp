@@ -22,7 +22,14 @@ const caf::actor* route(const bulk_gateway_state& st, const tile_key& key) {
 
 }  // namespace
 
-caf::behavior bulk_gateway(caf::stateful_actor<bulk_gateway_state>* self) {
+caf::behavior bulk_gateway(caf::stateful_actor<bulk_gateway_state>* self,
+                           transport::admission_key admission) {
+  self->state.admission = admission;
+  // Closes a connection that did not prove its device.
+  auto turn_away = [=](uint64_t conn, const std::string& why) {
+    spdlog::warn("bulk: closing connection {}: {}", conn, why);
+    if (self->state.channel) self->send(self->state.channel, bulk_closed_atom::value, conn);
+  };
   return {
     [=](subscribe_atom, caf::actor engine, uint32_t shard, uint32_t shards) {
       auto& engines = self->state.engines;
@@ -44,11 +51,24 @@ caf::behavior bulk_gateway(caf::stateful_actor<bulk_gateway_state>* self) {
     },
     [=](bulk_frame_atom, bulk_frame& f) {
       auto& st = self->state;
-      if (f.kind == frame_hello && f.payload.size() == sizeof(int32_t)) {
-        int32_t id = 0;
-        std::memcpy(&id, f.payload.data(), sizeof(id));
-        st.conn_of[id] = f.conn;
-        st.device_of[f.conn] = id;
+      if (f.kind == frame_hello) {
+        auto hello = decode_device_hello(f.payload.data(), f.payload.size());
+        if (!hello) {
+          turn_away(f.conn, describe(hello.error()));
+        } else if (!ticket_matches(st.admission, hello->device, hello->ticket)) {
+          turn_away(f.conn, "wrong admission ticket for device " + std::to_string(hello->device));
+        } else if (auto bound = st.device_of.find(f.conn);
+                   bound != st.device_of.end() && bound->second != hello->device) {
+          turn_away(f.conn, "a second hello names another device");
+        } else {
+          // A device that reconnects (its ticket proves it) moves to the new connection.
+          if (auto old = st.conn_of.find(hello->device); old != st.conn_of.end() && old->second != f.conn)
+            st.device_of.erase(old->second);
+          st.conn_of[hello->device] = f.conn;
+          st.device_of[f.conn] = hello->device;
+        }
+      } else if (st.device_of.count(f.conn) == 0) {
+        turn_away(f.conn, "frame of kind " + std::to_string(f.kind) + " before a device hello");
       } else if (f.kind == frame_result) {
         auto res = decode_result(f.payload.data(), f.payload.size());
         auto from = st.device_of.find(f.conn);

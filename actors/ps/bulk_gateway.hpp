@@ -10,12 +10,14 @@
 
 #include <caf/all.hpp>
 
+#include "actors/transport/admission.hpp"
 #include "actors/transport/bulk_channel.hpp"
 #include "schema/messages.hpp"
 
 namespace cleave {
 
 struct bulk_gateway_state {
+  transport::admission_key admission;  // the planner's: checks device tickets
   caf::actor channel;  // the listener's broker
   std::vector<caf::actor> engines;  // one per PS shard: where results go
   std::map<int32_t, uint64_t> conn_of;
@@ -26,6 +28,9 @@ struct bulk_gateway_state {
 // Messages: (subscribe_atom, engine, shard, shards), (task_atom, device id,
 // tile_task); and
 // the bulk channel's sink messages.
-caf::behavior bulk_gateway(caf::stateful_actor<bulk_gateway_state>* self);
+// A connection's first frame must be a device hello (id and the ticket the
+// planner gave that id); any other first frame, or a wrong ticket, closes it.
+caf::behavior bulk_gateway(caf::stateful_actor<bulk_gateway_state>* self,
+                           transport::admission_key admission);
 
 }  // namespace cleave
