@@ -53,6 +53,7 @@ cleave_config::cleave_config() {
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)")
     .add(bulk, "bulk", "--role=device: take tiles over the ps's bulk tensor channel")
     .add(bulk_port, "bulk-port", "--role=ps: port of the bulk tensor channel (default: any free port)")
+    .add(bulk_host, "bulk-host", "--role=ps with --planner: host the bulk channel listens on and devices reach")
     .add(churn, "churn", "--role=all: churn schedule file (JSON, see README)")
     .add(churn_rate, "churn-rate", "--role=all: random churn events per step, drawn from --seed")
     .add(speculate, "speculate", "copy a GEMM's unfinished tiles to idle devices past this x its predicted time (default 3, 0: off)")

@@ -57,6 +57,7 @@ class cleave_config : public caf::actor_system_config {
   double heartbeat = 0.1;      // seconds between device heartbeats
   bool bulk = false;           // --role=device: tiles over the ps's bulk channel
   int bulk_port = 0;           // --role=ps: port of the bulk channel (0: any free port)
+  std::string bulk_host;       // --role=ps with --planner: where the bulk channel listens
   double progress_seconds = 5;
   // churn and recovery
   std::string churn;           // --role=all: churn schedule file

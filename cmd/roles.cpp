@@ -250,51 +250,96 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   return rc;
 }
 
+// The ps's end of the bulk tensor channel: a listener and the gateway that
+// admits devices by their tickets and routes frames to the shards' engines.
+struct bulk_endpoint {
+  caf::actor gateway;
+  transport::bulk_listener listener;
+  transport::admission_key admission;
+  void close() const {
+    caf::anon_send_exit(listener.channel, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+  }
+};
+
+caf::expected<bulk_endpoint> open_bulk_endpoint(caf::actor_system& sys, const std::string& bind_host,
+                                                int port) {
+  if (port < 0 || port > 65535) return fail("--bulk-port must be in [0, 65535]");
+  bulk_endpoint out;
+  auto key = transport::make_admission_key();
+  if (!key) return key.error();
+  out.admission = *key;
+  out.gateway = sys.spawn(bulk_gateway, out.admission);
+  transport::bulk_options bopts;
+  bopts.bind_address = bind_host;
+  auto lst = transport::spawn_bulk_listener(sys, static_cast<uint16_t>(port), out.gateway, bopts);
+  if (!lst) {
+    caf::anon_send_exit(out.gateway, caf::exit_reason::user_shutdown);
+    return fail("cannot open the bulk channel: " + sys.render(lst.error()));
+  }
+  out.listener = *lst;
+  return out;
+}
+
+// A ps whose planner (and detector) run as their own processes. With
+// --bulk-host it opens its bulk channel there and registers it with the
+// planner, which tells joining --bulk devices where to find it.
+int run_ps_with_planner(cleave_config& cfg, const train_options& opts, int threads, int min_devices) {
+  auto at = parse_endpoint(cfg.planner, "planner", false);
+  if (!at) return usage_error(describe(at.error()));
+  caf::actor_system sys{cfg};
+  auto planner = sys.middleman().remote_actor(at->first, at->second);
+  if (!planner)
+    return runtime_error("cannot reach the planner at " + cfg.planner + ": " + sys.render(planner.error()));
+  spdlog::info("ps: using the planner at {}", cfg.planner);
+  if (cfg.bulk_host.empty()) return train_on_fleet(sys, cfg, opts, threads, *planner, min_devices);
+  auto bulk = open_bulk_endpoint(sys, cfg.bulk_host, cfg.bulk_port);
+  if (!bulk) return runtime_error(describe(bulk.error()));
+  caf::error refused;
+  caf::scoped_actor self{sys};
+  const auto& key = bulk->admission.bytes;
+  self->request(*planner, std::chrono::seconds(30), bulk_atom::value, cfg.bulk_host,
+                bulk->listener.port, std::vector<uint8_t>(key.begin(), key.end()))
+    .receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = std::move(err); });
+  if (refused) {
+    bulk->close();
+    return runtime_error("the planner did not take the bulk channel: " + sys.render(refused));
+  }
+  spdlog::info("ps: bulk channel registered at {}:{}", cfg.bulk_host, bulk->listener.port);
+  const int rc = train_on_fleet(sys, cfg, opts, threads, *planner, min_devices, bulk->gateway);
+  bulk->close();
+  return rc;
+}
+
 int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
   const int min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;
-  if (!cfg.planner.empty()) {
-    // The planner (and its detector) run as their own processes.
-    auto at = parse_endpoint(cfg.planner, "planner", false);
-    if (!at) return usage_error(describe(at.error()));
-    caf::actor_system sys{cfg};
-    auto planner = sys.middleman().remote_actor(at->first, at->second);
-    if (!planner)
-      return runtime_error("cannot reach the planner at " + cfg.planner + ": " + sys.render(planner.error()));
-    spdlog::info("ps: using the planner at {}", cfg.planner);
-    return train_on_fleet(sys, cfg, opts, threads, *planner, min_devices);
-  }
+  if (!cfg.planner.empty()) return run_ps_with_planner(cfg, opts, threads, min_devices);
+  if (!cfg.bulk_host.empty())
+    return usage_error("--bulk-host is for a ps with --planner; with --listen the bulk channel "
+                       "listens on the --listen host");
   auto endpoint = parse_endpoint(cfg.listen, "listen", true);
   if (!endpoint) return usage_error(describe(endpoint.error()));
-  if (cfg.bulk_port < 0 || cfg.bulk_port > 65535) return usage_error("--bulk-port must be in [0, 65535]");
+  caf::actor_system sys{cfg};
   // Devices that join with --bulk take their tiles over this channel, once
   // their planner-issued ticket proves their id.
-  auto admission = transport::make_admission_key();
-  if (!admission) return runtime_error(describe(admission.error()));
-  caf::actor_system sys{cfg};
-  auto gateway = sys.spawn(bulk_gateway, *admission);
-  transport::bulk_options bopts;
-  bopts.bind_address = endpoint->first;
-  auto bulk = transport::spawn_bulk_listener(sys, static_cast<uint16_t>(cfg.bulk_port), gateway, bopts);
-  if (!bulk) {
-    caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
-    return runtime_error("cannot open the bulk channel: " + sys.render(bulk.error()));
-  }
-  auto supervisor = start_supervisor(sys, control_plane(cfg, min_devices, bulk->port, *admission));
+  auto bulk = open_bulk_endpoint(sys, endpoint->first, cfg.bulk_port);
+  if (!bulk) return runtime_error(describe(bulk.error()));
+  const uint16_t bulk_port = bulk->listener.port;
+  auto supervisor = start_supervisor(sys, control_plane(cfg, min_devices, bulk_port, bulk->admission));
   auto planner = registered(sys, "planner");
   const char* host = endpoint->first.empty() ? nullptr : endpoint->first.c_str();
   auto port = sys.middleman().publish(planner, endpoint->second, host, true);
   auto shutdown = [&] {
     stop(supervisor);
-    caf::anon_send_exit(bulk->channel, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+    bulk->close();
   };
   if (!port) {
     shutdown();
     return runtime_error("cannot listen on " + cfg.listen + ": " + sys.render(port.error()));
   }
   spdlog::info("ps: listening on port {} (bulk channel {}), waiting for {} device(s)", *port,
-               bulk->port, min_devices);
-  const int rc = train_on_fleet(sys, cfg, opts, threads, planner, min_devices, gateway);
+               bulk_port, min_devices);
+  const int rc = train_on_fleet(sys, cfg, opts, threads, planner, min_devices, bulk->gateway);
   shutdown();
   return rc;
 }
@@ -398,7 +443,10 @@ int run_device(cleave_config& cfg, int threads) {
       self->send_exit(device, caf::exit_reason::user_shutdown);
       break;
     }
-    spdlog::info("device: the ps has gone; reconnecting");
+    // A refused join (say, a --bulk device before the ps registered its
+    // channel) must not turn into a tight loop against the planner.
+    spdlog::info("device: the ps has gone or refused it; reconnecting");
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   return 0;
 }

@@ -21,6 +21,7 @@ void add_cleave_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<tile_miss>("cleave::tile_miss");
   cfg.add_message_type<join_request>("cleave::join_request");
   cfg.add_message_type<fleet_event>("cleave::fleet_event");
+  cfg.add_message_type<std::vector<uint8_t>>("std::vector<uint8_t>");
 }
 
 }  // namespace cleave

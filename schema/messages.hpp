@@ -42,6 +42,7 @@ using hang_atom = caf::atom_constant<caf::atom("hang")>;
 using slow_atom = caf::atom_constant<caf::atom("slow")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
+using bulk_atom = caf::atom_constant<caf::atom("bulk")>;
 
 // A tile is identified by the step, the GEMM's position in that step, and the
 // tile's index in the GEMM's plan: the idempotency key.

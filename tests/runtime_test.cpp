@@ -31,7 +31,7 @@ engine_options timeout(double seconds, double speculate = 0) {
 caf::behavior black_hole(caf::event_based_actor* self, caf::actor planner, bool heartbeats) {
   self->request(planner, caf::infinite, join_atom::value,
                 join_request{message_schema_version, *preset_profile("fast")})
-    .then([=](welcome_atom, int32_t id, caf::actor detector, uint16_t, uint64_t) {
+    .then([=](welcome_atom, int32_t id, caf::actor detector, const std::string&, uint16_t, uint64_t) {
       if (heartbeats) self->send(self, tick_atom::value, id, detector);
     });
   return {
@@ -48,7 +48,7 @@ caf::behavior rogue_device(caf::event_based_actor* self, caf::actor planner, rog
   auto my_id = std::make_shared<int32_t>(-1);
   self->request(planner, caf::infinite, join_atom::value,
                 join_request{message_schema_version, *preset_profile("fast")})
-    .then([=](welcome_atom, int32_t id, caf::actor, uint16_t, uint64_t) { *my_id = id; });
+    .then([=](welcome_atom, int32_t id, caf::actor, const std::string&, uint16_t, uint64_t) { *my_id = id; });
   return {
     [=](tile_task& t) {
       tile_result r;

@@ -122,9 +122,9 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
 }
 
 // Opens the device's bulk channel to the PS and introduces itself.
-caf::error open_bulk(device_actor_ptr self, uint16_t port, uint64_t ticket) {
+caf::error open_bulk(device_actor_ptr self, const std::string& host, uint16_t port, uint64_t ticket) {
   auto& s = self->state;
-  auto ch = transport::connect_bulk(self->system(), s.opts.bulk_host, port, caf::actor{self});
+  auto ch = transport::connect_bulk(self->system(), host, port, caf::actor{self});
   if (!ch) return ch.error();
   s.bulk = *ch;
   const auto bytes = transport::encode_device_hello({s.id, ticket});
@@ -144,14 +144,17 @@ void join(device_actor_ptr self, caf::actor planner) {
   self->request(planner, caf::infinite, join_atom::value,
                 join_request{message_schema_version, st.opts.profile, bulk, st.opts.fleet_index})
     .then(
-      [=](welcome_atom, int32_t id, caf::actor detector, uint16_t bulk_port, uint64_t ticket) {
+      [=](welcome_atom, int32_t id, caf::actor detector, const std::string& bulk_host,
+          uint16_t bulk_port, uint64_t ticket) {
         auto& s = self->state;
         s.id = id;
         s.detector = detector;
         if (bulk) {
-          if (auto err = open_bulk(self, bulk_port, ticket)) {
-            spdlog::error("device {}: cannot open the bulk channel to {}:{}: {}", id,
-                          s.opts.bulk_host, bulk_port, self->system().render(err));
+          // The ps's channel may live elsewhere than the planner the device joined.
+          const std::string& host = bulk_host.empty() ? s.opts.bulk_host : bulk_host;
+          if (auto err = open_bulk(self, host, bulk_port, ticket)) {
+            spdlog::error("device {}: cannot open the bulk channel to {}:{}: {}", id, host,
+                          bulk_port, self->system().render(err));
             self->quit(err);
             return;
           }

@@ -68,7 +68,7 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
   });
   return {
     [=](join_atom, const join_request& req)
-      -> caf::result<welcome_atom, int32_t, caf::actor, uint16_t, uint64_t> {
+      -> caf::result<welcome_atom, int32_t, caf::actor, std::string, uint16_t, uint64_t> {
       auto& st = self->state;
       if (req.schema_version != message_schema_version)
         return fail("schema version " + std::to_string(req.schema_version) + " is not "
@@ -91,7 +91,7 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
                     st.alive.size());
       answer_waiters(self);
       const uint64_t ticket = st.opts.bulk_port != 0 ? transport::bulk_ticket(st.opts.admission, id) : 0;
-      return {welcome_atom::value, id, st.detector, st.opts.bulk_port, ticket};
+      return {welcome_atom::value, id, st.detector, st.opts.bulk_host, st.opts.bulk_port, ticket};
     },
     [=](event_atom, const fleet_event& ev) {
       auto& st = self->state;
@@ -104,6 +104,21 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       for (auto& sub : st.subscribers) self->send(sub, event_atom::value, ev);
     },
     [=](subscribe_atom, caf::actor sub) { self->state.subscribers.push_back(std::move(sub)); },
+    [=](bulk_atom, const std::string& host, uint16_t port,
+        const std::vector<uint8_t>& key) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      if (host.empty() || host.size() > 255 || port == 0 || key.size() != st.opts.admission.bytes.size())
+        return fail("bulk channel registration needs a host, a port and a "
+                    + std::to_string(st.opts.admission.bytes.size()) + "-byte key");
+      if (st.opts.bulk_port != 0)
+        spdlog::warn("planner: the bulk channel {}:{} replaces {}:{}", host, port,
+                     st.opts.bulk_host, st.opts.bulk_port);
+      st.opts.bulk_host = host;
+      st.opts.bulk_port = port;
+      std::copy(key.begin(), key.end(), st.opts.admission.bytes.begin());
+      spdlog::info("planner: devices joining with --bulk take tiles at {}:{}", host, port);
+      return caf::ok_atom::value;
+    },
     [=](fleet_atom) {
       auto rp = self->make_response_promise();
       self->state.waiting_for_fleet.push_back(rp);

@@ -57,7 +57,10 @@ typename Inspector::result_type inspect(Inspector& f, plan& x) {
 struct planner_options {
   planner_config cost;
   int min_devices = 0;  // fleet requests wait until this many devices joined
-  uint16_t bulk_port = 0;  // the PS's bulk tensor channel, told to joining devices (0: none)
+  // The PS's bulk tensor channel, told to joining devices (port 0: none; an
+  // empty host: the address the device reached the planner at).
+  std::string bulk_host;
+  uint16_t bulk_port = 0;
   // Shared with the PS's bulk gateway: a device's ticket proves its id there.
   transport::admission_key admission;
 };
@@ -77,8 +80,9 @@ struct planner_state {
 };
 
 // Messages:
-//   (join_atom, join_request)            -> (welcome_atom, id, detector, bulk_port, ticket)  from a device;
-//                                           the ticket is 0 when there is no bulk channel
+//   (join_atom, join_request)            -> (welcome_atom, id, detector, bulk_host, bulk_port, ticket)
+//                                           from a device; the ticket is 0 when there is no bulk channel
+//   (bulk_atom, host, port, key bytes)   -> ok: a ps in another process registers its bulk channel
 //   (event_atom, fleet_event)                                              from the detector
 //   (subscribe_atom, actor)              the actor receives every fleet event after the planner acted on it
 //   (fleet_atom)                         -> (version, vector<fleet_member>) once min_devices joined;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Separate processes on loopback: detector, planner, ps and 4 devices train
 # the mlp for 200 steps with exactly the loss trajectory of the in-process run
-# (tiles as CAF messages); then a ps that hosts its own planner and detector
+# (tiles as CAF messages, then as bulk frames through the channel the ps
+# registered with the planner); then a ps that hosts its own planner and detector
 # does the same with devices that take their tiles over the bulk channel,
 # with one PS shard and with two.
 source "$(dirname "$0")/lib.sh"
@@ -29,19 +30,36 @@ start_devices() {  # start_devices PORT [device flags...]
 "$CLEAVE" --role=all --devices=4 --profile=fast "${cost[@]}" "${train[@]}" --log-level=warn \
   --report="$WORK/inproc.json" || fail "in-process run failed"
 
-# 1. detector, planner, ps and devices: seven processes.
-"$CLEAVE" --role=detector --listen=127.0.0.1:0 > "$WORK/detector.log" 2>&1 &
-det=$!
-dport=$(wait_port "$WORK/detector.log")
-"$CLEAVE" --role=planner --listen=127.0.0.1:0 --detector="127.0.0.1:$dport" --min-devices=4 "${cost[@]}" \
-  > "$WORK/planner.log" 2>&1 &
-pln=$!
-pport=$(wait_port "$WORK/planner.log")
-[[ -n $dport && -n $pport ]] || fail "detector or planner did not start: $(cat "$WORK"/*.log)"
-start_devices "$pport"
-timeout 300 "$CLEAVE" --role=ps --planner="127.0.0.1:$pport" "${train[@]}" --report="$WORK/split.json" \
-  > "$WORK/ps.log" 2>&1 || fail "ps with separate planner failed: $(tail -3 "$WORK/ps.log")"
-kill -TERM $pln $det; wait $pln $det 2>/dev/null
+# 1. detector, planner, ps and devices: seven processes. With `bulk`, the ps
+# registers its bulk channel with the planner and the devices take their
+# tiles there.
+separate() {  # separate NAME [bulk]
+  local name=$1 bulk=${2:-}
+  "$CLEAVE" --role=detector --listen=127.0.0.1:0 > "$WORK/$name-detector.log" 2>&1 &
+  local det=$!
+  local dport; dport=$(wait_port "$WORK/$name-detector.log")
+  "$CLEAVE" --role=planner --listen=127.0.0.1:0 --detector="127.0.0.1:$dport" --min-devices=4 "${cost[@]}" \
+    > "$WORK/$name-planner.log" 2>&1 &
+  local pln=$!
+  local pport; pport=$(wait_port "$WORK/$name-planner.log")
+  [[ -n $dport && -n $pport ]] || { fail "$name: detector or planner did not start"; return; }
+  local ps_flags=() device_flags=()
+  [[ $bulk == bulk ]] && ps_flags=(--bulk-host=127.0.0.1) && device_flags=(--bulk)
+  timeout 300 "$CLEAVE" --role=ps --planner="127.0.0.1:$pport" "${ps_flags[@]}" "${train[@]}" \
+    --report="$WORK/$name.json" > "$WORK/$name.log" 2>&1 &
+  local ps=$!
+  # Devices join once the ps has registered its channel (or at once without one).
+  for _ in $(seq 1 500); do grep -q "ps: using the planner" "$WORK/$name.log" && break; sleep 0.02; done
+  [[ $bulk == bulk ]] && for _ in $(seq 1 500); do
+    grep -q "bulk channel registered" "$WORK/$name.log" && break; sleep 0.02
+  done
+  start_devices "$pport" "${device_flags[@]}"
+  wait $ps || fail "$name ps failed: $(tail -3 "$WORK/$name.log")"
+  kill -TERM $pln $det; wait $pln $det 2>/dev/null
+  wait  # the devices leave when their planner is gone
+}
+separate split
+separate split-bulk bulk
 
 # 2. the default: the ps hosts planner and detector; tiles travel as bulk
 # frames, which the gateway routes to the shard that sent the task.
@@ -61,7 +79,7 @@ hosted hosted-2-shards --ps-shards=2
 "$CLEAVE" --role=all --devices=4 --profile=fast "${cost[@]}" "${train[@]}" --log-level=warn \
   --ps-shards=2 --report="$WORK/inproc-2-shards.json" || fail "in-process run with 2 shards failed"
 
-for run in split hosted hosted-2-shards; do
+for run in split split-bulk hosted hosted-2-shards; do
   ref=$WORK/inproc.json
   [[ $run == *-2-shards ]] && ref=$WORK/inproc-2-shards.json
   verdict=$(python3 - "$ref" "$WORK/$run.json" <<'PY'
