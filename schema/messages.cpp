@@ -1,6 +1,24 @@
 #include "schema/messages.hpp"
 
+#include <algorithm>
+
 namespace cleave {
+
+bool operand::window_valid() const {
+  if (shared == nullptr || rows < 0 || cols < 0 || offset < 0 || ld < cols) return false;
+  if (rows == 0 || cols == 0) return true;
+  const auto size = static_cast<int64_t>(shared->size());
+  return offset <= size - cols && (rows - 1) <= (size - offset - cols) / std::max<int64_t>(ld, 1);
+}
+
+void operand::copy_values(float* out) const {
+  if (!data.empty()) {
+    std::copy(data.begin(), data.end(), out);
+    return;
+  }
+  const float* src = shared->data() + offset;
+  for (int64_t r = 0; r < rows; ++r) std::copy(src + r * ld, src + r * ld + cols, out + r * cols);
+}
 
 const char* to_string(fleet_event_kind k) {
   switch (k) {

@@ -7,7 +7,9 @@
 // version are refused rather than misread.
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -62,18 +64,48 @@ typename Inspector::result_type inspect(Inspector& f, tile_key& x) {
 }
 
 // A block of a stored (row-major) matrix. The device multiplies op(block),
-// op = transpose when `trans`. An empty `data` means "use the block cached
-// under `key`"; the device answers with a miss when it has no such block.
+// op = transpose when `trans`. The values travel in `data`, or, between
+// actors of one process, as a window of a read-only snapshot the PS shares
+// with every task of a GEMM (rows x cols at `offset`, row stride `ld`), so
+// an in-process device gets its block without a copy. The window is never
+// serialised: a remote peer receives the block in `data`. An operand with
+// neither means "use the block cached under `key`"; the device answers
+// with a miss when it has no such block.
 struct operand {
-  uint64_t key = 0;  // content hash of (rows, cols, data)
+  uint64_t key = 0;  // content hash of (rows, cols, values)
   int64_t rows = 0;
   int64_t cols = 0;
   bool trans = false;
   std::vector<float> data;
+  std::shared_ptr<const std::vector<float>> shared = nullptr;
+  int64_t offset = 0;
+  int64_t ld = 0;
+
+  bool carries_values() const { return shared != nullptr || !data.empty(); }
+  // The window lies inside the snapshot (checked before any use of it).
+  bool window_valid() const;
+  // The block's values, row by row, into out[rows * cols].
+  void copy_values(float* out) const;
 };
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, operand& x) {
+typename std::enable_if<Inspector::reads_state, typename Inspector::result_type>::type
+inspect(Inspector& f, operand& x) {
+  if (x.shared == nullptr || !x.data.empty())
+    return f(caf::meta::type_name("operand"), x.key, x.rows, x.cols, x.trans, x.data);
+  std::vector<float> block;
+  if (x.window_valid()) {
+    block.resize(static_cast<size_t>(x.rows * x.cols));
+    x.copy_values(block.data());
+  }
+  return f(caf::meta::type_name("operand"), x.key, x.rows, x.cols, x.trans, block);
+}
+
+template <class Inspector>
+typename std::enable_if<Inspector::writes_state, typename Inspector::result_type>::type
+inspect(Inspector& f, operand& x) {
+  x.shared.reset();
+  x.offset = x.ld = 0;
   return f(caf::meta::type_name("operand"), x.key, x.rows, x.cols, x.trans, x.data);
 }
 

@@ -22,6 +22,13 @@ class writer {
     std::memcpy(p_, v.data(), v.size() * sizeof(float));
     p_ += v.size() * sizeof(float);
   }
+  // The frame buffer is not float-aligned: the block is copied row by row.
+  void block(const operand& op) {
+    if (!op.data.empty()) return floats(op.data);
+    const float* src = op.shared->data() + op.offset;
+    const size_t row = static_cast<size_t>(op.cols) * sizeof(float);
+    for (int64_t r = 0; r < op.rows; ++r, p_ += row) std::memcpy(p_, src + r * op.ld, row);
+  }
 
  private:
   char* p_;
@@ -65,13 +72,20 @@ void put_key(writer& w, const tile_key& k) {
 
 bool get_key(reader& r, tile_key& k) { return r.get(k.step) && r.get(k.gemm) && r.get(k.tile); }
 
+// Values an operand puts on the wire: its data, or its snapshot window.
+size_t value_count(const operand& op) {
+  if (!op.data.empty()) return op.data.size();
+  return op.window_valid() ? static_cast<size_t>(op.rows * op.cols) : 0;
+}
+
 void put_operand(writer& w, const operand& op) {
   w.put(op.key);
   w.put(op.rows);
   w.put(op.cols);
   w.put(static_cast<uint8_t>(op.trans));
-  w.put(static_cast<uint8_t>(!op.data.empty()));
-  w.floats(op.data);
+  const bool values = value_count(op) > 0;
+  w.put(static_cast<uint8_t>(values));
+  if (values) w.block(op);
 }
 
 caf::error get_operand(reader& r, operand& op, const char* which) {
@@ -90,8 +104,7 @@ caf::error get_operand(reader& r, operand& op, const char* which) {
 }  // namespace
 
 size_t encoded_size(const tile_task& t) {
-  return key_bytes + 2 * operand_head_bytes
-         + (t.a.data.size() + t.b.data.size()) * sizeof(float);
+  return key_bytes + 2 * operand_head_bytes + (value_count(t.a) + value_count(t.b)) * sizeof(float);
 }
 
 void encode(const tile_task& t, char* out) {

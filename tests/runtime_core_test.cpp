@@ -7,6 +7,9 @@
 #include <set>
 #include <tuple>
 
+#include <caf/all.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
 #include <gtest/gtest.h>
 
 #include "actors/churn/churn_schedule.hpp"
@@ -120,8 +123,17 @@ TEST(fleet_file, presets_overrides_counts_and_refusals) {
 TEST(tile_codec, round_trips_and_refuses_malformed_frames) {
   tile_task t;
   t.key = {7, 3, 2};
-  t.a = operand{11, 2, 3, true, {1, 2, 3, 4, 5, 6}};
-  t.b = operand{12, 3, 2, false, {}};  // cached: no payload
+  auto make = [](uint64_t key, int64_t rows, int64_t cols, bool trans, std::vector<float> data) {
+    operand op;
+    op.key = key;
+    op.rows = rows;
+    op.cols = cols;
+    op.trans = trans;
+    op.data = std::move(data);
+    return op;
+  };
+  t.a = make(11, 2, 3, true, {1, 2, 3, 4, 5, 6});
+  t.b = make(12, 3, 2, false, {});  // cached: no payload
   std::vector<char> buf(encoded_size(t));
   encode(t, buf.data());
   auto back = decode_task(buf.data(), buf.size());
@@ -155,6 +167,51 @@ TEST(tile_codec, round_trips_and_refuses_malformed_frames) {
   EXPECT_EQ(rback->data, r.data);
   EXPECT_EQ(rback->device, 4);
   EXPECT_FALSE(decode_result(rb.data(), rb.size() - 4));
+}
+
+// An in-process operand is a window of the PS's snapshot; on the wire (bulk
+// frame or CAF serialisation) it must be exactly the block's values.
+TEST(operand, a_snapshot_window_travels_as_its_block) {
+  auto snap = std::make_shared<const std::vector<float>>(std::vector<float>{
+    0, 1, 2, 3,  //
+    4, 5, 6, 7,  //
+    8, 9, 10, 11});
+  operand window;
+  window.key = 5;
+  window.rows = 2;
+  window.cols = 2;
+  window.shared = snap;
+  window.offset = 5;  // rows 1-2, columns 1-2
+  window.ld = 4;
+  ASSERT_TRUE(window.window_valid());
+  tile_task t;
+  t.a = window;
+  t.b = window;
+  std::vector<char> buf(encoded_size(t));
+  encode(t, buf.data());
+  auto back = decode_task(buf.data(), buf.size());
+  ASSERT_TRUE(back) << describe(back.error());
+  EXPECT_EQ(back->a.data, (std::vector<float>{5, 6, 9, 10}));
+  EXPECT_EQ(back->a.shared, nullptr);
+
+  caf::actor_system_config cfg;
+  add_cleave_message_types(cfg);
+  caf::actor_system sys{cfg};
+  std::vector<char> bytes;
+  caf::binary_serializer sink{sys, bytes};
+  ASSERT_FALSE(sink(window));
+  operand received;
+  caf::binary_deserializer source{sys, bytes};
+  ASSERT_FALSE(source(received));
+  EXPECT_EQ(received.data, (std::vector<float>{5, 6, 9, 10}));
+  EXPECT_EQ(received.shared, nullptr);
+
+  operand outside = window;  // a window past the snapshot's end is refused
+  outside.offset = 7;
+  EXPECT_FALSE(outside.window_valid());
+  outside.offset = 5;
+  outside.ld = 1;  // rows overlapping (ld < cols)
+  EXPECT_FALSE(outside.window_valid());
 }
 
 TEST(churn_schedule, a_file_gives_its_events_at_their_steps) {

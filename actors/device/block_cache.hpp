@@ -15,10 +15,16 @@ namespace cleave {
 // 64-bit content key of a rows x cols block (row stride ld) of floats.
 uint64_t block_key(const float* data, int64_t rows, int64_t cols, int64_t ld);
 
+// rows x cols at `offset` of `data`, row stride `ld` (0: cols): a block the
+// device owns, or a window of the snapshot an in-process PS shared.
 struct cached_block {
   int64_t rows = 0;
   int64_t cols = 0;
   std::shared_ptr<const std::vector<float>> data;
+  int64_t offset = 0;
+  int64_t ld = 0;
+  const float* values() const { return data->data() + offset; }
+  int64_t stride() const { return ld > 0 ? ld : cols; }
 };
 
 class block_cache {

@@ -23,16 +23,23 @@ using device_actor_ptr = caf::stateful_actor<device_state>*;
 const cached_block* resolve(device_state& st, operand& op, cached_block& scratch, bool& hit) {
   hit = false;
   if (op.rows < 0 || op.cols < 0 || op.rows * op.cols > max_block_elements) return nullptr;
-  if (op.data.empty() && op.rows * op.cols > 0) {
+  if (!op.carries_values() && op.rows * op.cols > 0) {
     const cached_block* b = st.cache.get(op.key);
     if (b == nullptr || b->rows != op.rows || b->cols != op.cols) return nullptr;
     hit = true;
     return b;
   }
-  if (static_cast<int64_t>(op.data.size()) != op.rows * op.cols) return nullptr;
   scratch.rows = op.rows;
   scratch.cols = op.cols;
-  scratch.data = std::make_shared<const std::vector<float>>(std::move(op.data));
+  if (op.data.empty() && op.shared != nullptr) {  // a window of the PS's snapshot, in-process
+    if (!op.window_valid()) return nullptr;
+    scratch.data = std::move(op.shared);
+    scratch.offset = op.offset;
+    scratch.ld = op.ld;
+  } else {
+    if (static_cast<int64_t>(op.data.size()) != op.rows * op.cols) return nullptr;
+    scratch.data = std::make_shared<const std::vector<float>>(std::move(op.data));
+  }
   st.cache.put(op.key, scratch);
   return &scratch;
 }
@@ -78,7 +85,7 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
   const cached_block* a = resolve(s, task.a, a_scratch, a_hit);
   const cached_block* b = resolve(s, task.b, b_scratch, b_hit);
   for (auto [blk, op] : {std::pair{a, &task.a}, {b, &task.b}}) {
-    if (blk == nullptr && op->data.empty()) {
+    if (blk == nullptr && !op->carries_values()) {
       report_miss(self, to, tile_miss{task.key, s.id, op->key});
       return;
     }
@@ -99,8 +106,8 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
   res.rows = m;
   res.cols = n;
   res.data.resize(static_cast<size_t>(m * n));
-  gemm_local<float>({a->data->data(), a->rows, a->cols, a->cols}, task.a.trans,
-                    {b->data->data(), b->rows, b->cols, b->cols}, task.b.trans,
+  gemm_local<float>({a->values(), a->rows, a->cols, a->stride()}, task.a.trans,
+                    {b->values(), b->rows, b->cols, b->stride()}, task.b.trans,
                     {res.data.data(), m, n, n}, 0.0f);
   res.cache_hits = static_cast<uint32_t>(a_hit) + static_cast<uint32_t>(b_hit);
   const auto now = caf::make_timestamp();

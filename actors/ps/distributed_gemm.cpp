@@ -50,6 +50,7 @@ runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards) {
     }
     auto& t = out.totals;
     t.ps_compute_seconds = std::max(t.ps_compute_seconds, acc.totals.ps_compute_seconds);
+    t.dispatch_seconds = std::max(t.dispatch_seconds, acc.totals.dispatch_seconds);
     t.wait_seconds = std::max(t.wait_seconds, acc.totals.wait_seconds);
     t.allgather_seconds = std::max(t.allgather_seconds, acc.totals.allgather_seconds);
     t.predicted_wait_seconds = std::max(t.predicted_wait_seconds, acc.totals.predicted_wait_seconds);
@@ -204,18 +205,25 @@ distributed_gemm::block_ref distributed_gemm::locate(const_view<float> m, bool t
   return {r0, r1, c0, c1, it->second};
 }
 
-operand distributed_gemm::cut(const_view<float> m, bool trans, const block_ref& ref,
-                              bool with_data) {
+std::shared_ptr<const std::vector<float>> distributed_gemm::snapshot(const_view<float> m) {
+  auto out = std::make_shared<std::vector<float>>();
+  out->reserve(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t r = 0; r < m.rows; ++r)
+    out->insert(out->end(), m.data + r * m.ld, m.data + r * m.ld + m.cols);
+  return out;
+}
+
+operand distributed_gemm::cut(const std::shared_ptr<const std::vector<float>>& snap, int64_t ld,
+                              bool trans, const block_ref& ref, bool with_data) {
   operand op;
   op.key = ref.key;
   op.rows = ref.r1 - ref.r0;
   op.cols = ref.c1 - ref.c0;
   op.trans = trans;
   if (with_data) {
-    op.data.resize(static_cast<size_t>(op.rows * op.cols));
-    const float* src = m.data + ref.r0 * m.ld + ref.c0;
-    for (int64_t r = 0; r < op.rows; ++r)
-      std::copy(src + r * m.ld, src + r * m.ld + op.cols, op.data.data() + r * op.cols);
+    op.shared = snap;
+    op.offset = ref.r0 * ld + ref.c0;
+    op.ld = ld;
   }
   return op;
 }
@@ -226,13 +234,14 @@ void distributed_gemm::send_task(const inputs& in, pending_tile& p, int32_t dev,
   auto& acct = acc_.devices[dev];
   tile_task msg;
   msg.key = p.key;
-  for (auto [ref, m, trans, dst] : {std::tuple{&p.a, in.a, in.trans_a, &msg.a},
-                                    std::tuple{&p.b, in.b, in.trans_b, &msg.b}}) {
+  for (auto [ref, snap, ld, trans, dst] :
+       {std::tuple{&p.a, &in.a_snapshot, in.a.cols, in.trans_a, &msg.a},
+        std::tuple{&p.b, &in.b_snapshot, in.b.cols, in.trans_b, &msg.b}}) {
     ++acct.operands;
     const bool send = with_all_data || known.count(ref->key) == 0;
-    *dst = cut(m, trans, *ref, send);
+    *dst = cut(*snap, ld, trans, *ref, send);
     if (send) {
-      acct.bytes_down += dst->data.size() * sizeof(float);
+      acct.bytes_down += static_cast<uint64_t>(dst->rows * dst->cols) * sizeof(float);
       known.insert(ref->key);
     }
   }
@@ -453,6 +462,7 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
     if (auto err = refresh_fleet())
       spdlog::warn("{}; keeping the fleet as it was", describe(err));
   }
+  const auto t_issue = clock_type::now();
   gemm_problem g;
   g.m = c.rows;
   g.n = c.cols;
@@ -466,7 +476,8 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
     run_local(a, trans_a, b, trans_b, c, beta);
     return;
   }
-  gemm_call call{inputs{a, b, trans_a, trans_b}, std::vector<pending_tile>(p.tiles.size()),
+  gemm_call call{inputs{a, b, trans_a, trans_b, snapshot(a), snapshot(b)},
+                 std::vector<pending_tile>(p.tiles.size()),
                  p.tiles.size()};
   block_keys keys;
   for (size_t i = 0; i < call.tiles.size(); ++i) {
@@ -483,6 +494,7 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
   acc_.totals.predicted_wait_seconds += p.predicted_seconds;
 
   const auto t_wait = clock_type::now();
+  acc_.totals.dispatch_seconds += std::chrono::duration<double>(t_wait - t_issue).count();
   wait_for(call, p.predicted_seconds);
   acc_.totals.wait_seconds += since(t_wait);
 

@@ -38,9 +38,11 @@ struct device_account {
 
 struct step_account {
   double ps_compute_seconds = 0;  // GEMMs the planner kept local
+  double dispatch_seconds = 0;    // issuing tiles: planning, cutting, hashing, sending
   double wait_seconds = 0;        // waiting on device tiles
   double allgather_seconds = 0;   // assembling results (no sharding: copies only)
   double predicted_wait_seconds = 0;  // what the cost model predicted for the distributed GEMMs
+                                      // (issue and wait, from the first tile sent)
 };
 
 // What churn cost: failures seen and the work they moved.
@@ -109,11 +111,14 @@ class distributed_gemm final : public gemm_engine<float> {
   }
 
  private:
-  // The GEMM's inputs, valid for the whole call: operand blocks are cut from
-  // them when sent (and again for a resend), so no copy is kept per tile.
+  // The GEMM's inputs, each copied once into a read-only snapshot: a task
+  // carries a window of it (a shared pointer, no copy, between actors of
+  // this process; the block's values when serialised for a remote device),
+  // and a late or speculative task stays valid after the call returns.
   struct inputs {
     const_view<float> a, b;
     bool trans_a, trans_b;
+    std::shared_ptr<const std::vector<float>> a_snapshot, b_snapshot;
   };
 
   struct block_ref {  // a block of op(A) or op(B) and its content key
@@ -157,7 +162,9 @@ class distributed_gemm final : public gemm_engine<float> {
   using block_keys = std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, uint64_t>;
   static block_ref locate(const_view<float> m, bool trans, int64_t r0, int64_t r1, int64_t c0,
                           int64_t c1, int which, block_keys& keys);
-  static operand cut(const_view<float> m, bool trans, const block_ref& ref, bool with_data);
+  static std::shared_ptr<const std::vector<float>> snapshot(const_view<float> m);
+  static operand cut(const std::shared_ptr<const std::vector<float>>& snap, int64_t ld, bool trans,
+                     const block_ref& ref, bool with_data);
   void send_task(const inputs& in, pending_tile& p, int32_t dev, bool with_all_data);
   bool accept(pending_tile& p, tile_result& r);
   void reassign(gemm_call& call, pending_tile& p);
