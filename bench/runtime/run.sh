@@ -30,6 +30,10 @@ echo "   'fast' fleet above is bound only by PS egress, so the planner packs its
 "$CLEAVE" --role=all --devices=0 "${gpt[@]}" --steps=12 --report="$work/o0.json"
 "$CLEAVE" --role=all --fleet="$here/overhead_fleet.json" --ps-egress=1e10 --max-tiles-per-device=1 "${gpt[@]}" --steps=12 --report="$work/o16.json"
 get "$work/o16.json" "'   reference %.3f s, 16 devices %.3f s, ratio %.3f, tiles/step %.0f, devices used %d' % ($(get "$work/o0.json" 'd["median_step_seconds"]'), d['median_step_seconds'], d['median_step_seconds']/$(get "$work/o0.json" 'd["median_step_seconds"]'), d['tiles']/d['steps'], sum(1 for x in d['per_device'] if x['tiles']))"
+get "$work/o16.json" "'   step split (s/step): ' + ', '.join('%s %.3f' % kv for kv in sorted(d['step_split_seconds'].items())) + ', PS issue time per tile %.3f ms' % (1e3 * d['ps_seconds_per_tile'])"
+echo "   same fleet, --ps-shards=2 (two shards issue tiles at once):"
+"$CLEAVE" --role=all --fleet="$here/overhead_fleet.json" --ps-egress=1e10 --max-tiles-per-device=1 --ps-shards=2 "${gpt[@]}" --steps=12 --report="$work/o16s2.json"
+get "$work/o16s2.json" "'   reference %.3f s, 2 shards %.3f s, ratio %.3f, tiles/step %.0f' % ($(get "$work/o0.json" 'd["median_step_seconds"]'), d['median_step_seconds'], d['median_step_seconds']/$(get "$work/o0.json" 'd["median_step_seconds"]'), d['tiles']/d['steps'])"
 
 echo "== (b) traffic scaling: gpt small, 'vm' devices, bytes down per device per step"
 printf "%8s %12s %14s %12s\n" devices tiles/step "MB/device/step" "MB total/step"
@@ -44,6 +48,9 @@ echo "== (d) heterogeneity: 4 devices at 1e10 FLOP/s + 4 at 2.5e9, same links (b
 "$CLEAVE" --role=all --fleet="$here/hetero_fleet.json" "${gpt[@]}" --steps=6 --ps-flops=1e9 \
   --report="$work/d.json"
 get "$work/d.json" "'measured wait on devices %.3f s/step, cost model predicted %.3f s/step, ratio %.2f' % (d['step_split_seconds']['wait_on_devices'], d['step_split_seconds']['predicted_wait_on_devices'], d['step_split_seconds']['wait_on_devices']/d['step_split_seconds']['predicted_wait_on_devices'])"
+# The prediction starts when the first tile leaves the PS; issuing the rest
+# (the PS's own work, which the cost model does not count) is part of the GEMM.
+get "$work/d.json" "'issuing tiles %.3f s/step too: (issue + wait) / predicted %.2f' % (d['step_split_seconds']['issue_tiles'], (d['step_split_seconds']['issue_tiles'] + d['step_split_seconds']['wait_on_devices'])/d['step_split_seconds']['predicted_wait_on_devices'])"
 get "$work/d.json" "'whole step %.3f s (PS compute %.3f s, gather %.3f s)' % (d['median_step_seconds'], d['step_split_seconds']['ps_compute'], d['step_split_seconds']['allgather'])"
 echo "assignment chosen (share of FLOPs per device):"
 get "$work/d.json" "'\n'.join('  device %2d %-5s tiles %5d  GFLOP %8.1f  share %5.1f%%' % (x['id'], x['profile'], x['tiles'], x['flops']/1e9, 100*x['flops']/sum(y['flops'] for y in d['per_device'])) for x in d['per_device'])"
