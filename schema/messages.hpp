@@ -114,10 +114,23 @@ struct tile_task {
   tile_key key;
   operand a;
   operand b;
+  // When the PS sent it (caf::make_timestamp, nanoseconds): an emulated
+  // device in the PS's process paces from here, as a device with its own
+  // cores would, not from when the shared host got round to running it.
+  // Local only: never serialised (another host's clock means nothing here).
+  int64_t sent_at_ns = 0;
 };
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, tile_task& x) {
+typename std::enable_if<Inspector::reads_state, typename Inspector::result_type>::type
+inspect(Inspector& f, tile_task& x) {
+  return f(caf::meta::type_name("tile_task"), x.key, x.a, x.b);
+}
+
+template <class Inspector>
+typename std::enable_if<Inspector::writes_state, typename Inspector::result_type>::type
+inspect(Inspector& f, tile_task& x) {
+  x.sent_at_ns = 0;
   return f(caf::meta::type_name("tile_task"), x.key, x.a, x.b);
 }
 

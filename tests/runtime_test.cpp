@@ -254,6 +254,49 @@ TEST_F(runtime, a_device_too_small_for_any_tile_gets_none) {
   }
 }
 
+// An emulated device paces a tile from when the PS sent it: time the task
+// spent queued on the shared host counts as already elapsed, as it would on
+// a device with cores of its own.
+TEST_F(runtime, a_paced_device_counts_from_when_the_task_was_sent) {
+  device_options o;
+  o.profile = *preset_profile("fast");
+  o.profile.latency = 0.1;  // each tile takes 2 x 0.1 s, whatever its size
+  spawned.push_back(sys.spawn(device_actor, o, planner));
+  expect_fleet(1);
+  caf::actor device;
+  {
+    caf::scoped_actor self{sys};
+    self->request(planner, caf::infinite, fleet_atom::value)
+      .receive([&](uint64_t, std::vector<fleet_member>& m) { device = m.at(0).handle; },
+               [](caf::error&) {});
+  }
+  auto seconds_to_answer = [&](int64_t sent_ago_ms, uint32_t tile) {
+    tile_task t;
+    t.key = tile_key{1, 0, tile};
+    for (auto* op : {&t.a, &t.b}) {
+      op->key = 100 + tile;
+      op->rows = op->cols = 2;
+      op->data = {1, 2, 3, 4};
+    }
+    t.sent_at_ns = (caf::make_timestamp() - std::chrono::milliseconds(sent_ago_ms)).time_since_epoch().count();
+    caf::scoped_actor self{sys};
+    const auto t0 = std::chrono::steady_clock::now();
+    self->send(device, std::move(t));
+    double took = -1;
+    self->receive([&](tile_result&) {
+                    took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                  },
+                  caf::after(std::chrono::seconds(5)) >> [] {});
+    return took;
+  };
+  const double fresh = seconds_to_answer(0, 0);
+  EXPECT_GE(fresh, 0.19);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the device is idle again
+  const double queued = seconds_to_answer(150, 1);  // sent 150 ms ago: 50 ms are left
+  EXPECT_GE(queued, 0.0);
+  EXPECT_LT(queued, 0.12);
+}
+
 TEST(supervised_runtime, a_crashed_planner_is_restarted_and_the_fleet_follows_it) {
   config cfg;
   caf::actor_system sys{cfg};

@@ -100,6 +100,7 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
     return;
   }
   const auto start = caf::make_timestamp();
+  const auto sent = caf::timestamp{caf::timestamp::duration{task.sent_at_ns}};
   tile_result res;
   res.key = task.key;
   res.device = s.id;
@@ -117,7 +118,9 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
     // exactly as the planner predicts it.
     const double paced =
       s.slowdown * predict_tile(tile{0, m, 0, n, 0, k}, s.opts.profile, a_hit, b_hit).seconds;
-    const auto begin = std::max(start, s.busy_until);
+    // A task sent long ago waited on the shared host, not on this device.
+    const auto arrived = task.sent_at_ns > 0 ? std::min(start, sent) : start;
+    const auto begin = std::max(arrived, s.busy_until);
     const auto finish = std::max(now, begin + std::chrono::duration_cast<caf::timespan>(seconds_d{paced}));
     s.busy_until = finish;
     delay = finish - now;

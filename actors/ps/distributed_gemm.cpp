@@ -249,6 +249,7 @@ void distributed_gemm::send_task(const inputs& in, pending_tile& p, int32_t dev,
     p.holders.push_back(dev);
   if (std::find(p.given.begin(), p.given.end(), dev) == p.given.end()) p.given.push_back(dev);
   const auto& member = fleet_.at(dev);
+  msg.sent_at_ns = caf::make_timestamp().time_since_epoch().count();
   if (member.bulk && gateway_)
     self_->send(gateway_, task_atom::value, dev, std::move(msg));
   else
