@@ -13,8 +13,10 @@
 #include "actors/ps/sharded_ps.hpp"
 #include "kernels/random.hpp"
 #include "schema/errors.hpp"
+#include "tests/model_fixtures.hpp"
 
 using namespace cleave;
+using namespace cleave::testing;
 
 namespace {
 
@@ -107,45 +109,6 @@ class recording_engine final : public gemm_engine<float> {
   std::mutex mu_;
 };
 
-model_config small_mlp() {
-  model_config c;
-  c.kind = "mlp";
-  c.inputs = 24;
-  c.hidden = {20, 15};
-  c.classes = 7;
-  return c;
-}
-
-model_config small_gpt() {
-  model_config c;
-  c.kind = "gpt";
-  c.vocab = 256;
-  c.context = 8;
-  c.d_model = 24;
-  c.layers = 2;
-  c.heads = 2;
-  c.ffn = 40;
-  return c;
-}
-
-batch make_batch(const model_config& cfg) {
-  rng r(5);
-  batch b;
-  if (cfg.kind == "mlp") {
-    b.rows = 9;
-    b.inputs.resize(b.rows, cfg.inputs);
-    fill_normal(b.inputs, 1.0, r);
-    for (int64_t i = 0; i < b.rows; ++i) b.targets.push_back(static_cast<int32_t>(r.below(cfg.classes)));
-  } else {
-    b.rows = 2 * cfg.context;
-    for (int64_t i = 0; i < b.rows; ++i) {
-      b.tokens.push_back(static_cast<int32_t>(r.below(cfg.vocab)));
-      b.targets.push_back(static_cast<int32_t>(r.below(cfg.vocab)));
-    }
-  }
-  return b;
-}
-
 // The trainer's step, with or without shards.
 std::vector<double> train(model& m, sharded_ps* ps, const batch& b, int steps) {
   adamw_config opt;
@@ -182,7 +145,7 @@ void expect_close(const tensor& a, const tensor& b, const std::string& what) {
 }
 
 void check_sharded_training(const model_config& cfg, int shards) {
-  const batch b = make_batch(cfg);
+  const batch b = make_batch(cfg, 5);
   auto ref = make_model(cfg, 7, default_gemm_engine<float>());
   ASSERT_TRUE(ref) << describe(ref.error());
   const auto want = train(**ref, nullptr, b, 8);
@@ -216,13 +179,13 @@ void check_sharded_training(const model_config& cfg, int shards) {
   }
 }
 
-TEST(sharded_ps, mlp_on_two_shards_trains_like_one) { check_sharded_training(small_mlp(), 2); }
-TEST(sharded_ps, mlp_on_three_uneven_shards_trains_like_one) { check_sharded_training(small_mlp(), 3); }
-TEST(sharded_ps, gpt_on_two_shards_trains_like_one) { check_sharded_training(small_gpt(), 2); }
-TEST(sharded_ps, gpt_on_five_shards_trains_like_one) { check_sharded_training(small_gpt(), 5); }
+TEST(sharded_ps, mlp_on_two_shards_trains_like_one) { check_sharded_training(tiny_mlp(), 2); }
+TEST(sharded_ps, mlp_on_three_uneven_shards_trains_like_one) { check_sharded_training(tiny_mlp(), 3); }
+TEST(sharded_ps, gpt_on_two_shards_trains_like_one) { check_sharded_training(tiny_gpt(), 2); }
+TEST(sharded_ps, gpt_on_five_shards_trains_like_one) { check_sharded_training(tiny_gpt(), 5); }
 
 TEST(sharded_ps, more_shards_than_columns_leaves_some_slices_empty) {
-  auto cfg = small_mlp();
+  auto cfg = tiny_mlp();
   cfg.classes = 2;  // the logits layer has 2 columns for 4 shards
   check_sharded_training(cfg, 4);
 }
