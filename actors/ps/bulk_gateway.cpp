@@ -1,6 +1,5 @@
 #include "actors/ps/bulk_gateway.hpp"
 
-#include <cstring>
 
 #include <spdlog/spdlog.h>
 

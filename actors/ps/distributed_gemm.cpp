@@ -50,7 +50,7 @@ runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards) {
     }
     auto& t = out.totals;
     t.ps_compute_seconds = std::max(t.ps_compute_seconds, acc.totals.ps_compute_seconds);
-    t.dispatch_seconds = std::max(t.dispatch_seconds, acc.totals.dispatch_seconds);
+    t.issue_seconds = std::max(t.issue_seconds, acc.totals.issue_seconds);
     t.wait_seconds = std::max(t.wait_seconds, acc.totals.wait_seconds);
     t.allgather_seconds = std::max(t.allgather_seconds, acc.totals.allgather_seconds);
     t.predicted_wait_seconds = std::max(t.predicted_wait_seconds, acc.totals.predicted_wait_seconds);
@@ -495,7 +495,7 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
   acc_.totals.predicted_wait_seconds += p.predicted_seconds;
 
   const auto t_wait = clock_type::now();
-  acc_.totals.dispatch_seconds += std::chrono::duration<double>(t_wait - t_issue).count();
+  acc_.totals.issue_seconds += std::chrono::duration<double>(t_wait - t_issue).count();
   wait_for(call, p.predicted_seconds);
   acc_.totals.wait_seconds += since(t_wait);
 

@@ -38,7 +38,7 @@ struct device_account {
 
 struct step_account {
   double ps_compute_seconds = 0;  // GEMMs the planner kept local
-  double dispatch_seconds = 0;    // issuing tiles: planning, cutting, hashing, sending
+  double issue_seconds = 0;       // issuing tiles: planning, snapshots, hashing, sending
   double wait_seconds = 0;        // waiting on device tiles
   double allgather_seconds = 0;   // assembling results (no sharding: copies only)
   double predicted_wait_seconds = 0;  // what the cost model predicted for the distributed GEMMs

@@ -64,7 +64,7 @@ void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_s
   j["local_gemms"] = acc.local_gemms;
   // The PS's wall time per tile it issued (cutting, hashing, sending).
   j["ps_seconds_per_tile"] =
-    acc.tiles == 0 ? 0.0 : acc.totals.dispatch_seconds / static_cast<double>(acc.tiles);
+    acc.tiles == 0 ? 0.0 : acc.totals.issue_seconds / static_cast<double>(acc.tiles);
   j["refused_results"] = acc.refused;
   j["per_device"] = per_device;
   j["failures_detected"] = acc.churn.failures_detected;
@@ -75,7 +75,7 @@ void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_s
   j["recovery_seconds_total"] = acc.churn.recovery_seconds;
   const auto& t = acc.totals;
   j["step_split_seconds"] = {{"ps_compute", t.ps_compute_seconds / n_steps},
-                             {"issue_tiles", t.dispatch_seconds / n_steps},
+                             {"issue_tiles", t.issue_seconds / n_steps},
                              {"wait_on_devices", t.wait_seconds / n_steps},
                              {"allgather", t.allgather_seconds / n_steps},
                              {"predicted_wait_on_devices", t.predicted_wait_seconds / n_steps}};
