@@ -1,6 +1,5 @@
 #include "actors/ps/bulk_gateway.hpp"
 
-
 #include <spdlog/spdlog.h>
 
 #include "schema/errors.hpp"
