@@ -53,6 +53,7 @@ cleave_config::cleave_config() {
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)")
     .add(bulk, "bulk", "--role=device: take tiles over the ps's bulk tensor channel")
     .add(bulk_port, "bulk-port", "--role=ps: port of the bulk tensor channel (default: any free port)")
+    .add(ps_secret, "ps-secret", "--role=planner and --role=ps --bulk-host: the secret the ps proves to register its bulk channel")
     .add(bulk_host, "bulk-host", "--role=ps with --planner: host the bulk channel listens on and devices reach")
     .add(churn, "churn", "--role=all: churn schedule file (JSON, see README)")
     .add(churn_rate, "churn-rate", "--role=all: random churn events per step, drawn from --seed")

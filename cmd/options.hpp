@@ -49,6 +49,7 @@ class cleave_config : public caf::actor_system_config {
   std::string connect;         // --role=device: host:port of the ps (or planner)
   std::string planner;         // --role=ps: host:port of a separate planner process
   std::string detector;        // --role=planner: host:port of a separate detector process
+  std::string ps_secret;       // --role=planner / --role=ps --planner: proves the ps to the planner
   int min_devices = -1;        // default: --devices for role all, 1 for role ps
   double tile_timeout = 30;    // seconds before a tile is given to someone else
   double ps_flops = 5e10;      // the PS's own GEMM rate, for the cost model

@@ -131,6 +131,7 @@ planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t
   o.admission = admission;
   o.cost.ps_flops = cfg.ps_flops;
   o.cost.ps_egress = cfg.ps_egress;
+  o.ps_secret = cfg.ps_secret;
   o.cost.ps_ingress = cfg.ps_egress;
   o.cost.max_tiles_per_device = cfg.max_tiles_per_device;
   o.min_devices = min_devices;
@@ -287,6 +288,8 @@ caf::expected<bulk_endpoint> open_bulk_endpoint(caf::actor_system& sys, const st
 int run_ps_with_planner(cleave_config& cfg, const train_options& opts, int threads, int min_devices) {
   auto at = parse_endpoint(cfg.planner, "planner", false);
   if (!at) return usage_error(describe(at.error()));
+  if (!cfg.bulk_host.empty() && cfg.ps_secret.empty())
+    return usage_error("--bulk-host needs --ps-secret, the one the planner was started with");
   caf::actor_system sys{cfg};
   auto planner = sys.middleman().remote_actor(at->first, at->second);
   if (!planner)
@@ -298,7 +301,7 @@ int run_ps_with_planner(cleave_config& cfg, const train_options& opts, int threa
   caf::error refused;
   caf::scoped_actor self{sys};
   const auto& key = bulk->admission.bytes;
-  self->request(*planner, std::chrono::seconds(30), bulk_atom::value, cfg.bulk_host,
+  self->request(*planner, std::chrono::seconds(30), bulk_atom::value, cfg.ps_secret, cfg.bulk_host,
                 bulk->listener.port, std::vector<uint8_t>(key.begin(), key.end()))
     .receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = std::move(err); });
   if (refused) {

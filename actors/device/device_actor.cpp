@@ -1,7 +1,6 @@
 #include "actors/device/device_actor.hpp"
 
 #include <chrono>
-#include <cstring>
 
 #include <spdlog/spdlog.h>
 

@@ -104,9 +104,15 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       for (auto& sub : st.subscribers) self->send(sub, event_atom::value, ev);
     },
     [=](subscribe_atom, caf::actor sub) { self->state.subscribers.push_back(std::move(sub)); },
-    [=](bulk_atom, const std::string& host, uint16_t port,
+    [=](bulk_atom, const std::string& secret, const std::string& host, uint16_t port,
         const std::vector<uint8_t>& key) -> caf::result<caf::ok_atom> {
       auto& st = self->state;
+      if (st.opts.ps_secret.empty())
+        return fail("this planner takes no bulk channel: start it and the ps with the same --ps-secret");
+      if (!transport::same_secret(secret, st.opts.ps_secret)) {
+        spdlog::warn("planner: refused a bulk channel registration with a wrong secret");
+        return fail("wrong --ps-secret");
+      }
       if (host.empty() || host.size() > 255 || port == 0 || key.size() != st.opts.admission.bytes.size())
         return fail("bulk channel registration needs a host, a port and a "
                     + std::to_string(st.opts.admission.bytes.size()) + "-byte key");

@@ -63,6 +63,10 @@ struct planner_options {
   uint16_t bulk_port = 0;
   // Shared with the PS's bulk gateway: a device's ticket proves its id there.
   transport::admission_key admission;
+  // A ps in another process proves it knows this to register its bulk
+  // channel; devices reach the planner's port too and must not. Empty: no
+  // registration is taken.
+  std::string ps_secret;
 };
 
 struct planner_state {
@@ -82,7 +86,7 @@ struct planner_state {
 // Messages:
 //   (join_atom, join_request)            -> (welcome_atom, id, detector, bulk_host, bulk_port, ticket)
 //                                           from a device; the ticket is 0 when there is no bulk channel
-//   (bulk_atom, host, port, key bytes)   -> ok: a ps in another process registers its bulk channel
+//   (bulk_atom, secret, host, port, key bytes) -> ok: a ps in another process registers its bulk channel
 //   (event_atom, fleet_event)                                              from the detector
 //   (subscribe_atom, actor)              the actor receives every fleet event after the planner acted on it
 //   (fleet_atom)                         -> (version, vector<fleet_member>) once min_devices joined;

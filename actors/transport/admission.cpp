@@ -45,6 +45,10 @@ bool ticket_matches(const admission_key& key, int32_t device, uint64_t ticket) {
   return CRYPTO_memcmp(&want, &ticket, sizeof(want)) == 0;
 }
 
+bool same_secret(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
 std::array<char, device_hello_size> encode_device_hello(const device_hello& h) {
   std::array<char, device_hello_size> out{};
   const auto id = static_cast<uint32_t>(h.device);

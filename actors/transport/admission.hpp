@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <caf/expected.hpp>
 
@@ -24,6 +25,9 @@ caf::expected<admission_key> make_admission_key();
 uint64_t bulk_ticket(const admission_key& key, int32_t device);
 // Compares in constant time.
 bool ticket_matches(const admission_key& key, int32_t device, uint64_t ticket);
+
+// Whether two secrets are equal, in time that depends only on their lengths.
+bool same_secret(const std::string& a, const std::string& b);
 
 // The first frame a device sends on its bulk connection: id and ticket,
 // little-endian.

@@ -39,12 +39,12 @@ separate() {  # separate NAME [bulk]
   local det=$!
   local dport; dport=$(wait_port "$WORK/$name-detector.log")
   "$CLEAVE" --role=planner --listen=127.0.0.1:0 --detector="127.0.0.1:$dport" --min-devices=4 "${cost[@]}" \
-    > "$WORK/$name-planner.log" 2>&1 &
+    --ps-secret=multiprocess-test > "$WORK/$name-planner.log" 2>&1 &
   local pln=$!
   local pport; pport=$(wait_port "$WORK/$name-planner.log")
   [[ -n $dport && -n $pport ]] || { fail "$name: detector or planner did not start"; return; }
   local ps_flags=() device_flags=()
-  [[ $bulk == bulk ]] && ps_flags=(--bulk-host=127.0.0.1) && device_flags=(--bulk)
+  [[ $bulk == bulk ]] && ps_flags=(--bulk-host=127.0.0.1 --ps-secret=multiprocess-test) && device_flags=(--bulk)
   timeout 300 "$CLEAVE" --role=ps --planner="127.0.0.1:$pport" "${ps_flags[@]}" "${train[@]}" \
     --report="$WORK/$name.json" > "$WORK/$name.log" 2>&1 &
   local ps=$!
