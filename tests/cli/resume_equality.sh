@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A run killed with SIGKILL and resumed from its checkpoint reports, step for
 # step, exactly the losses of an uninterrupted run (mlp and gpt, and the mlp
-# with two PS shards).
+# with two PS shards); and a two-shard checkpoint resumes on one shard.
 source "$(dirname "$0")/lib.sh"
 
 check_model() {
@@ -47,4 +47,23 @@ check_model mlp --model=mlp --steps=300 --hidden=128,64
 check_model gpt --model=gpt --steps=120 --context=32 --batch=4 --eval-tokens=4096
 # Two PS shards: each slice's AdamW moments go into the checkpoint and back.
 check_model mlp-2-shards --model=mlp --steps=300 --hidden=128,64 --ps-shards=2
+
+# A checkpoint holds whole tensors: a run written by two shards resumes on
+# one, with the two-shard run's losses up to summation order.
+other=(--model=mlp --steps=60 --hidden=128,64 --threads=2 --log-level=warn)
+ck="$WORK/reshard"
+"$CLEAVE" "${other[@]}" --ps-shards=2 --checkpoint-dir="$ck" --checkpoint-every=30 \
+  --report="$WORK/two.json" || fail "two-shard run failed"
+rm -f "$ck"/checkpoint-0000000060.clvck
+"$CLEAVE" "${other[@]}" --ps-shards=1 --checkpoint-dir="$ck" --resume --report="$WORK/one.json" \
+  || fail "resuming on one shard failed"
+verdict=$(python3 - "$WORK/two.json" "$WORK/one.json" <<'PY'
+import json, sys
+two, one = (json.load(open(p)) for p in sys.argv[1:3])
+if one["resumed_from_step"] != 30: print(f"resumed from {one['resumed_from_step']}"); sys.exit()
+worst = max(abs(a - b) / abs(a) for a, b in zip(two["losses"][30:], one["losses"]))
+print("close" if worst <= 1e-4 and len(one["losses"]) == 30 else f"differs by {worst:.2e}")
+PY
+)
+[[ $verdict == close ]] && echo "ok: a two-shard checkpoint resumes on one shard" || fail "reshard: $verdict"
 finish
