@@ -5,7 +5,9 @@
 # on the same fleet to 1e-4 relative (it is in fact bit-identical: plans
 # keep their tiles when the fleet changes), it still reaches test accuracy
 # 0.88, and the report shows the failures were detected and their tiles
-# moved. (That the fleet's numbers match --devices=0 is distributed_equality's job.)
+# moved; with two PS shards, a shorter run under the same schedule is
+# bit-identical too. (That the fleet's numbers match --devices=0 is
+# distributed_equality's job.)
 source "$(dirname "$0")/lib.sh"
 
 python3 - "$WORK/churn.json" <<'PY'
@@ -66,4 +68,32 @@ print(f"worst relative difference {worst:.2e}, accuracy {run['test_accuracy']:.4
 PY
 )
 [[ $verdict == equal ]] && echo "ok: churn leaves the trajectory unchanged" || fail "$verdict"
+
+# Two PS shards under the same kind of churn (1000 steps): every shard's
+# engine hears the events and moves its own tiles; the numbers do not change.
+python3 - "$WORK/churn.json" "$WORK/churn-short.json" <<'PY'
+import json, sys
+events = json.load(open(sys.argv[1]))["events"]
+for e in events:
+    e["step"] = 50 + e["step"] * 750 // 4485
+json.dump({"events": events}, open(sys.argv[2], "w"))
+PY
+short=("${common[@]}" --steps=1000 --ps-shards=2)
+"$CLEAVE" "${short[@]}" --report="$WORK/ref2.json" || fail "churn-free 2-shard run failed"
+"$CLEAVE" "${short[@]}" --churn="$WORK/churn-short.json" --report="$WORK/churn2.json" \
+  || fail "2-shard churn run failed"
+verdict=$(python3 - "$WORK/ref2.json" "$WORK/churn2.json" <<'PY'
+import json, sys
+ref, run = (json.load(open(p)) for p in sys.argv[1:3])
+if run["churn"]["applied"] != {"die": 6, "hang": 2, "slow": 2, "join": 8}:
+    print(f"churn applied {run['churn']['applied']}")
+elif run["failures_detected"] < 8:
+    print(f"only {run['failures_detected']} failures detected")
+elif run["losses"] != ref["losses"]:
+    print("losses differ from the churn-free 2-shard run")
+else:
+    print("equal")
+PY
+)
+[[ $verdict == equal ]] && echo "ok: two PS shards under churn keep the trajectory" || fail "2 shards: $verdict"
 finish
