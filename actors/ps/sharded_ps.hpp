@@ -14,7 +14,6 @@
 // reads the gathered values after every update.
 
 #include <functional>
-#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -60,10 +59,6 @@ class sharded_ps final : public gemm_engine<float> {
     parameter* p = nullptr;
     std::vector<slice_state> slices;  // one per shard
   };
-
-  // K is split across the shards: each multiplies into its own buffer, then
-  // c = beta c + the buffers in shard order.
-  void reduce_into(mut_view<float> c, float beta, const std::function<void(int, mut_view<float>)>& part);
 
   std::vector<gemm_engine<float>*> engines_;
   shard_pool pool_;
