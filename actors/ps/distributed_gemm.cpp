@@ -9,17 +9,12 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/device/block_cache.hpp"
+#include "actors/ps/elapsed.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-double since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
 
 double seconds_now() {
   return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
@@ -188,7 +183,7 @@ void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float>
   if (widen) set_gemm_threads(compute_threads());
   gemm_local<float>(a, ta, b, tb, c, beta);
   if (widen) set_gemm_threads(1);
-  acc_.totals.ps_compute_seconds += since(t0);
+  acc_.totals.ps_compute_seconds += seconds_since(t0);
   ++acc_.local_gemms;
 }
 
@@ -386,7 +381,7 @@ void distributed_gemm::compute_unheld(gemm_call& call) {
     --call.remaining;
     ++acc_.churn.tiles_at_ps;
   }
-  acc_.totals.ps_compute_seconds += since(t0);
+  acc_.totals.ps_compute_seconds += seconds_since(t0);
 }
 
 void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
@@ -497,7 +492,7 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
   const auto t_wait = clock_type::now();
   acc_.totals.issue_seconds += std::chrono::duration<double>(t_wait - t_issue).count();
   wait_for(call, p.predicted_seconds);
-  acc_.totals.wait_seconds += since(t_wait);
+  acc_.totals.wait_seconds += seconds_since(t_wait);
 
   const auto t_gather = clock_type::now();
   auto cm = c.map();
@@ -515,7 +510,7 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
       for (int64_t j = 0; j < cols; ++j) dst[j] += src[j];
     }
   }
-  acc_.totals.allgather_seconds += since(t_gather);
+  acc_.totals.allgather_seconds += seconds_since(t_gather);
 }
 
 }  // namespace cleave

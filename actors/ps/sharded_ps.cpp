@@ -1,17 +1,12 @@
 #include "actors/ps/sharded_ps.hpp"
 
-#include <chrono>
 #include <stdexcept>
+
+#include "actors/ps/elapsed.hpp"
 
 namespace cleave {
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-double since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
 
 template <class View>
 View columns_of(View v, const index_range& r) {
@@ -66,7 +61,7 @@ double sharded_ps::reduce_gradients() {
       squares[static_cast<size_t>(s)] += sum_of_squares(st.grad);
     }
   });
-  exchange_seconds_ += since(t0);
+  exchange_seconds_ += seconds_since(t0);
   double total = 0;
   for (double sq : squares) total += sq;  // shard order: the same sum every run
   return total;
@@ -87,7 +82,7 @@ void sharded_ps::update(const adamw_config& cfg, int64_t t, double grad_scale) {
       copy_in(st.value, st.where, o.p->value);
     }
   });
-  exchange_seconds_ += since(t0);
+  exchange_seconds_ += seconds_since(t0);
 }
 
 void sharded_ps::gather_moments() {
@@ -149,7 +144,7 @@ void sharded_ps::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_vie
     else if (beta != 1.0f)
       cm *= beta;
     for (const auto& part : partials_) cm += part.map();
-    exchange_seconds_ += since(t0);
+    exchange_seconds_ += seconds_since(t0);
     return;
   }
   // Otherwise every shard writes its own columns of c, or its own gradient.

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/ps/elapsed.hpp"
 #include "kernels/random.hpp"
 #include "schema/checkpoint_file.hpp"
 #include "schema/errors.hpp"
@@ -13,12 +14,6 @@
 namespace cleave {
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
 
 std::string format_duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
