@@ -78,6 +78,26 @@ TEST(block_cache, evicts_least_recently_used_within_capacity) {
   EXPECT_EQ(c.size(), 2u);
 }
 
+TEST(block_cache, keeps_blocks_for_one_step_only) {
+  auto block = [] { return cached_block{1, 4, std::make_shared<const std::vector<float>>(4, 1.0f)}; };
+  block_cache c(1 << 20);
+  c.enter_step(7);
+  c.put(1, block());
+  c.enter_step(7);
+  EXPECT_NE(c.get(1), nullptr);  // the backward pass finds the forward's block
+  c.enter_step(8);
+  c.put(2, block());
+  c.enter_step(7);  // a straggler from the step before: nothing is dropped
+  EXPECT_NE(c.get(2), nullptr);
+  EXPECT_EQ(c.get(1), nullptr);  // step 8 began without it
+  c.enter_step(9);
+  EXPECT_EQ(c.size(), 0u);
+  EXPECT_EQ(c.bytes(), 0u);
+  c.put(3, block());
+  c.enter_step(2);  // a PS resumed from an older checkpoint
+  EXPECT_EQ(c.size(), 0u);
+}
+
 TEST(block_key, depends_on_content_shape_and_only_the_block) {
   std::vector<float> m(6 * 8);
   for (size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i);

@@ -58,6 +58,18 @@ void block_cache::put(uint64_t key, cached_block block) {
   bytes_ += need;
 }
 
+void block_cache::enter_step(uint64_t step) {
+  if (step == step_ || step + 1 == step_) return;
+  clear();
+  step_ = step;
+}
+
+void block_cache::clear() {
+  lru_.clear();
+  index_.clear();
+  bytes_ = 0;
+}
+
 const cached_block* block_cache::get(uint64_t key) {
   auto it = index_.find(key);
   if (it == index_.end()) return nullptr;

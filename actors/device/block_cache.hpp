@@ -36,6 +36,12 @@ class block_cache {
   void put(uint64_t key, cached_block block);
   // Marks the block as recently used.
   const cached_block* get(uint64_t key);
+  // The PS forgets what it sent a device when a step begins (weights and
+  // activations change, so no block recurs), and the cache follows: a task of
+  // a later step, or of a step well before (a PS resumed from a checkpoint),
+  // empties it. A straggler from the previous step leaves it alone.
+  void enter_step(uint64_t step);
+  void clear();
 
   uint64_t bytes() const { return bytes_; }
   uint64_t capacity() const { return capacity_; }
@@ -45,6 +51,7 @@ class block_cache {
   using entry = std::pair<uint64_t, cached_block>;
   uint64_t capacity_;
   uint64_t bytes_ = 0;
+  uint64_t step_ = 0;
   std::list<entry> lru_;  // front: most recent
   std::unordered_map<uint64_t, std::list<entry>::iterator> index_;
 };

@@ -79,6 +79,7 @@ void report_miss(device_actor_ptr self, const reply_path& to, tile_miss miss) {
 
 void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
   auto& s = self->state;
+  s.cache.enter_step(task.key.step);
   cached_block a_scratch, b_scratch;
   bool a_hit = false, b_hit = false;
   const cached_block* a = resolve(s, task.a, a_scratch, a_hit);
