@@ -76,7 +76,10 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     };
     t.after_training = [&] {
       std::vector<runtime_accounts> per_shard;
-      for (auto* engine : fleet) per_shard.push_back(engine->accounts());
+      for (auto* engine : fleet) {
+        engine->finish_step();
+        per_shard.push_back(engine->accounts());
+      }
       training = combine_shards(per_shard);
       if (shards) training.totals.allgather_seconds += shards->exchange_seconds();
     };

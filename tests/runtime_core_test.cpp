@@ -15,6 +15,7 @@
 #include "actors/churn/churn_schedule.hpp"
 #include "actors/detector/phi_accrual.hpp"
 #include "actors/device/block_cache.hpp"
+#include "actors/ps/step_predictor.hpp"
 #include "actors/supervisor/restart_budget.hpp"
 #include "schema/errors.hpp"
 #include "schema/profile.hpp"
@@ -96,6 +97,23 @@ TEST(block_cache, keeps_blocks_for_one_step_only) {
   c.put(3, block());
   c.enter_step(2);  // a PS resumed from an older checkpoint
   EXPECT_EQ(c.size(), 0u);
+}
+
+TEST(step_predictor, predicts_each_step_from_the_steps_before_it) {
+  step_predictor p(0.5);
+  p.observe(1.0, 0.6, 0.5);  // no profile yet: not compared; the PS took 0.4 s
+  EXPECT_EQ(p.compared().steps, 0);
+  EXPECT_DOUBLE_EQ(p.ps_profile_seconds(), 0.4);
+  p.observe(1.3, 0.7, 0.8);  // predicted 0.8 + 0.4; the PS took 0.6 s
+  EXPECT_EQ(p.compared().steps, 1);
+  EXPECT_DOUBLE_EQ(p.compared().measured_seconds, 1.3);
+  EXPECT_DOUBLE_EQ(p.compared().predicted_seconds, 1.2);
+  EXPECT_DOUBLE_EQ(p.compared().predicted_device_seconds, 0.8);
+  EXPECT_DOUBLE_EQ(p.ps_profile_seconds(), 0.5);  // smoothed: 0.5 * 0.6 + 0.5 * 0.4
+  p.observe(2.0, 0.2, 0.1);  // a slow step is predicted from the profile before it
+  EXPECT_DOUBLE_EQ(p.compared().predicted_seconds, 1.2 + 0.6);
+  p.observe(0.1, 0.5, 0.5);  // waiting longer than the step (clock skew): no negative PS time
+  EXPECT_GE(p.ps_profile_seconds(), 0.0);
 }
 
 TEST(block_key, depends_on_content_shape_and_only_the_block) {

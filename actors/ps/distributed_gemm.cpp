@@ -49,6 +49,11 @@ runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards) {
     t.wait_seconds = std::max(t.wait_seconds, acc.totals.wait_seconds);
     t.allgather_seconds = std::max(t.allgather_seconds, acc.totals.allgather_seconds);
     t.predicted_wait_seconds = std::max(t.predicted_wait_seconds, acc.totals.predicted_wait_seconds);
+    // Shards wait at the same time: the step is the slowest shard's.
+    if (acc.prediction.predicted_seconds >= out.prediction.predicted_seconds) {
+      out.prediction = acc.prediction;
+      out.ps_profile_seconds = acc.ps_profile_seconds;
+    }
     out.tiles += acc.tiles;
     out.local_gemms += acc.local_gemms;
     out.refused += acc.refused;
@@ -109,7 +114,26 @@ caf::error distributed_gemm::ask_fleet() {
   return caf::none;
 }
 
+void distributed_gemm::finish_step() {
+  if (!in_step_) return;
+  in_step_ = false;
+  predictor_.observe(seconds_since(step_began_),
+                     acc_.totals.wait_seconds - at_step_begin_.wait_seconds,
+                     acc_.totals.predicted_wait_seconds - at_step_begin_.predicted_wait_seconds);
+}
+
+runtime_accounts distributed_gemm::accounts() const {
+  runtime_accounts out = acc_;
+  out.prediction = predictor_.compared();
+  out.ps_profile_seconds = predictor_.ps_profile_seconds();
+  return out;
+}
+
 caf::error distributed_gemm::begin_step(uint64_t step) {
+  finish_step();
+  in_step_ = true;
+  step_began_ = clock_type::now();
+  at_step_begin_ = acc_.totals;
   if (!stopped_by_.empty())
     return fail(stopped_by_ + "; --failure-policy=restart stops the run here: resume it from the "
                 "last checkpoint with --resume");

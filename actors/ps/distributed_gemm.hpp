@@ -19,6 +19,8 @@
 #include <caf/all.hpp>
 
 #include "actors/planner/planner_actor.hpp"
+#include "actors/ps/elapsed.hpp"
+#include "actors/ps/step_predictor.hpp"
 #include "kernels/gemm.hpp"
 #include "schema/messages.hpp"
 
@@ -63,6 +65,8 @@ struct runtime_accounts {
   uint64_t local_gemms = 0;
   uint64_t refused = 0;
   churn_account churn;
+  step_predictor::totals prediction;  // whole steps against the prediction
+  double ps_profile_seconds = 0;      // the PS's own work per step, as last profiled
 };
 
 // One account for the run from the shards' engines: counts add up; the
@@ -102,13 +106,14 @@ class distributed_gemm final : public gemm_engine<float> {
   // Fleet events (a device dead, suspected, joined) are acted on as they
   // arrive: a failed device's outstanding tiles move to others at once.
   caf::error begin_step(uint64_t step);
+  // Ends the step begun last (begin_step does this too): its wall time is
+  // compared with its prediction and profiles the PS's own work.
+  void finish_step();
 
   void gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b, bool trans_b,
             mut_view<float> c, float beta) override;
 
-  runtime_accounts accounts() const {
-    return acc_;
-  }
+  runtime_accounts accounts() const;
 
  private:
   // The GEMM's inputs, each copied once into a read-only snapshot: a task
@@ -192,6 +197,10 @@ class distributed_gemm final : public gemm_engine<float> {
   std::map<uint32_t, plan> forward_plans_;  // this step's, by layer tag, for mirroring
   std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
   runtime_accounts acc_;
+  step_predictor predictor_;
+  bool in_step_ = false;
+  clock_type::time_point step_began_;
+  step_account at_step_begin_;
 };
 
 }  // namespace cleave

@@ -79,6 +79,16 @@ void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_s
                              {"wait_on_devices", t.wait_seconds / n_steps},
                              {"allgather", t.allgather_seconds / n_steps},
                              {"predicted_wait_on_devices", t.predicted_wait_seconds / n_steps}};
+  // Every step but the first (which has no profile yet), predicted before it ended.
+  const auto& p = acc.prediction;
+  const double compared = static_cast<double>(std::max<int64_t>(1, p.steps));
+  j["step_prediction"] = {
+    {"steps_compared", p.steps},
+    {"measured_seconds", p.measured_seconds / compared},
+    {"predicted_seconds", p.predicted_seconds / compared},
+    {"predicted_device_seconds", p.predicted_device_seconds / compared},
+    {"ps_profile_seconds", acc.ps_profile_seconds},
+    {"measured_over_predicted", p.predicted_seconds > 0 ? p.measured_seconds / p.predicted_seconds : 0.0}};
 }
 
 caf::error write_json_file(const std::string& path, const nlohmann::json& doc) {

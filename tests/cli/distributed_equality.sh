@@ -21,6 +21,9 @@ if dist["tiles"] == 0:
     print("no tile went to a device"); sys.exit()
 if dist["ps_shards"] != int(sys.argv[3]):
     print(f"report says {dist['ps_shards']} shards"); sys.exit()
+pred = dist["step_prediction"]  # every step but the first is predicted
+if pred["steps_compared"] != 49 or not pred["predicted_seconds"] > 0:
+    print(f"step prediction covers {pred['steps_compared']} steps"); sys.exit()
 worst = max(abs(a - b) / abs(a) for a, b in zip(ref["losses"], dist["losses"]))
 if len(ref["losses"]) != 50 or len(dist["losses"]) != 50:
     print("wrong number of steps")
