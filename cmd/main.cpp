@@ -1,7 +1,10 @@
 // The `cleave` binary: parses flags, then wires the roles this process runs.
 
+#include <cstdlib>
 #include <iostream>
 #include <thread>
+
+#include <unistd.h>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -26,6 +29,19 @@ std::string explain_parse_error(const std::string& rendered) {
   if (arg.empty()) return rendered;
   if (rendered.find("not_an_option") != std::string::npos) return "unknown flag '" + arg + "'";
   return "invalid value in '" + arg + "'";
+}
+
+// libgomp reads its spin count once, before main. By default an OpenMP
+// worker spins 300,000 times (milliseconds) after every parallel region, so
+// while the PS waits on its devices a core stays busy doing nothing. When the
+// fleet is emulated in this process, that core is the devices'. Runs the
+// binary again with a short spin unless the user chose a policy; if exec
+// fails, carries on as it is.
+void shorten_omp_spins_for_emulated_devices(char** argv) {
+  if (std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("GOMP_SPINCOUNT");
 }
 
 }  // namespace
@@ -68,7 +84,10 @@ int main(int argc, char** argv) {
   if (cfg.failure_policy != "continue" && cfg.failure_policy != "restart")
     return usage_error("--failure-policy must be continue or restart");
   if (!(cfg.reconnect_seconds >= 0)) return usage_error("--reconnect-seconds must be >= 0");
-  if (cfg.role == "all") return run_all(cfg, *opts, threads);
+  if (cfg.role == "all") {
+    if (cfg.devices > 0 || !cfg.fleet.empty()) shorten_omp_spins_for_emulated_devices(argv);
+    return run_all(cfg, *opts, threads);
+  }
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
   if (cfg.role == "device") return run_device(cfg, threads);
   if (cfg.role == "planner" || cfg.role == "detector") return run_service(cfg);
