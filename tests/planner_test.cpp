@@ -655,3 +655,40 @@ TEST(replace_plan, with_no_device_left_every_tile_goes_to_the_ps) {
   local.tiles.clear();
   EXPECT_TRUE(replace_plan(local, fleet(4, preset_like[2]), compute_bound_cfg()).local);
 }
+
+TEST(fair_share, a_shard_plans_on_its_share_of_the_fleet_and_the_ps_link) {
+  planner_config cfg;
+  cfg.ps_flops = 1e9;
+  gemm_problem g{2048, 768, 256, gemm_role::forward, 2};
+  const auto devices = mixed_fleet(8);
+  // Two shards planning at once see what one planner sees on a fleet of
+  // half-rate devices behind a half-rate PS link.
+  auto halved = devices;
+  for (auto& d : halved) {
+    d.profile.flops /= 2;
+    d.profile.downlink /= 2;
+    d.profile.uplink /= 2;
+    d.profile.memory_bytes /= 2;
+  }
+  planner_config halved_cfg = cfg;
+  halved_cfg.ps_egress /= 2;
+  halved_cfg.ps_ingress /= 2;
+  gemm_problem alone = g;
+  alone.sharers = 1;
+  const plan shared = make_plan(g, devices, cfg);
+  const plan expected = make_plan(alone, halved, halved_cfg);
+  ASSERT_FALSE(shared.local);
+  EXPECT_EQ(shared.tiles.size(), expected.tiles.size());
+  EXPECT_DOUBLE_EQ(shared.predicted_seconds, expected.predicted_seconds);
+  for (size_t i = 0; i < shared.tiles.size(); ++i) {
+    EXPECT_EQ(shared.tiles[i].t, expected.tiles[i].t);
+    EXPECT_EQ(shared.tiles[i].device, expected.tiles[i].device);
+  }
+  // Sharing makes the same product slower on the same fleet, and the PS's
+  // own rate (its own thread per shard) is not shared.
+  EXPECT_GT(shared.predicted_seconds, make_plan(alone, devices, cfg).predicted_seconds);
+  EXPECT_DOUBLE_EQ(shared.local_seconds, g.flops() / cfg.ps_flops);
+  // Re-placing a shared plan keeps using the share.
+  const plan moved = replace_plan(shared, devices, cfg);
+  EXPECT_DOUBLE_EQ(moved.predicted_seconds, replace_plan(expected, halved, halved_cfg).predicted_seconds);
+}

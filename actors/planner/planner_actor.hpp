@@ -33,7 +33,7 @@ typename Inspector::result_type inspect(Inspector& f, fleet_member& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gemm_problem& x) {
-  return f(caf::meta::type_name("gemm_problem"), x.m, x.n, x.k, x.role);
+  return f(caf::meta::type_name("gemm_problem"), x.m, x.n, x.k, x.role, x.sharers);
 }
 
 template <class Inspector>

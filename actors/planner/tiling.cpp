@@ -710,6 +710,22 @@ bool usable(const device_profile& p) {
          std::isfinite(p.latency) && p.latency >= 0 && p.memory_bytes > 0;
 }
 
+fleet_share fair_share(const std::vector<device_view>& devices, const planner_config& cfg,
+                       int32_t sharers) {
+  fleet_share out{devices, cfg};
+  if (sharers <= 1) return out;
+  const double s = static_cast<double>(sharers);
+  for (auto& d : out.devices) {
+    d.profile.flops /= s;
+    d.profile.downlink /= s;
+    d.profile.uplink /= s;
+    d.profile.memory_bytes /= static_cast<uint64_t>(sharers);
+  }
+  out.cfg.ps_egress /= s;
+  out.cfg.ps_ingress /= s;
+  return out;
+}
+
 tile_cost predict_tile(const tile& t, const device_profile& p, bool a_cached, bool b_cached) {
   tile_cost c;
   c.bytes_down = (a_cached ? 0 : t.a_bytes()) + (b_cached ? 0 : t.b_bytes());
@@ -737,8 +753,9 @@ std::vector<int64_t> split_edges(int64_t size, int64_t parts, int64_t align) {
   return edges;
 }
 
-plan make_plan(const gemm_problem& g, const std::vector<device_view>& devices,
-               const planner_config& cfg) {
+plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
+               const planner_config& fleet_cfg) {
+  const auto [devices, cfg] = fair_share(fleet, fleet_cfg, g.sharers);
   const double total = g.flops();
   const double local_seconds = total / cfg.ps_flops;
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return local_plan(g, local_seconds, "empty product");
@@ -797,8 +814,9 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& devices,
 }
 
 std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_problem& backward,
-                                const std::vector<device_view>& alive, const planner_config& cfg,
-                                const plan* grad_input) {
+                                const std::vector<device_view>& fleet,
+                                const planner_config& fleet_cfg, const plan* grad_input) {
+  const auto [alive, cfg] = fair_share(fleet, fleet_cfg, backward.sharers);
   if (forward.local || forward.tiles.empty()) return std::nullopt;
   if (role != gemm_role::grad_input && role != gemm_role::grad_weight) return std::nullopt;
   // The forward shape, from its tiles; K must not be split.
@@ -871,9 +889,10 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_
   return p;
 }
 
-plan replace_plan(const plan& p, const std::vector<device_view>& devices,
-                  const planner_config& cfg) {
+plan replace_plan(const plan& p, const std::vector<device_view>& fleet,
+                  const planner_config& fleet_cfg) {
   if (p.local) return p;
+  const auto [devices, cfg] = fair_share(fleet, fleet_cfg, p.problem.sharers);
   plan out = p;
   std::vector<size_t> order(p.tiles.size());
   std::iota(order.begin(), order.end(), size_t{0});

@@ -30,6 +30,9 @@ constexpr uint64_t gemm_element_bytes = 4;  // float32 operands and results
 struct gemm_problem {
   int64_t m = 0, n = 0, k = 0;
   gemm_role role = gemm_role::forward;
+  // PS shards planning their slices of one product at the same time: each
+  // plans on its fair share of the fleet (see fair_share).
+  int32_t sharers = 1;
   double flops() const;  // 2 m n k
 };
 
@@ -98,6 +101,17 @@ uint64_t tile_working_set(const tile& t);
 
 // Whether the planner can use a device at all (positive, finite rates).
 bool usable(const device_profile& p);
+
+// What one of `sharers` concurrent planners may count on: every device's
+// FLOP/s, links and memory, and the PS's egress and ingress, divided among
+// them (each shard has its own thread, so the PS's FLOP/s is not). make_plan,
+// mirror_plan and replace_plan apply it for problem.sharers > 1.
+struct fleet_share {
+  std::vector<device_view> devices;
+  planner_config cfg;
+};
+fleet_share fair_share(const std::vector<device_view>& devices, const planner_config& cfg,
+                       int32_t sharers);
 
 // Splits [0, size) into `parts` ranges whose inner edges are multiples of
 // `align` (when size allows `parts` such ranges) and whose lengths differ by

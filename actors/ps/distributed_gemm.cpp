@@ -488,6 +488,7 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
   g.n = c.cols;
   g.k = trans_a ? a.rows : a.cols;
   g.role = tag.role;
+  g.sharers = static_cast<int32_t>(opts_.shards);  // the other shards use the fleet meanwhile
   const uint32_t seq = gemm_seq_++;
   // Asked even with no device left: a known GEMM keeps its tiles (computed
   // here, in the same order), so its numbers do not change.
