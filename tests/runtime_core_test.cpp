@@ -15,6 +15,7 @@
 #include "actors/churn/churn_schedule.hpp"
 #include "actors/detector/phi_accrual.hpp"
 #include "actors/device/block_cache.hpp"
+#include "actors/ps/snapshot_pool.hpp"
 #include "actors/ps/step_predictor.hpp"
 #include "actors/supervisor/restart_budget.hpp"
 #include "schema/errors.hpp"
@@ -116,6 +117,30 @@ TEST(step_predictor, predicts_each_step_from_the_steps_before_it) {
   EXPECT_GE(p.ps_profile_seconds(), 0.0);
 }
 
+TEST(snapshot_pool, reuses_a_buffer_only_once_nobody_holds_it) {
+  snapshot_pool pool(2);
+  auto a = pool.acquire(100);
+  auto b = pool.acquire(100);
+  EXPECT_NE(a, b);  // a is still held
+  EXPECT_GE(a->size(), 100u);
+  const float* a_data = a->data();
+  auto window = std::shared_ptr<const std::vector<float>>(a);  // a device's window
+  a.reset();
+  EXPECT_NE(pool.acquire(50)->data(), a_data);  // the window still holds it
+  window.reset();
+  b.reset();
+  auto small = pool.acquire(10);  // the smallest free buffer that fits
+  EXPECT_GE(small->size(), 10u);
+  auto again = pool.acquire(100);
+  EXPECT_NE(again, small);
+  EXPECT_GE(again->size(), 100u);
+  EXPECT_LE(pool.buffers(), 3u);  // nothing new was allocated for them
+  small.reset();
+  again.reset();
+  pool.acquire(1000);  // nothing fits; free buffers beyond 2 are let go
+  EXPECT_LE(pool.buffers(), 3u);
+}
+
 TEST(block_key, depends_on_content_shape_and_only_the_block) {
   std::vector<float> m(6 * 8);
   for (size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i);
@@ -128,6 +153,16 @@ TEST(block_key, depends_on_content_shape_and_only_the_block) {
   EXPECT_EQ(block_key(m.data(), 3, 8, 8), before);
   m[2 * 8 + 7] = -1;  // inside
   EXPECT_NE(block_key(m.data(), 3, 8, 8), before);
+  // Hashing while copying gives the same key and an exact copy at the
+  // destination's stride, leaving the rest of the destination alone.
+  std::vector<float> dst(4 * 10, 7.0f);
+  EXPECT_EQ(block_key(m.data() + 8 + 1, 3, 5, 8, dst.data() + 10 + 2, 10),
+            block_key(m.data() + 8 + 1, 3, 5, 8));
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 10; ++c) {
+      const bool inside = r >= 1 && c >= 2 && c < 7;
+      EXPECT_EQ(dst[r * 10 + c], inside ? m[(r - 1 + 1) * 8 + 1 + (c - 2)] : 7.0f);
+    }
 }
 
 TEST(fleet_file, presets_overrides_counts_and_refusals) {

@@ -211,25 +211,20 @@ void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float>
   ++acc_.local_gemms;
 }
 
-distributed_gemm::block_ref distributed_gemm::locate(const_view<float> m, bool trans, int64_t r0,
-                                                     int64_t r1, int64_t c0, int64_t c1, int which,
-                                                     block_keys& keys) {
+distributed_gemm::block_ref distributed_gemm::locate(const_view<float> m,
+                                                     std::vector<float>& snapshot, bool trans,
+                                                     int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                                                     int which, block_keys& keys) {
   // (r0, r1, c0, c1) are ranges of op(m); the block travels as stored.
   if (trans) {
     std::swap(r0, c0);
     std::swap(r1, c1);
   }
   auto [it, fresh] = keys.try_emplace(std::make_tuple(which, r0, r1, c0, c1), 0);
-  if (fresh) it->second = block_key(m.data + r0 * m.ld + c0, r1 - r0, c1 - c0, m.ld);
+  if (fresh)
+    it->second = block_key(m.data + r0 * m.ld + c0, r1 - r0, c1 - c0, m.ld,
+                           snapshot.data() + r0 * m.cols + c0, m.cols);
   return {r0, r1, c0, c1, it->second};
-}
-
-std::shared_ptr<const std::vector<float>> distributed_gemm::snapshot(const_view<float> m) {
-  auto out = std::make_shared<std::vector<float>>();
-  out->reserve(static_cast<size_t>(m.rows * m.cols));
-  for (int64_t r = 0; r < m.rows; ++r)
-    out->insert(out->end(), m.data + r * m.ld, m.data + r * m.ld + m.cols);
-  return out;
 }
 
 operand distributed_gemm::cut(const std::shared_ptr<const std::vector<float>>& snap, int64_t ld,
@@ -497,7 +492,8 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
     run_local(a, trans_a, b, trans_b, c, beta);
     return;
   }
-  gemm_call call{inputs{a, b, trans_a, trans_b, snapshot(a), snapshot(b)},
+  gemm_call call{inputs{a, b, trans_a, trans_b, snapshots_.acquire(static_cast<size_t>(a.rows * a.cols)),
+                        snapshots_.acquire(static_cast<size_t>(b.rows * b.cols))},
                  std::vector<pending_tile>(p.tiles.size()),
                  p.tiles.size()};
   block_keys keys;
@@ -506,8 +502,8 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
     pt.where = p.tiles[i];
     const tile& t = pt.where.t;
     pt.key = tile_key{step_, gemm_id(seq), static_cast<uint32_t>(i)};
-    pt.a = locate(a, trans_a, t.m0, t.m1, t.k0, t.k1, 0, keys);
-    pt.b = locate(b, trans_b, t.k0, t.k1, t.n0, t.n1, 1, keys);
+    pt.a = locate(a, *call.in.a_snapshot, trans_a, t.m0, t.m1, t.k0, t.k1, 0, keys);
+    pt.b = locate(b, *call.in.b_snapshot, trans_b, t.k0, t.k1, t.n0, t.n1, 1, keys);
     if (fleet_.count(pt.where.device) != 0)
       send_task(call.in, pt, pt.where.device, false);
   }

@@ -20,6 +20,7 @@
 
 #include "actors/planner/planner_actor.hpp"
 #include "actors/ps/elapsed.hpp"
+#include "actors/ps/snapshot_pool.hpp"
 #include "actors/ps/step_predictor.hpp"
 #include "kernels/gemm.hpp"
 #include "schema/messages.hpp"
@@ -116,14 +117,15 @@ class distributed_gemm final : public gemm_engine<float> {
   runtime_accounts accounts() const;
 
  private:
-  // The GEMM's inputs, each copied once into a read-only snapshot: a task
-  // carries a window of it (a shared pointer, no copy, between actors of
+  // The GEMM's inputs, each block copied once (as it is first hashed) into
+  // a snapshot that no one writes once a task refers to it: a task carries a
+  // window of it (a shared pointer, no copy, between actors of
   // this process; the block's values when serialised for a remote device),
   // and a late or speculative task stays valid after the call returns.
   struct inputs {
     const_view<float> a, b;
     bool trans_a, trans_b;
-    std::shared_ptr<const std::vector<float>> a_snapshot, b_snapshot;
+    std::shared_ptr<std::vector<float>> a_snapshot, b_snapshot;  // filled block by block
   };
 
   struct block_ref {  // a block of op(A) or op(B) and its content key
@@ -165,9 +167,11 @@ class distributed_gemm final : public gemm_engine<float> {
   // Keys of the blocks this GEMM call has hashed: a block shared by a row or
   // column of tiles is hashed once.
   using block_keys = std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, uint64_t>;
-  static block_ref locate(const_view<float> m, bool trans, int64_t r0, int64_t r1, int64_t c0,
-                          int64_t c1, int which, block_keys& keys);
-  static std::shared_ptr<const std::vector<float>> snapshot(const_view<float> m);
+  // Hashes the block the first time this call needs it, copying it into the
+  // snapshot in the same pass, so the first tile leaves before the whole
+  // operand is copied.
+  static block_ref locate(const_view<float> m, std::vector<float>& snapshot, bool trans, int64_t r0,
+                          int64_t r1, int64_t c0, int64_t c1, int which, block_keys& keys);
   static operand cut(const std::shared_ptr<const std::vector<float>>& snap, int64_t ld, bool trans,
                      const block_ref& ref, bool with_data);
   void send_task(const inputs& in, pending_tile& p, int32_t dev, bool with_all_data);
@@ -197,6 +201,7 @@ class distributed_gemm final : public gemm_engine<float> {
   std::map<uint32_t, plan> forward_plans_;  // this step's, by layer tag, for mirroring
   std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
   runtime_accounts acc_;
+  snapshot_pool snapshots_;
   step_predictor predictor_;
   bool in_step_ = false;
   clock_type::time_point step_began_;

@@ -1,0 +1,30 @@
+#include "actors/ps/snapshot_pool.hpp"
+
+#include <atomic>
+
+namespace cleave {
+
+std::shared_ptr<std::vector<float>> snapshot_pool::acquire(size_t n) {
+  std::shared_ptr<std::vector<float>>* best = nullptr;
+  size_t idle = 0;
+  for (auto& b : buffers_) {
+    if (b.use_count() != 1) continue;
+    ++idle;
+    // The smallest free buffer that fits keeps big ones for big operands.
+    if (b->size() >= n && (best == nullptr || b->size() < (*best)->size())) best = &b;
+  }
+  // The last holder let go with a release; this orders its reads before our writes.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (best != nullptr) return *best;
+  if (idle >= max_idle_) {  // too many free buffers too small: let the smallest go
+    auto smallest = buffers_.end();
+    for (auto it = buffers_.begin(); it != buffers_.end(); ++it)
+      if (it->use_count() == 1 && (smallest == buffers_.end() || (*it)->size() < (*smallest)->size()))
+        smallest = it;
+    if (smallest != buffers_.end()) buffers_.erase(smallest);
+  }
+  buffers_.push_back(std::make_shared<std::vector<float>>(n));
+  return buffers_.back();
+}
+
+}  // namespace cleave
