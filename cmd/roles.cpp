@@ -3,6 +3,8 @@
 #include <atomic>
 #include <csignal>
 #include <iostream>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include <caf/all.hpp>
@@ -285,9 +287,49 @@ caf::expected<bulk_endpoint> open_bulk_endpoint(caf::actor_system& sys, const st
   return out;
 }
 
+namespace {
+
+std::atomic<bool> stop_requested{false};
+
+void on_stop_signal(int) { stop_requested = true; }
+
+}  // namespace
+
+// Connects to a published actor, retrying a refused connection until
+// `patience` seconds have passed.
+caf::expected<caf::actor> reach(caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
+                                double patience) {
+  const auto give_up = std::chrono::steady_clock::now()
+                       + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(patience));
+  for (;;) {
+    auto actor = sys.middleman().remote_actor(at.first, at.second);
+    if (actor || stop_requested || std::chrono::steady_clock::now() >= give_up) return actor;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 // A ps whose planner (and detector) run as their own processes. With
 // --bulk-host it opens its bulk channel there and registers it with the
 // planner, which tells joining --bulk devices where to find it.
+// Tells `planner` where the ps's bulk channel is and the key its tickets are
+// made with; the planner takes it only with the secret it was started with.
+caf::error register_bulk(caf::actor_system& sys, const caf::actor& planner, const cleave_config& cfg,
+                         const bulk_endpoint& bulk) {
+  caf::error refused;
+  caf::scoped_actor self{sys};
+  const auto& key = bulk.admission.bytes;
+  self->request(planner, std::chrono::seconds(30), bulk_atom::value, cfg.ps_secret, cfg.bulk_host,
+                bulk.listener.port, std::vector<uint8_t>(key.begin(), key.end()))
+    .receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = std::move(err); });
+  return refused;
+}
+
+// A ps whose planner (and detector) run as their own processes. With
+// --bulk-host it opens its bulk channel there and registers it with the
+// planner, which tells joining --bulk devices where to find it. A planner
+// process that restarts at the same address is found again, and the channel
+// registered with it again, by the shards' engines when they lose it.
 int run_ps_with_planner(cleave_config& cfg, const train_options& opts, int threads, int min_devices) {
   auto at = parse_endpoint(cfg.planner, "planner", false);
   if (!at) return usage_error(describe(at.error()));
@@ -298,22 +340,37 @@ int run_ps_with_planner(cleave_config& cfg, const train_options& opts, int threa
   if (!planner)
     return runtime_error("cannot reach the planner at " + cfg.planner + ": " + sys.render(planner.error()));
   spdlog::info("ps: using the planner at {}", cfg.planner);
-  if (cfg.bulk_host.empty()) return train_on_fleet(sys, cfg, opts, threads, *planner, min_devices);
-  auto bulk = open_bulk_endpoint(sys, cfg.bulk_host, cfg.bulk_port);
-  if (!bulk) return runtime_error(describe(bulk.error()));
-  caf::error refused;
-  caf::scoped_actor self{sys};
-  const auto& key = bulk->admission.bytes;
-  self->request(*planner, std::chrono::seconds(30), bulk_atom::value, cfg.ps_secret, cfg.bulk_host,
-                bulk->listener.port, std::vector<uint8_t>(key.begin(), key.end()))
-    .receive([](caf::ok_atom) {}, [&](caf::error& err) { refused = std::move(err); });
-  if (refused) {
-    bulk->close();
-    return runtime_error("the planner did not take the bulk channel: " + sys.render(refused));
+  std::optional<bulk_endpoint> bulk;
+  if (!cfg.bulk_host.empty()) {
+    auto opened = open_bulk_endpoint(sys, cfg.bulk_host, cfg.bulk_port);
+    if (!opened) return runtime_error(describe(opened.error()));
+    bulk = std::move(*opened);
+    if (auto refused = register_bulk(sys, *planner, cfg, *bulk)) {
+      bulk->close();
+      return runtime_error("the planner did not take the bulk channel: " + sys.render(refused));
+    }
+    spdlog::info("ps: bulk channel registered at {}:{}", cfg.bulk_host, bulk->listener.port);
   }
-  spdlog::info("ps: bulk channel registered at {}:{}", cfg.bulk_host, bulk->listener.port);
-  const int rc = train_on_fleet(sys, cfg, opts, threads, *planner, min_devices, bulk->gateway);
-  bulk->close();
+  // Called by every shard's engine, from its own thread, when the planner is lost.
+  std::mutex finding;
+  caf::actor current = *planner;
+  auto find_planner = [&]() -> caf::actor {
+    std::lock_guard<std::mutex> guard{finding};
+    auto next = reach(sys, *at, 2.0);
+    if (!next || *next == current) return next ? *next : caf::actor{};
+    if (bulk) {
+      if (auto refused = register_bulk(sys, *next, cfg, *bulk)) {
+        spdlog::warn("ps: the restarted planner did not take the bulk channel: {}", sys.render(refused));
+        return {};
+      }
+      spdlog::info("ps: bulk channel registered again with the restarted planner");
+    }
+    current = *next;
+    return current;
+  };
+  const int rc = train_on_fleet(sys, cfg, opts, threads, *planner, min_devices,
+                                bulk ? bulk->gateway : caf::actor{}, {}, find_planner);
+  if (bulk) bulk->close();
   return rc;
 }
 
@@ -348,28 +405,6 @@ int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
   const int rc = train_on_fleet(sys, cfg, opts, threads, planner, min_devices, bulk->gateway);
   shutdown();
   return rc;
-}
-
-namespace {
-
-std::atomic<bool> stop_requested{false};
-
-void on_stop_signal(int) { stop_requested = true; }
-
-}  // namespace
-
-// Connects to a published actor, retrying a refused connection until
-// `patience` seconds have passed.
-caf::expected<caf::actor> reach(caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
-                                double patience) {
-  const auto give_up = std::chrono::steady_clock::now()
-                       + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                         std::chrono::duration<double>(patience));
-  for (;;) {
-    auto actor = sys.middleman().remote_actor(at.first, at.second);
-    if (actor || stop_requested || std::chrono::steady_clock::now() >= give_up) return actor;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
 }
 
 int run_service(cleave_config& cfg) {

@@ -72,6 +72,7 @@ distributed_gemm::distributed_gemm(caf::actor_system& sys, caf::actor planner,
                                    engine_options opts, caf::actor gateway)
     : self_(sys), planner_(std::move(planner)), gateway_(std::move(gateway)), opts_(opts) {
   const auto me = caf::actor_cast<caf::actor>(self_);
+  self_->monitor(planner_);
   self_->send(planner_, subscribe_atom::value, me);
   if (gateway_) self_->send(gateway_, subscribe_atom::value, me, opts_.shard, opts_.shards);
 }
@@ -86,6 +87,8 @@ caf::error distributed_gemm::refresh_fleet() {
     if (next && next != planner_) {
       spdlog::warn("{}; following the restarted planner", describe(err));
       planner_ = next;
+      planner_lost_ = false;
+      self_->monitor(planner_);
       self_->send(planner_, subscribe_atom::value, caf::actor_cast<caf::actor>(self_));
       fleet_version_ = ~uint64_t{0};
       continue;
@@ -96,22 +99,36 @@ caf::error distributed_gemm::refresh_fleet() {
 
 caf::error distributed_gemm::ask_fleet() {
   fleet_stale_ = false;
-  caf::error err;
-  self_->request(planner_, caf::infinite, fleet_atom::value)
-    .receive(
-      [&](uint64_t version, std::vector<fleet_member>& members) {
-        if (version == fleet_version_) return;
-        fleet_version_ = version;
-        ++fleet_epoch_;
-        fleet_.clear();
-        for (auto& m : members) {
-          acc_.devices[m.id].profile = m.profile.name;
-          fleet_.emplace(m.id, std::move(m));
-        }
+  // The planner answers once its first quorum of devices has joined. One in
+  // another process that died answers nothing, so ask in rounds and look for
+  // its down message in between.
+  for (;;) {
+    if (planner_lost_) return fail("the planner is gone");
+    caf::error err;
+    bool answered = false;
+    self_->request(planner_, std::chrono::seconds(1), fleet_atom::value)
+      .receive(
+        [&](uint64_t version, std::vector<fleet_member>& members) {
+          answered = true;
+          if (version == fleet_version_) return;
+          fleet_version_ = version;
+          ++fleet_epoch_;
+          fleet_.clear();
+          for (auto& m : members) {
+            acc_.devices[m.id].profile = m.profile.name;
+            fleet_.emplace(m.id, std::move(m));
+          }
+        },
+        [&](caf::error& e) { err = std::move(e); });
+    if (answered) return caf::none;
+    if (err != caf::make_error(caf::sec::request_timeout))
+      return fail("cannot reach the planner: " + self_->system().render(err));
+    self_->receive(
+      [&](const caf::down_msg& down) {
+        if (down.source == planner_.address()) planner_lost_ = true;
       },
-      [&](caf::error& e) { err = std::move(e); });
-  if (err) return fail("cannot reach the planner: " + self_->system().render(err));
-  return caf::none;
+      caf::after(std::chrono::seconds(0)) >> [] {});
+  }
 }
 
 void distributed_gemm::finish_step() {
@@ -155,7 +172,11 @@ const plan& distributed_gemm::plan_for(gemm_tag tag, const gemm_problem& g) {
     auto fwd = forward_plans_.find(tag.layer);
     const bool mirror = (g.role == gemm_role::grad_input || g.role == gemm_role::grad_weight)
                         && fwd != forward_plans_.end() && !fwd->second.local;
-    auto on_plan = [&](plan& reply) { p = std::move(reply); };
+    bool answered = false;
+    auto on_plan = [&](plan& reply) {
+      p = std::move(reply);
+      answered = true;
+    };
     auto on_error = [&](caf::error& e) {
       spdlog::warn("planner did not answer ({}); computing locally", self_->system().render(e));
     };
@@ -166,6 +187,10 @@ const plan& distributed_gemm::plan_for(gemm_tag tag, const gemm_problem& g) {
       self_->request(planner_, caf::infinite, plan_atom::value, g).receive(on_plan, on_error);
     spdlog::debug("plan {}x{}x{} role {} layer {}: {}", g.m, g.n, g.k, static_cast<int>(g.role),
                   tag.layer, p.reason);
+    if (!answered) {  // asked again next time, not kept for the run
+      unplanned_ = std::move(p);
+      return unplanned_;
+    }
     // The planner may already know of a change this engine has yet to hear.
     const bool current = std::all_of(p.tiles.begin(), p.tiles.end(),
                                      [&](const assignment& a) { return fleet_.count(a.device) > 0; });
@@ -322,6 +347,27 @@ int32_t distributed_gemm::least_loaded(const gemm_call& call, const pending_tile
   return best;
 }
 
+void distributed_gemm::on_planner_lost(gemm_call& call) {
+  if (!opts_.find_planner) return;  // tiles on devices that left it time out
+  spdlog::warn("the planner is gone mid-GEMM; waiting for its successor and its fleet");
+  planner_lost_ = true;
+  if (call.failed_at < 0) call.failed_at = seconds_now();
+  if (auto err = refresh_fleet()) {
+    spdlog::warn("{}; the tiles left are computed here", describe(err));
+    fleet_.clear();
+  }
+  // Devices that left with the planner come back as new members, whose ids
+  // may be the old ones: every unfinished tile goes out again (a result of
+  // the old holder still counts if it comes first; the rest are dropped).
+  sent_.clear();
+  for (auto& pt : call.tiles) {
+    if (pt.done) continue;
+    pt.holders.clear();
+    ++acc_.churn.tiles_reassigned;
+    reassign(call, pt);
+  }
+}
+
 void distributed_gemm::reassign(gemm_call& call, pending_tile& p) {
   // The PS itself computes the tile when no device is left that can hold it.
   const int32_t next = least_loaded(call, p);
@@ -451,6 +497,9 @@ void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
         send_task(call.in, *pt, m.device, true);
       },
       [&](event_atom, const fleet_event& ev) { on_event(ev, call); },
+      [&](const caf::down_msg& down) {
+        if (down.source == planner_.address()) on_planner_lost(call);
+      },
       caf::after(wait) >> [] {});
     const double now = seconds_now();
     if (now >= last_progress + opts_.tile_timeout_seconds) {

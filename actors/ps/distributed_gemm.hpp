@@ -157,6 +157,7 @@ class distributed_gemm final : public gemm_engine<float> {
   const plan& plan_for(gemm_tag tag, const gemm_problem& g);
   plan replaced(const plan& p);
   void on_event(const fleet_event& ev, gemm_call& call);
+  void on_planner_lost(gemm_call& call);
   void wait_for(gemm_call& call, double predicted_seconds);
   void speculate(gemm_call& call);
   void compute_unheld(gemm_call& call);
@@ -183,6 +184,7 @@ class distributed_gemm final : public gemm_engine<float> {
   caf::actor gateway_;
   engine_options opts_;
   bool fleet_stale_ = false;
+  bool planner_lost_ = false;  // its down message came: ask its successor
   std::string stopped_by_;  // stop_on_failure: the failure that ends the run
   std::set<int32_t> failed_;  // dead or suspected, and not back: counted once each  // a device joined or came back: refresh before the next GEMM
   uint64_t step_ = 0;
@@ -198,6 +200,7 @@ class distributed_gemm final : public gemm_engine<float> {
   };
   std::map<std::tuple<int64_t, int64_t, int64_t, int, uint32_t>, cached_plan> plans_;
   uint64_t fleet_epoch_ = 0;  // bumped whenever fleet_ changes
+  plan unplanned_;  // the local plan of a GEMM the planner did not answer for
   std::map<uint32_t, plan> forward_plans_;  // this step's, by layer tag, for mirroring
   std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
   runtime_accounts acc_;

@@ -4,7 +4,10 @@
 # undisturbed in-process run. (2) The ps itself gets SIGKILL after a
 # checkpoint; restarted with --resume on the same port, the devices
 # reconnect by themselves and training finishes with the model an
-# uninterrupted run gives.
+# uninterrupted run gives. (3) A separate planner process gets SIGKILL
+# mid-training and is restarted on its port: the ps finds it again and
+# registers its bulk channel with it again, the --bulk devices rejoin, and
+# the loss trajectory is the undisturbed one.
 source "$(dirname "$0")/lib.sh"
 
 cost=(--ps-egress=1e12 --ps-flops=1e9)  # make the planner split the mlp's GEMMs
@@ -65,6 +68,38 @@ rejoined=$(grep -l "rejoined" "$WORK"/dev2-*.log | wc -l)
 ((rejoined == 4)) || fail "$rejoined of 4 devices rejoined the restarted ps"
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 wait 2>/dev/null
+
+# 3. SIGKILL the separate planner process; restart it on the same port.
+"$CLEAVE" --role=detector --listen=127.0.0.1:0 > "$WORK/det3.log" 2>&1 &
+det3=$!
+wait_for 20 has_port "$WORK/det3.log" || fail "detector did not start: $(cat "$WORK/det3.log")"
+planner3=(--role=planner --detector="127.0.0.1:$(port_of "$WORK/det3.log")" --min-devices=4 "${cost[@]}"
+          --ps-secret=planner-restart-test)
+"$CLEAVE" "${planner3[@]}" --listen=127.0.0.1:0 > "$WORK/pln3a.log" 2>&1 &
+pln3=$!
+wait_for 20 has_port "$WORK/pln3a.log" || fail "planner did not start: $(cat "$WORK/pln3a.log")"
+pport=$(port_of "$WORK/pln3a.log")
+"$CLEAVE" --role=ps --planner="127.0.0.1:$pport" --bulk-host=127.0.0.1 --ps-secret=planner-restart-test \
+  "${train[@]}" --report="$WORK/planner-restart.json" > "$WORK/ps4.log" 2>&1 &
+ps4=$!
+wait_for 30 grep -q "bulk channel registered" "$WORK/ps4.log" || fail "the ps did not register: $(tail -3 "$WORK/ps4.log")"
+start_devices "$pport" "$WORK/dev3" --bulk --reconnect-seconds=60
+wait_for 60 grep -q "training mlp" "$WORK/ps4.log" || fail "training did not start"
+sleep 0.5
+kill -9 $pln3
+wait $pln3 2>/dev/null
+"$CLEAVE" "${planner3[@]}" --listen="127.0.0.1:$pport" > "$WORK/pln3b.log" 2>&1 &
+pln3=$!
+timeout 300 tail --pid=$ps4 -f /dev/null
+wait $ps4 || fail "the ps failed after its planner was killed: $(tail -3 "$WORK/ps4.log")"
+grep -q "registered again" "$WORK/ps4.log" || fail "the ps never registered with the restarted planner (killed too late?)"
+for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+kill -TERM $pln3 $det3 2>/dev/null
+wait 2>/dev/null
+restarted=$(python3 -c "import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); print('equal' if a['losses'] == b['losses'] else 'differs'); print(f\"planner restart: {b['tiles_reassigned']} tiles sent again, {b['recovery_seconds_total']:.2f} s to recover\", file=sys.stderr)" \
+  "$WORK/inproc.json" "$WORK/planner-restart.json")
+[[ $restarted == equal ]] && echo "ok: a planner process restarted mid-training leaves the trajectory unchanged" \
+  || fail "after the planner restart the trajectory $restarted"
 
 verdict=$(python3 - "$WORK/inproc.json" "$WORK/killed.json" "$WORK/resumed.json" <<'PY'
 import json, sys
