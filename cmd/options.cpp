@@ -4,6 +4,7 @@
 
 #include <caf/io/middleman.hpp>
 
+#include "actors/detector/detector_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
 #include "actors/transport/bulk_channel.hpp"
 #include "schema/errors.hpp"
@@ -42,6 +43,7 @@ cleave_config::cleave_config() {
     .add(profile, "profile", "device preset: phone, edge, laptop, vm or fast")
     .add(ps_shards, "ps-shards", "parameter-server shards, each with its own thread and engine")
     .add(listen, "listen", "--role=ps: [host:]port to accept devices on")
+    .add(admin, "admin", "--role=all or ps: [host:]port of the admin console (HTTP; host 127.0.0.1 unless given)")
     .add(connect, "connect", "--role=device: host:port of the ps (or of the planner process)")
     .add(planner, "planner", "--role=ps: host:port of a separate --role=planner process")
     .add(detector, "detector", "--role=planner: host:port of a separate --role=detector process")
@@ -64,6 +66,7 @@ cleave_config::cleave_config() {
     .add(reconnect_seconds, "reconnect-seconds", "--role=device: keep trying to reach the ps this long (default 60)");
   add_cleave_message_types(*this);
   add_planner_message_types(*this);
+  add_detector_message_types(*this);
   transport::add_transport_message_types(*this);
   load<caf::io::middleman>();
 }

@@ -45,6 +45,7 @@ class cleave_config : public caf::actor_system_config {
   std::string profile;         // device preset: the device role's profile, or the in-process fleet's
   int ps_shards = 1;
   static constexpr int max_ps_shards = 64;  // one thread each
+  std::string admin;           // [host:]port of the admin console (HTTP)
   std::string listen;          // --role=ps: [host:]port to publish on
   std::string connect;         // --role=device: host:port of the ps (or planner)
   std::string planner;         // --role=ps: host:port of a separate planner process

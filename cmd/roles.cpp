@@ -12,6 +12,8 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/churn/churn_actor.hpp"
+#include "actors/console/console_actor.hpp"
+#include "actors/console/http_endpoint.hpp"
 #include "actors/detector/detector_actor.hpp"
 #include "actors/device/device_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
@@ -55,8 +57,11 @@ nlohmann::json churn_summary(caf::actor_system& sys, const caf::actor& churn) {
 // Runs the training loop and writes the report. `fleet` holds one engine per
 // PS shard (empty: the local reference, still with --ps-shards shards);
 // `churn`, if set, is told every step.
+// `console`, if set, gets the loop's status (the report's fleet accounts so
+// far) every half second.
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
-          const std::vector<distributed_gemm*>& fleet, caf::actor churn = {}) {
+          const std::vector<distributed_gemm*>& fleet, caf::actor churn = {},
+          caf::actor console = {}) {
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
   std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());
@@ -86,6 +91,22 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
       if (shards) training.totals.allgather_seconds += shards->exchange_seconds();
     };
   }
+  const auto started = clock_type::now();
+  auto last_status = started - std::chrono::hours(1);
+  if (console)
+    t.on_step = [&](int64_t step, double loss) {
+      if (seconds_since(last_status) < 0.5) return;
+      last_status = clock_type::now();
+      std::vector<runtime_accounts> per_shard;
+      for (auto* engine : fleet) per_shard.push_back(engine->accounts());
+      nlohmann::json status = {{"step", step},
+                               {"loss", loss},
+                               {"seconds", seconds_since(started)},
+                               {"model", to_string(opts.model)},
+                               {"devices", devices}};
+      add_runtime_report(status, combine_shards(per_shard), cfg.ps_shards, step);
+      caf::anon_send(console, console_status_atom::value, status.dump());
+    };
   auto res = t.run();
   if (!res) return runtime_error(describe(res.error()));
   if (!fleet.empty()) {
@@ -112,7 +133,8 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
 // Training over whatever fleet the planner has: one engine per PS shard.
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                    int threads, caf::actor planner, int devices, caf::actor gateway = {},
-                   caf::actor churn = {}, std::function<caf::actor()> find_planner = {}) {
+                   caf::actor churn = {}, std::function<caf::actor()> find_planner = {},
+                   caf::actor console = {}) {
   engine_options eopts;
   eopts.tile_timeout_seconds = cfg.tile_timeout;
   eopts.speculate_factor = cfg.speculate;
@@ -126,7 +148,28 @@ int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train
     engines.push_back(std::make_unique<distributed_gemm>(sys, planner, eopts, gateway));
     fleet.push_back(engines.back().get());
   }
-  return train(cfg, opts, threads, devices, fleet, std::move(churn));
+  return train(cfg, opts, threads, devices, fleet, std::move(churn), std::move(console));
+}
+
+// The admin console (--admin=[host:]port): an actor holding the loop's
+// status, asking the planner and detector for the live fleet, behind an
+// HTTP endpoint. No actor when --admin is not given.
+caf::expected<caf::actor> start_console(caf::actor_system& sys, const cleave_config& cfg,
+                                        std::function<caf::actor()> planner,
+                                        std::function<caf::actor()> detector) {
+  if (cfg.admin.empty()) return caf::actor{};
+  auto at = parse_endpoint(cfg.admin, "admin", true);
+  if (!at) return at.error();
+  auto console = sys.spawn(console_actor, std::move(planner), std::move(detector));
+  console_endpoint_options eo;
+  if (!at->first.empty()) eo.bind_address = at->first;
+  auto port = open_console_endpoint(sys, at->second, console, eo);
+  if (!port) {
+    caf::anon_send_exit(console, caf::exit_reason::user_shutdown);
+    return port.error();
+  }
+  spdlog::info("admin console: http://{}:{}/", eo.bind_address, *port);
+  return console;
 }
 
 planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t bulk_port = 0,
@@ -215,7 +258,11 @@ void stop(const caf::actor& supervisor) {
 }  // namespace
 
 int run_all(cleave_config& cfg, const train_options& opts, int threads) {
-  if (cfg.devices == 0 && cfg.fleet.empty()) return train(cfg, opts, threads, 0, {});
+  if (cfg.devices == 0 && cfg.fleet.empty()) {
+    if (!cfg.admin.empty())
+      return usage_error("--admin shows a fleet: use it with --devices, --fleet or --role=ps");
+    return train(cfg, opts, threads, 0, {});
+  }
   auto fleet = in_process_fleet(cfg);
   if (!fleet) return usage_error(describe(fleet.error()));
   const int n = static_cast<int>(fleet->size());
@@ -248,10 +295,17 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
                         },
                         false});
   auto supervisor = start_supervisor(sys, std::move(children));
+  auto console = start_console(sys, cfg, base.find_planner,
+                               [&system] { return registered(system, "detector"); });
+  if (!console) {
+    stop(supervisor);
+    return runtime_error(describe(console.error()));
+  }
   spdlog::info("in-process fleet: {} emulated devices", n);
   const int rc = train_on_fleet(sys, cfg, opts, threads, registered(sys, "planner"), n, {},
                                 churning ? registered(sys, "churn") : caf::actor{},
-                                base.find_planner);
+                                base.find_planner, *console);
+  if (*console) caf::anon_send_exit(*console, caf::exit_reason::user_shutdown);
   stop(supervisor);
   return rc;
 }
@@ -368,8 +422,18 @@ int run_ps_with_planner(cleave_config& cfg, const train_options& opts, int threa
     current = *next;
     return current;
   };
+  // The detector is the planner's business here: the console shows the registry only.
+  auto console = start_console(sys, cfg, [&] {
+    std::lock_guard<std::mutex> guard{finding};
+    return current;
+  }, {});
+  if (!console) {
+    if (bulk) bulk->close();
+    return runtime_error(describe(console.error()));
+  }
   const int rc = train_on_fleet(sys, cfg, opts, threads, *planner, min_devices,
-                                bulk ? bulk->gateway : caf::actor{}, {}, find_planner);
+                                bulk ? bulk->gateway : caf::actor{}, {}, find_planner, *console);
+  if (*console) caf::anon_send_exit(*console, caf::exit_reason::user_shutdown);
   if (bulk) bulk->close();
   return rc;
 }
@@ -400,9 +464,18 @@ int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
     shutdown();
     return runtime_error("cannot listen on " + cfg.listen + ": " + sys.render(port.error()));
   }
+  auto& system = sys;
+  auto console = start_console(sys, cfg, [&system] { return registered(system, "planner"); },
+                               [&system] { return registered(system, "detector"); });
+  if (!console) {
+    shutdown();
+    return runtime_error(describe(console.error()));
+  }
   spdlog::info("ps: listening on port {} (bulk channel {}), waiting for {} device(s)", *port,
                bulk_port, min_devices);
-  const int rc = train_on_fleet(sys, cfg, opts, threads, planner, min_devices, bulk->gateway);
+  const int rc = train_on_fleet(sys, cfg, opts, threads, planner, min_devices, bulk->gateway, {},
+                                {}, *console);
+  if (*console) caf::anon_send_exit(*console, caf::exit_reason::user_shutdown);
   shutdown();
   return rc;
 }

@@ -26,6 +26,7 @@
 #include "actors/transport/frame.hpp"
 #include "schema/errors.hpp"
 #include "schema/tile_codec.hpp"
+#include "tests/raw_client.hpp"
 
 using namespace cleave;
 using namespace cleave::transport;
@@ -236,51 +237,15 @@ caf::error send_frame(caf::actor_system& sys, const caf::actor& ch, uint16_t kin
   return result;
 }
 
-// A plain blocking TCP client for hostile peers.
-struct raw_client {
-  int fd = -1;
-  explicit raw_client(uint16_t port) {
-    fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-      ::close(fd);
-      fd = -1;
-    }
-    timeval tv{10, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  }
-  ~raw_client() {
-    if (fd >= 0) ::close(fd);
-  }
-  bool write_all(const void* p, size_t n) {
-    auto c = static_cast<const char*>(p);
-    while (n > 0) {
-      auto w = ::send(fd, c, n, MSG_NOSIGNAL);
-      if (w <= 0) return false;
-      c += w;
-      n -= static_cast<size_t>(w);
-    }
-    return true;
-  }
-  // Reads until the server closes (true) or the timeout passes (false).
-  bool sees_close() {
-    char buf[4096];
-    for (;;) {
-      auto r = ::recv(fd, buf, sizeof(buf), 0);
-      if (r == 0) return true;
-      if (r < 0) return errno == ECONNRESET;
-    }
-  }
-  void send_hello(uint64_t window = uint64_t{1} << 30) {
-    auto h = encode_header(frame_header{kind_hello, hello_payload_size, 0});
-    auto p = encode_hello(hello{window, default_max_payload});
-    write_all(h.data(), h.size());
-    write_all(p.data(), p.size());
-  }
-};
+using cleave::testing::raw_client;
+
+// A raw client says hello like a bulk channel would.
+void send_hello(raw_client& c, uint64_t window = uint64_t{1} << 30) {
+  auto h = encode_header(frame_header{kind_hello, hello_payload_size, 0});
+  auto p = encode_hello(hello{window, default_max_payload});
+  c.write_all(h.data(), h.size());
+  c.write_all(p.data(), p.size());
+}
 
 long max_rss_kib() {
   rusage ru{};
@@ -503,7 +468,7 @@ TEST(BulkChannel, HostileLengthClosesConnectionWithoutAllocating) {
   for (int i = 0; i < 4; ++i) {
     raw_client bad(lst->port);
     ASSERT_GE(bad.fd, 0);
-    bad.send_hello();
+    send_hello(bad);
     auto h = encode_header(frame_header{1, uint64_t{4} << 30, 0});  // claims 4 GiB
     ASSERT_TRUE(bad.write_all(h.data(), h.size()));
     EXPECT_TRUE(bad.sees_close());
@@ -557,7 +522,7 @@ TEST(BulkChannel, GarbageAndProtocolViolationsCloseOnlyThatConnection) {
   }
   {  // ignores the 64 KiB window: frames written back to back without credit
     raw_client bad(lst->port);
-    bad.send_hello();
+    send_hello(bad);
     std::vector<char> burst;
     for (int i = 0; i < 4; ++i) {
       auto h = encode_header(frame_header{1, 60 << 10, 0});
@@ -570,7 +535,7 @@ TEST(BulkChannel, GarbageAndProtocolViolationsCloseOnlyThatConnection) {
   }
   {  // forged credit
     raw_client bad(lst->port);
-    bad.send_hello();
+    send_hello(bad);
     auto h = encode_header(frame_header{kind_credit, 0, 1 << 20});
     bad.write_all(h.data(), h.size());
     EXPECT_TRUE(bad.sees_close());
@@ -578,7 +543,7 @@ TEST(BulkChannel, GarbageAndProtocolViolationsCloseOnlyThatConnection) {
   }
   {  // half a frame, then silence
     raw_client bad(lst->port);
-    bad.send_hello();
+    send_hello(bad);
     auto h = encode_header(frame_header{1, 1000, 0});
     bad.write_all(h.data(), h.size());
     bad.write_all(std::string(10, 'x').data(), 10);
@@ -721,19 +686,19 @@ TEST(Admission, GatewayRefusesConnectionsWithoutTheDevicesTicket) {
   };
   {  // forged ticket
     raw_client c(lst->port);
-    c.send_hello();
+    send_hello(c);
     send(c, frame_hello, hello_of(3, bulk_ticket(key, 3) + 1));
     EXPECT_TRUE(c.sees_close());
   }
   {  // a result with no device hello first
     raw_client c(lst->port);
-    c.send_hello();
+    send_hello(c);
     send(c, frame_result, result_frame(3));
     EXPECT_TRUE(c.sees_close());
   }
   {  // the old four-byte hello carries no proof
     raw_client c(lst->port);
-    c.send_hello();
+    send_hello(c);
     std::vector<char> id(4, 0);
     send(c, frame_hello, id);
     EXPECT_TRUE(c.sees_close());
@@ -743,7 +708,7 @@ TEST(Admission, GatewayRefusesConnectionsWithoutTheDevicesTicket) {
   EXPECT_FALSE(forwarded) << "a result from an unproven connection reached the engine";
 
   raw_client good(lst->port);
-  good.send_hello();
+  send_hello(good);
   send(good, frame_hello, hello_of(3, bulk_ticket(key, 3)));
   send(good, frame_result, result_frame(3));
   engine->receive([&](tile_result& r) { EXPECT_EQ(r.device, 3); },

@@ -48,6 +48,13 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector
       st.devices.insert_or_assign(id, std::move(dev));
       publish(self, {fleet_event_kind::join, id, 0});
     },
+    [=](caf::get_atom) {
+      const double now = now_seconds(self);
+      std::vector<device_health> out;
+      for (const auto& [id, dev] : self->state.devices)
+        out.push_back({id, dev.dead ? 0.0 : dev.level.phi(now), dev.suspected, dev.dead});
+      return out;
+    },
     [=](heartbeat_atom, int32_t id) {
       auto& st = self->state;
       auto it = st.devices.find(id);
@@ -93,6 +100,11 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector
                          tick_atom::value);
     },
   };
+}
+
+void add_detector_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<device_health>("cleave::device_health");
+  cfg.add_message_type<std::vector<device_health>>("std::vector<cleave::device_health>");
 }
 
 }  // namespace cleave

@@ -33,6 +33,19 @@ struct watched_device {
   bool told_to_rejoin = false;  // dead, yet heard from: asked to join again
 };
 
+// One device as the detector sees it (the admin console shows it).
+struct device_health {
+  int32_t id = -1;
+  double phi = 0;  // suspicion now; 0 for a device declared dead
+  bool suspected = false;
+  bool dead = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, device_health& x) {
+  return f(caf::meta::type_name("device_health"), x.id, x.phi, x.suspected, x.dead);
+}
+
 struct detector_state {
   detector_options opts;
   std::map<int32_t, watched_device> devices;
@@ -40,6 +53,10 @@ struct detector_state {
   static inline const char* name = "cleave.detector";
 };
 
+// Besides heartbeats, watches and subscriptions:
+//   (caf::get_atom) -> std::vector<device_health>, by id
 caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector_options opts);
+
+void add_detector_message_types(caf::actor_system_config& cfg);
 
 }  // namespace cleave

@@ -131,6 +131,14 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       answer_waiters(self);
       return rp;
     },
+    [=](caf::get_atom)
+      -> caf::result<uint64_t, bool, std::vector<fleet_member>, std::vector<int32_t>> {
+      const auto& st = self->state;
+      std::vector<fleet_member> all;
+      for (const auto& [id, m] : st.alive) all.push_back(m);
+      return {st.version, st.quorum_reached, std::move(all),
+              std::vector<int32_t>(st.suspected.begin(), st.suspected.end())};
+    },
     [=](plan_atom, const gemm_problem& g) {
       return make_plan(g, views(self->state), self->state.opts.cost);
     },

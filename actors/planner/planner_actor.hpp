@@ -94,6 +94,8 @@ struct planner_state {
 //   (plan_atom, gemm_problem)            -> plan
 //   (mirror_atom, plan, gemm_role, gemm_problem) -> plan (mirror, or a fresh plan when a device is gone)
 //   (replace_atom, plan, vector<int32_t> ids)   -> the plan's tiles placed on those of `ids` alive
+//   (caf::get_atom)                      -> (version, quorum reached, every member alive
+//                                           (suspected ones too), vector<int32_t> suspected)
 caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_options opts,
                             caf::actor detector);
 

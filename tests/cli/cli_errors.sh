@@ -37,6 +37,8 @@ expect_refusal "not both" --devices=4 --churn-rate=0.1 --churn=x.json
 expect_refusal "kill real device processes" --role=ps --listen=0 --churn-rate=0.1
 expect_refusal "--failure-policy" --failure-policy=panic
 expect_refusal "--suspect-phi" --suspect-phi=9 --dead-phi=8
+expect_refusal "--admin shows a fleet" --admin=0
+expect_refusal "--admin: 'notaport' has no valid port" --devices=2 --admin=notaport
 printf '{"events": [{"step": 1, "action": "die", "device": 7}]}' > "$WORK/churn.json"
 expect_refusal "events[0]: device 7 does not exist" --devices=4 --churn="$WORK/churn.json"
 

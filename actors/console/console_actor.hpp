@@ -1,0 +1,31 @@
+#pragma once
+// The admin console's state: the training loop's latest status, pushed to
+// it, and, on each query, the live fleet asked of the planner and the
+// detector (found anew each time: either may have been restarted).
+//
+// Messages:
+//   (console_status_atom, std::string json)  the training loop's status
+//   (caf::get_atom) -> std::string            the console document (console_view.hpp)
+
+#include <functional>
+#include <string>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+namespace cleave {
+
+using console_status_atom = caf::atom_constant<caf::atom("cstatus")>;
+
+struct console_state {
+  nlohmann::json training;  // null until the first status
+  std::function<caf::actor()> planner;
+  std::function<caf::actor()> detector;  // may return no actor: health is then left out
+  static inline const char* name = "cleave.console";
+};
+
+caf::behavior console_actor(caf::stateful_actor<console_state>* self,
+                            std::function<caf::actor()> planner,
+                            std::function<caf::actor()> detector);
+
+}  // namespace cleave

@@ -1,0 +1,30 @@
+#pragma once
+// What the admin console shows, as JSON: the training loop's latest status
+// (step, loss, the fleet accounts of the report) and the live fleet, merging
+// the planner's registry with the detector's suspicion levels.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/detector/detector_actor.hpp"
+#include "actors/planner/planner_actor.hpp"
+
+namespace cleave {
+
+struct planner_view {
+  std::string error;  // non-empty: the planner did not answer
+  uint64_t version = 0;
+  bool quorum = false;
+  std::vector<fleet_member> members;  // alive, suspected ones included
+  std::vector<int32_t> suspected;
+};
+
+// `training` is null before the first step. Devices the detector still
+// remembers but the planner dropped are listed as gone.
+nlohmann::json render_console(const nlohmann::json& training, const planner_view& planner,
+                              const std::vector<device_health>& health);
+
+}  // namespace cleave

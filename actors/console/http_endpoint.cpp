@@ -1,0 +1,122 @@
+#include "actors/console/http_endpoint.hpp"
+
+#include <map>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/console/http_head.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+using head_timeout_atom = caf::atom_constant<caf::atom("htimeout")>;
+
+struct http_conn {
+  std::string head;
+  bool answering = false;  // the console was asked; further bytes are ignored
+};
+
+struct endpoint_state {
+  caf::actor console;
+  console_endpoint_options opts;
+  std::map<caf::io::connection_handle, http_conn> conns;
+  static inline const char* name = "cleave.console_endpoint";
+};
+
+using endpoint_broker = caf::stateful_actor<endpoint_state, caf::io::broker>;
+
+// Writes the response and closes the connection once it is sent.
+void reply(endpoint_broker* self, caf::io::connection_handle hdl, int status,
+           const std::string& type, const std::string& body) {
+  if (self->state.conns.erase(hdl) == 0) return;  // closed meanwhile
+  const auto text = http_response(status, type, body);
+  auto& buf = self->wr_buf(hdl);
+  buf.insert(buf.end(), text.begin(), text.end());
+  self->flush(hdl);
+  self->close(hdl);
+}
+
+void on_data(endpoint_broker* self, caf::io::new_data_msg& msg) {
+  auto it = self->state.conns.find(msg.handle);
+  if (it == self->state.conns.end() || it->second.answering) return;
+  auto& conn = it->second;
+  const size_t room = max_http_head_bytes + 1 - std::min(conn.head.size(), max_http_head_bytes + 1);
+  conn.head.append(msg.buf.data(), std::min(msg.buf.size(), room));
+  auto head = parse_http_head(conn.head);
+  if (!head) {
+    const bool too_long = conn.head.size() >= max_http_head_bytes;
+    reply(self, msg.handle, too_long ? 431 : 400, "text/plain", describe(head.error()) + "\n");
+    return;
+  }
+  if (!*head) return;  // read more
+  if ((*head)->method != "GET") {
+    reply(self, msg.handle, 405, "text/plain", "the console answers GET only\n");
+    return;
+  }
+  if ((*head)->path != "/" && (*head)->path != "/status") {
+    reply(self, msg.handle, 404, "text/plain", "try GET /\n");
+    return;
+  }
+  conn.answering = true;
+  const auto hdl = msg.handle;
+  self->request(self->state.console, std::chrono::seconds(5), caf::get_atom::value)
+    .then([=](std::string& doc) { reply(self, hdl, 200, "application/json", doc + "\n"); },
+          [=](caf::error& err) {
+            reply(self, hdl, 503, "text/plain", "console: " + self->system().render(err) + "\n");
+          });
+}
+
+// The endpoint lives as long as its console.
+caf::behavior endpoint(endpoint_broker* self, caf::io::doorman_ptr dm, caf::actor console,
+                       console_endpoint_options opts) {
+  self->add_doorman(std::move(dm));
+  self->state.console = std::move(console);
+  self->state.opts = opts;
+  self->monitor(self->state.console);
+  self->set_down_handler([=](caf::down_msg& down) {
+    if (down.source == self->state.console.address()) self->quit(caf::exit_reason::normal);
+  });
+  return {
+    [=](caf::io::new_connection_msg& msg) {
+      auto& st = self->state;
+      if (st.conns.size() >= st.opts.max_connections) {
+        self->close(msg.handle);
+        return;
+      }
+      st.conns.emplace(msg.handle, http_conn{});
+      self->configure_read(msg.handle, caf::io::receive_policy::at_most(2048));
+      self->delayed_send(self, st.opts.head_timeout, head_timeout_atom::value, msg.handle);
+    },
+    [=](caf::io::new_data_msg& msg) { on_data(self, msg); },
+    [=](head_timeout_atom, caf::io::connection_handle hdl) {
+      auto it = self->state.conns.find(hdl);
+      if (it == self->state.conns.end() || it->second.answering) return;
+      self->state.conns.erase(it);
+      self->close(hdl);  // a stalled client gets nothing
+    },
+    [=](caf::io::connection_closed_msg& msg) { self->state.conns.erase(msg.handle); },
+    [=](caf::io::acceptor_closed_msg&) { spdlog::warn("console: listening socket closed"); },
+  };
+}
+
+}  // namespace
+
+caf::expected<uint16_t> open_console_endpoint(caf::actor_system& sys, uint16_t port,
+                                              caf::actor console, console_endpoint_options opts) {
+  if (!console) return fail("the console endpoint needs a console actor");
+  auto& mm = sys.middleman();
+  const char* in = opts.bind_address.empty() ? nullptr : opts.bind_address.c_str();
+  auto dm = mm.backend().new_tcp_doorman(port, in, true);
+  if (!dm)
+    return fail("the console cannot listen on port " + std::to_string(port) + ": " +
+                sys.render(dm.error()));
+  const uint16_t bound = (*dm)->port();
+  mm.spawn_broker(endpoint, std::move(*dm), std::move(console), std::move(opts));
+  return bound;
+}
+
+}  // namespace cleave

@@ -1,0 +1,64 @@
+#include "actors/console/http_head.hpp"
+
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+const char* reason(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 431: return "Request Header Fields Too Large";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+bool is_token(std::string_view s) {
+  if (s.empty() || s.size() > 16) return false;
+  for (char c : s)
+    if (c < 'A' || c > 'Z') return false;
+  return true;
+}
+
+}  // namespace
+
+caf::expected<std::optional<http_head>> parse_http_head(std::string_view bytes) {
+  const auto end = bytes.find("\r\n\r\n");
+  if (end == std::string_view::npos) {
+    if (bytes.size() >= max_http_head_bytes)
+      return fail("request head longer than " + std::to_string(max_http_head_bytes) + " bytes");
+    return std::optional<http_head>{};
+  }
+  if (end + 4 > max_http_head_bytes)
+    return fail("request head longer than " + std::to_string(max_http_head_bytes) + " bytes");
+  const std::string_view line = bytes.substr(0, bytes.find("\r\n"));
+  const auto sp1 = line.find(' ');
+  const auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos)
+    return fail("malformed request line");
+  const auto method = line.substr(0, sp1);
+  auto target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  const auto version = line.substr(sp2 + 1);
+  if (!is_token(method)) return fail("malformed method");
+  if (version != "HTTP/1.0" && version != "HTTP/1.1") return fail("not HTTP/1.0 or HTTP/1.1");
+  if (target.empty() || target.front() != '/') return fail("the target is not a path");
+  target = target.substr(0, target.find('?'));
+  return std::optional<http_head>{http_head{std::string(method), std::string(target)}};
+}
+
+std::string http_response(int status, std::string_view content_type, std::string_view body) {
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
+  out += "Content-Type: ";
+  out += content_type;
+  out += "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  out += "Cache-Control: no-store\r\nConnection: close\r\n\r\n";
+  out += body;
+  return out;
+}
+
+}  // namespace cleave

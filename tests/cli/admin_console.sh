@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The admin console of a running in-process fleet: `GET /` on --admin shows
+# the training's progress and accounts and every device with its detector
+# level, live; a request that is not a small GET is refused; the run itself
+# is unaffected.
+source "$(dirname "$0")/lib.sh"
+
+"$CLEAVE" --role=all --devices=4 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --model=mlp \
+  --steps=100000 --threads=1 --admin=127.0.0.1:0 > "$WORK/run.log" 2>&1 &
+run=$!
+port=
+for _ in $(seq 1 500); do
+  port=$(grep -o "admin console: http://127.0.0.1:[0-9]*" "$WORK/run.log" | grep -o "[0-9]*$")
+  [[ -n $port ]] && break; sleep 0.02
+done
+[[ -n $port ]] || { fail "no console port: $(tail -3 "$WORK/run.log")"; finish; }
+
+verdict=$(python3 - "$port" <<'PY'
+import json, socket, sys, time
+port = int(sys.argv[1])
+def get(request):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(request)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    head, _, body = out.partition(b"\r\n\r\n")
+    return head.split(b"\r\n")[0].decode(), body
+problems = []
+steps = []
+for _ in range(100):  # until two snapshots show training moving on
+    status, body = get(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    if status != "HTTP/1.1 200 OK":
+        problems.append(f"GET / gave {status}"); break
+    doc = json.loads(body)
+    if doc["training"] is not None:
+        steps.append(doc["training"]["step"])
+        if len(set(steps)) >= 2: break
+    time.sleep(0.3)
+else:
+    problems.append(f"training never showed progress: {steps}")
+fleet = doc["fleet"]
+if fleet["alive"] != 4 or len(fleet["devices"]) != 4:
+    problems.append(f"fleet: {fleet['alive']} alive, {len(fleet['devices'])} listed")
+if not all(d["state"] == "alive" and "phi" in d for d in fleet["devices"]):
+    problems.append("a device without its state or phi")
+if doc["training"] and doc["training"].get("tiles", 0) <= 0:
+    problems.append("no tiles in the accounts")
+for bad, want in ((b"POST / HTTP/1.1\r\n\r\n", "405"), (b"A" * 20000, "431"),
+                  (b"GET /x HTTP/1.1\r\n\r\n", "404")):
+    status, _ = get(bad)
+    if want not in status:
+        problems.append(f"{bad[:10]!r}... gave {status}, expected {want}")
+print("; ".join(problems) if problems else "ok")
+print(f"console saw steps {steps[0] if steps else None} .. {steps[-1] if steps else None}", file=sys.stderr)
+PY
+)
+[[ $verdict == ok ]] && echo "ok: the console shows the live fleet and training" || fail "$verdict"
+kill -0 $run 2>/dev/null || fail "the run died: $(tail -3 "$WORK/run.log")"
+kill -TERM $run 2>/dev/null
+wait $run 2>/dev/null
+finish

@@ -1,0 +1,167 @@
+// The admin console: its HTTP head parser and view (pure), and its endpoint
+// on a real loopback port, against well-behaved and hostile clients.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/console/console_actor.hpp"
+#include "actors/console/console_view.hpp"
+#include "actors/console/http_endpoint.hpp"
+#include "actors/console/http_head.hpp"
+#include "schema/errors.hpp"
+#include "tests/raw_client.hpp"
+
+using namespace cleave;
+using cleave::testing::raw_client;
+
+namespace {
+
+TEST(http_head, parses_a_get_and_waits_for_the_rest) {
+  auto h = parse_http_head("GET /status?x=1 HTTP/1.1\r\nHost: a\r\n\r\n");
+  ASSERT_TRUE(h);
+  ASSERT_TRUE(h->has_value());
+  EXPECT_EQ((*h)->method, "GET");
+  EXPECT_EQ((*h)->path, "/status");
+  auto partial = parse_http_head("GET / HTTP/1.1\r\nHost:");
+  ASSERT_TRUE(partial);
+  EXPECT_FALSE(partial->has_value());
+}
+
+TEST(http_head, refuses_what_is_not_a_small_http_request) {
+  for (const char* bad : {"GARBAGE\r\n\r\n", "GET / HTTP/2\r\n\r\n", "get / HTTP/1.1\r\n\r\n",
+                          "GET http://x/ HTTP/1.1\r\n\r\n", "GET  / HTTP/1.1\r\n\r\n",
+                          "GET / HTTP/1.1 extra\r\n\r\n"})
+    EXPECT_FALSE(parse_http_head(bad)) << bad;
+  EXPECT_FALSE(parse_http_head(std::string(max_http_head_bytes, 'A')));  // no end in sight
+  EXPECT_FALSE(parse_http_head("GET / HTTP/1.1\r\nX: " + std::string(max_http_head_bytes, 'a') + "\r\n\r\n"));
+}
+
+TEST(http_head, a_response_says_its_length_and_closes) {
+  const auto r = http_response(404, "text/plain", "nope\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u);
+  EXPECT_NE(r.find("Content-Length: 5\r\n"), std::string::npos);
+  EXPECT_NE(r.find("Connection: close\r\n"), std::string::npos);
+  EXPECT_EQ(r.substr(r.size() - 5), "nope\n");
+}
+
+planner_view two_devices() {
+  planner_view pv;
+  pv.version = 7;
+  pv.quorum = true;
+  pv.members = {fleet_member{0, {}, device_profile{"phone", 2e10, 2000000000, 5e7, 1e7, 0.02}, false},
+                fleet_member{3, {}, device_profile{"vm", 6e10, 4000000000, 1.25e8, 1.25e8, 0.001}, true}};
+  pv.suspected = {3};
+  return pv;
+}
+
+TEST(console_view, merges_the_registry_with_the_detector) {
+  const auto doc = render_console({{"step", 12}}, two_devices(),
+                                  {{0, 0.5, false, false}, {3, 4.0, true, false}, {9, 0, false, true}});
+  EXPECT_EQ(doc["training"]["step"], 12);
+  const auto& fleet = doc["fleet"];
+  EXPECT_EQ(fleet["version"], 7);
+  EXPECT_EQ(fleet["alive"], 1);
+  EXPECT_EQ(fleet["suspected"], 1);
+  const auto& d = fleet["devices"];
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0]["profile"], "phone");
+  EXPECT_EQ(d[0]["state"], "alive");
+  EXPECT_DOUBLE_EQ(d[0]["phi"].get<double>(), 0.5);
+  EXPECT_EQ(d[1]["state"], "suspected");
+  EXPECT_EQ(d[1]["bulk"], true);
+  EXPECT_EQ(d[2]["id"], 9);  // gone from the registry, still remembered as dead
+  EXPECT_EQ(d[2]["state"], "dead");
+  planner_view lost;
+  lost.error = "timeout";
+  EXPECT_EQ(render_console(nullptr, lost, {})["fleet"]["planner_error"], "timeout");
+}
+
+// A console over stand-in planner and detector actors, behind a real port.
+struct console_node {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  caf::actor planner, detector, console;
+  uint16_t port = 0;
+  explicit console_node(console_endpoint_options opts) {
+    cfg.load<caf::io::middleman>();
+    add_planner_message_types(cfg);
+    add_detector_message_types(cfg);
+    cfg.set("logger.console-verbosity", caf::atom("quiet"));
+    sys = std::make_unique<caf::actor_system>(cfg);
+    planner = sys->spawn([]() -> caf::behavior {
+      return {[](caf::get_atom) {
+        auto pv = two_devices();
+        return caf::make_message(pv.version, pv.quorum, pv.members, pv.suspected);
+      }};
+    });
+    detector = sys->spawn([]() -> caf::behavior {
+      return {[](caf::get_atom) { return std::vector<device_health>{{0, 0.25, false, false}}; }};
+    });
+    console = sys->spawn(console_actor, [p = planner] { return p; }, [d = detector] { return d; });
+    caf::anon_send(console, console_status_atom::value, std::string(R"({"step": 5, "loss": 2.5})"));
+    auto bound = open_console_endpoint(*sys, 0, console, opts);
+    if (bound) port = *bound;
+  }
+  ~console_node() {
+    for (auto& a : {planner, detector, console}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    sys.reset();
+  }
+};
+
+console_endpoint_options quick() {
+  console_endpoint_options o;
+  o.head_timeout = std::chrono::milliseconds(300);
+  o.max_connections = 2;
+  return o;
+}
+
+TEST(console_endpoint, answers_get_with_the_live_fleet_and_training) {
+  console_node n(quick());
+  ASSERT_NE(n.port, 0);
+  raw_client c(n.port);
+  ASSERT_TRUE(c.write_all("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(c.sees_close());
+  ASSERT_EQ(c.received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << c.received;
+  const auto doc = nlohmann::json::parse(c.received.substr(c.received.find("\r\n\r\n") + 4));
+  EXPECT_EQ(doc["training"]["step"], 5);
+  EXPECT_EQ(doc["fleet"]["devices"].size(), 2u);
+  EXPECT_DOUBLE_EQ(doc["fleet"]["devices"][0]["phi"].get<double>(), 0.25);
+}
+
+TEST(console_endpoint, refuses_hostile_clients_and_keeps_serving) {
+  console_node n(quick());
+  ASSERT_NE(n.port, 0);
+  auto status_of = [&](const std::string& request) {
+    raw_client c(n.port);
+    c.write_all(request);
+    EXPECT_TRUE(c.sees_close());
+    return c.received.substr(0, c.received.find("\r\n"));
+  };
+  EXPECT_EQ(status_of(std::string(3 * max_http_head_bytes, 'A')), "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_EQ(status_of("\x16\x03\x01 hello\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status_of("DELETE / HTTP/1.1\r\n\r\n"), "HTTP/1.1 405 Method Not Allowed");
+  EXPECT_EQ(status_of("GET /etc/passwd HTTP/1.1\r\n\r\n"), "HTTP/1.1 404 Not Found");
+  {
+    // A client that stalls mid-head is closed without an answer; while two
+    // are open, a third is turned away at once.
+    raw_client slow(n.port), slow2(n.port);
+    slow.write_all("GET / HT");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    raw_client third(n.port, 2);
+    EXPECT_TRUE(third.sees_close());
+    EXPECT_TRUE(third.received.empty());
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(slow.sees_close());
+    EXPECT_TRUE(slow.received.empty());
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+    EXPECT_TRUE(slow2.sees_close());
+  }
+  EXPECT_EQ(status_of("GET /status HTTP/1.0\r\n\r\n"), "HTTP/1.1 200 OK");
+}
+
+}  // namespace
