@@ -18,6 +18,10 @@ using head_timeout_atom = caf::atom_constant<caf::atom("htimeout")>;
 struct http_conn {
   std::string head;
   bool answering = false;  // the console was asked; further bytes are ignored
+  // Answered while the client was still sending: closing now, with its bytes
+  // unread, would reset the connection and could destroy the answer in
+  // flight. The rest is read and dropped until the head timeout closes it.
+  bool lingering = false;
 };
 
 struct endpoint_state {
@@ -29,27 +33,36 @@ struct endpoint_state {
 
 using endpoint_broker = caf::stateful_actor<endpoint_state, caf::io::broker>;
 
-// Writes the response and closes the connection once it is sent.
+// Writes the response and closes the connection once it is sent (or, with
+// `linger`, at the head timeout).
 void reply(endpoint_broker* self, caf::io::connection_handle hdl, int status,
-           const std::string& type, const std::string& body) {
-  if (self->state.conns.erase(hdl) == 0) return;  // closed meanwhile
+           const std::string& type, const std::string& body, bool linger = false) {
+  auto it = self->state.conns.find(hdl);
+  if (it == self->state.conns.end()) return;  // closed meanwhile
   const auto text = http_response(status, type, body);
   auto& buf = self->wr_buf(hdl);
   buf.insert(buf.end(), text.begin(), text.end());
   self->flush(hdl);
+  if (linger) {
+    it->second.lingering = true;
+    it->second.head.clear();
+    return;
+  }
+  self->state.conns.erase(it);
   self->close(hdl);
 }
 
 void on_data(endpoint_broker* self, caf::io::new_data_msg& msg) {
   auto it = self->state.conns.find(msg.handle);
-  if (it == self->state.conns.end() || it->second.answering) return;
+  if (it == self->state.conns.end() || it->second.answering || it->second.lingering) return;
   auto& conn = it->second;
   const size_t room = max_http_head_bytes + 1 - std::min(conn.head.size(), max_http_head_bytes + 1);
   conn.head.append(msg.buf.data(), std::min(msg.buf.size(), room));
   auto head = parse_http_head(conn.head);
   if (!head) {
     const bool too_long = conn.head.size() >= max_http_head_bytes;
-    reply(self, msg.handle, too_long ? 431 : 400, "text/plain", describe(head.error()) + "\n");
+    reply(self, msg.handle, too_long ? 431 : 400, "text/plain", describe(head.error()) + "\n",
+          too_long);
     return;
   }
   if (!*head) return;  // read more
@@ -96,7 +109,7 @@ caf::behavior endpoint(endpoint_broker* self, caf::io::doorman_ptr dm, caf::acto
       auto it = self->state.conns.find(hdl);
       if (it == self->state.conns.end() || it->second.answering) return;
       self->state.conns.erase(it);
-      self->close(hdl);  // a stalled client gets nothing
+      self->close(hdl);  // a stalled client gets nothing; a lingering one has its answer
     },
     [=](caf::io::connection_closed_msg& msg) { self->state.conns.erase(msg.handle); },
     [=](caf::io::acceptor_closed_msg&) { spdlog::warn("console: listening socket closed"); },
