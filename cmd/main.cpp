@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <string_view>
 #include <thread>
 
 #include <unistd.h>
@@ -42,6 +43,12 @@ void shorten_omp_spins_for_emulated_devices(char** argv) {
   if (setenv("GOMP_SPINCOUNT", "10000", 1) != 0) return;
   execv("/proc/self/exe", argv);
   unsetenv("GOMP_SPINCOUNT");
+}
+
+bool sets_scheduler_policy(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view{argv[i]}.find("scheduler.policy") != std::string_view::npos) return true;
+  return false;
 }
 
 }  // namespace
@@ -85,7 +92,14 @@ int main(int argc, char** argv) {
     return usage_error("--failure-policy must be continue or restart");
   if (!(cfg.reconnect_seconds >= 0)) return usage_error("--reconnect-seconds must be >= 0");
   if (cfg.role == "all") {
-    if (cfg.devices > 0 || !cfg.fleet.empty()) shorten_omp_spins_for_emulated_devices(argv);
+    if (cfg.devices > 0 || !cfg.fleet.empty()) {
+      shorten_omp_spins_for_emulated_devices(argv);
+      // Emulated devices get their tiles in bursts from a thread outside the
+      // scheduler. A shared queue wakes an idle worker at once; work stealing
+      // leaves work queued behind a busy worker while the other sleeps
+      // between polls (bench/runtime: 1.65-1.70x -> 1.43-1.54x the reference).
+      if (!sets_scheduler_policy(argc, argv)) cfg.set("scheduler.policy", caf::atom("sharing"));
+    }
     return run_all(cfg, *opts, threads);
   }
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
