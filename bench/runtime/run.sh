@@ -28,13 +28,14 @@ done
 # so every GEMM worth splitting goes to the fleet.
 echo "   same, 16 devices at 1e11 FLOP/s each, 10 GB/s links, one tile per device (bench/runtime/overhead_fleet.json): the"
 echo "   'fast' fleet above is bound only by PS egress, so the planner packs its tiles onto one device"
-"$CLEAVE" --role=all --devices=0 "${gpt[@]}" --steps=12 --report="$work/o0.json"
-"$CLEAVE" --role=all --fleet="$here/overhead_fleet.json" --ps-egress=1e10 --max-tiles-per-device=1 "${gpt[@]}" --steps=12 --report="$work/o16.json"
-get "$work/o16.json" "'   reference %.3f s, 16 devices %.3f s, ratio %.3f, tiles/step %.0f, devices used %d' % ($(get "$work/o0.json" 'd["median_step_seconds"]'), d['median_step_seconds'], d['median_step_seconds']/$(get "$work/o0.json" 'd["median_step_seconds"]'), d['tiles']/d['steps'], sum(1 for x in d['per_device'] if x['tiles']))"
-get "$work/o16.json" "'   step split (s/step): ' + ', '.join('%s %.3f' % kv for kv in sorted(d['step_split_seconds'].items())) + ', PS issue time per tile %.3f ms' % (1e3 * d['ps_seconds_per_tile'])"
-echo "   same fleet, --ps-shards=2 (two shards issue tiles at once):"
-"$CLEAVE" --role=all --fleet="$here/overhead_fleet.json" --ps-egress=1e10 --max-tiles-per-device=1 --ps-shards=2 "${gpt[@]}" --steps=12 --report="$work/o16s2.json"
-get "$work/o16s2.json" "'   reference %.3f s, 2 shards %.3f s, ratio %.3f, tiles/step %.0f' % ($(get "$work/o0.json" 'd["median_step_seconds"]'), d['median_step_seconds'], d['median_step_seconds']/$(get "$work/o0.json" 'd["median_step_seconds"]'), d['tiles']/d['steps'])"
+for round in 1 2 3; do
+  "$CLEAVE" --role=all --devices=0 "${gpt[@]}" --steps=12 --report="$work/o0-$round.json"
+  "$CLEAVE" --role=all --fleet="$here/overhead_fleet.json" --ps-egress=1e10 --max-tiles-per-device=1 "${gpt[@]}" --steps=12 --report="$work/o16-$round.json"
+  "$CLEAVE" --role=all --fleet="$here/overhead_fleet.json" --ps-egress=1e10 --max-tiles-per-device=1 --ps-shards=2 "${gpt[@]}" --steps=12 --report="$work/o16s2-$round.json"
+  r0=$(get "$work/o0-$round.json" 'd["median_step_seconds"]')
+  get "$work/o16-$round.json" "'   round $round: reference %.3f s, 16 devices %.3f s, ratio %.3f (tiles/step %.0f, devices used %d); with --ps-shards=2 ratio %.3f' % ($r0, d['median_step_seconds'], d['median_step_seconds']/$r0, d['tiles']/d['steps'], sum(1 for x in d['per_device'] if x['tiles']), $(get "$work/o16s2-$round.json" 'd["median_step_seconds"]')/$r0)"
+done
+get "$work/o16-3.json" "'   step split of round 3 (s/step): ' + ', '.join('%s %.3f' % kv for kv in sorted(d['step_split_seconds'].items())) + ', PS issue time per tile %.3f ms' % (1e3 * d['ps_seconds_per_tile'])"
 
 echo "== (b) traffic scaling: gpt small, 'vm' devices, bytes down per device per step"
 printf "%8s %12s %14s %12s\n" devices tiles/step "MB/device/step" "MB total/step"
