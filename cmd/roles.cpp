@@ -363,9 +363,6 @@ caf::expected<caf::actor> reach(caf::actor_system& sys, const std::pair<std::str
   }
 }
 
-// A ps whose planner (and detector) run as their own processes. With
-// --bulk-host it opens its bulk channel there and registers it with the
-// planner, which tells joining --bulk devices where to find it.
 // Tells `planner` where the ps's bulk channel is and the key its tickets are
 // made with; the planner takes it only with the secret it was started with.
 caf::error register_bulk(caf::actor_system& sys, const caf::actor& planner, const cleave_config& cfg,
@@ -411,7 +408,8 @@ int run_ps_with_planner(cleave_config& cfg, const train_options& opts, int threa
   auto find_planner = [&]() -> caf::actor {
     std::lock_guard<std::mutex> guard{finding};
     auto next = reach(sys, *at, 2.0);
-    if (!next || *next == current) return next ? *next : caf::actor{};
+    if (!next) return {};
+    if (*next == current) return current;
     if (bulk) {
       if (auto refused = register_bulk(sys, *next, cfg, *bulk)) {
         spdlog::warn("ps: the restarted planner did not take the bulk channel: {}", sys.render(refused));
