@@ -72,6 +72,11 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   trainer t(opts, **data, shards ? *shards : *shard_engines[0]);
   if (shards) t.shard_with(*shards);
   runtime_accounts training;
+  auto fleet_accounts = [&] {
+    std::vector<runtime_accounts> per_shard;
+    for (auto* engine : fleet) per_shard.push_back(engine->accounts());
+    return combine_shards(per_shard);
+  };
   if (!fleet.empty()) {
     t.before_step = [&](int64_t step) {
       if (churn) caf::anon_send(churn, churn_atom::value, step + 1);
@@ -82,12 +87,8 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
       return first;
     };
     t.after_training = [&] {
-      std::vector<runtime_accounts> per_shard;
-      for (auto* engine : fleet) {
-        engine->finish_step();
-        per_shard.push_back(engine->accounts());
-      }
-      training = combine_shards(per_shard);
+      for (auto* engine : fleet) engine->finish_step();
+      training = fleet_accounts();
       if (shards) training.totals.allgather_seconds += shards->exchange_seconds();
     };
   }
@@ -97,14 +98,12 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     t.on_step = [&](int64_t step, double loss) {
       if (seconds_since(last_status) < 0.5) return;
       last_status = clock_type::now();
-      std::vector<runtime_accounts> per_shard;
-      for (auto* engine : fleet) per_shard.push_back(engine->accounts());
       nlohmann::json status = {{"step", step},
                                {"loss", loss},
                                {"seconds", seconds_since(started)},
                                {"model", to_string(opts.model)},
                                {"devices", devices}};
-      add_runtime_report(status, combine_shards(per_shard), cfg.ps_shards, step);
+      add_runtime_report(status, fleet_accounts(), cfg.ps_shards, step);
       caf::anon_send(console, console_status_atom::value, status.dump());
     };
   auto res = t.run();
