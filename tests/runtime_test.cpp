@@ -93,10 +93,11 @@ class runtime : public ::testing::Test {
     caf::anon_send_exit(detector, caf::exit_reason::user_shutdown);
   }
 
-  void add_device(const device_profile& p) {
+  void add_device(const device_profile& p, uint64_t cache_bytes = 0) {
     device_options o;
     o.profile = p;
     o.paced = false;
+    o.cache_bytes = cache_bytes;
     spawned.push_back(sys.spawn(device_actor, o, planner));
   }
 
@@ -148,7 +149,14 @@ void check_products(distributed_gemm& eng, double tol) {
   gemm_local<float>(x.view(), false, w.view(), false, y_ref.view(), 0.0f);
   gemm_local<float>(dy.view(), false, w.view(), true, dx_ref.view(), 0.0f);
   gemm_local<float>(x.view(), true, dy.view(), false, dw_ref.view(), 0.0f);
-  for (auto [got, want] : {std::pair{&y, &y_ref}, {&dx, &dx_ref}, {&dw, &dw_ref}})
+  // Accumulating into C (beta 1, as gradients do) and scaling it first.
+  tensor acc = random_matrix(80, 64, 4), acc_ref = acc, half = acc, half_ref = acc;
+  eng.gemm({0, gemm_role::grad_weight}, x.view(), true, dy.view(), false, acc.view(), 1.0f);
+  eng.gemm({0, gemm_role::grad_weight}, x.view(), true, dy.view(), false, half.view(), 0.5f);
+  gemm_local<float>(x.view(), true, dy.view(), false, acc_ref.view(), 1.0f);
+  gemm_local<float>(x.view(), true, dy.view(), false, half_ref.view(), 0.5f);
+  for (auto [got, want] :
+       {std::pair{&y, &y_ref}, {&dx, &dx_ref}, {&dw, &dw_ref}, {&acc, &acc_ref}, {&half, &half_ref}})
     for (int64_t i = 0; i < got->size(); ++i)
       ASSERT_NEAR((*got)[i], (*want)[i], tol * (1 + std::abs((*want)[i]))) << i;
 }
@@ -165,6 +173,19 @@ TEST_F(runtime, tiles_on_devices_equal_the_local_product) {
   uint64_t hits = 0;
   for (auto& [id, a] : acc.devices) hits += a.cache_hits;
   EXPECT_GT(hits, 0u) << "backward tiles should reuse forward operand blocks";
+}
+
+TEST_F(runtime, a_device_that_lost_a_block_is_sent_its_values) {
+  // Caches too small for any block: every operand the PS expects a device
+  // to hold misses, and the PS sends its values, copying it then.
+  for (int i = 0; i < 4; ++i) add_device(*preset_profile("fast"), 1);
+  expect_fleet(4);
+  distributed_gemm eng(sys, planner, timeout(10.0));
+  check_products(eng, 1e-5);
+  uint64_t hits = 0;
+  for (auto& [id, a] : eng.accounts().devices) hits += a.cache_hits;
+  EXPECT_EQ(hits, 0u);
+  EXPECT_GT(eng.accounts().tiles, 0u);
 }
 
 class rogue : public runtime, public ::testing::WithParamInterface<rogue_mode> {};

@@ -18,8 +18,7 @@ uint64_t block_bytes(const cached_block& b) {
 
 }  // namespace
 
-uint64_t block_key(const float* data, int64_t rows, int64_t cols, int64_t ld, float* copy_to,
-                   int64_t copy_ld) {
+uint64_t block_key(const float* data, int64_t rows, int64_t cols, int64_t ld) {
   // Four independent lanes keep the hash near memory speed.
   uint64_t lane[4] = {0x243f6a8885a308d3ULL, 0x13198a2e03707344ULL, 0xa4093822299f31d0ULL,
                       0x082efa98ec4e6c89ULL};
@@ -27,11 +26,6 @@ uint64_t block_key(const float* data, int64_t rows, int64_t cols, int64_t ld, fl
   lane[1] = mix(lane[1], static_cast<uint64_t>(cols));
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = data + r * ld;
-    if (copy_to != nullptr) {  // hash the copy while it is still in cache
-      float* dst = copy_to + r * copy_ld;
-      std::memcpy(dst, row, static_cast<size_t>(cols) * sizeof(float));
-      row = dst;
-    }
     int64_t c = 0;
     for (; c + 8 <= cols; c += 8) {
       uint64_t v[4];

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <thread>
 
@@ -21,8 +22,19 @@ double seconds_now() {
 }
 
 bool all_finite(const std::vector<float>& v) {
-  for (float x : v)
-    if (!std::isfinite(x)) return false;
+  // Exponent bits all set means NaN or infinity. No early exit inside a
+  // chunk, so the test vectorises: it runs on every result the PS accepts.
+  constexpr size_t chunk = 4096;
+  for (size_t i = 0; i < v.size(); i += chunk) {
+    const size_t end = std::min(v.size(), i + chunk);
+    uint32_t bad = 0;
+    for (size_t j = i; j < end; ++j) {
+      uint32_t u;
+      std::memcpy(&u, &v[j], sizeof(u));
+      bad |= static_cast<uint32_t>((u & 0x7f800000u) == 0x7f800000u);
+    }
+    if (bad != 0) return false;
+  }
   return true;
 }
 
@@ -236,49 +248,53 @@ void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float>
   ++acc_.local_gemms;
 }
 
-distributed_gemm::block_ref distributed_gemm::locate(const_view<float> m,
-                                                     std::vector<float>& snapshot, bool trans,
-                                                     int64_t r0, int64_t r1, int64_t c0, int64_t c1,
-                                                     int which, block_keys& keys) {
+distributed_gemm::block_ref distributed_gemm::locate(const_view<float> m, bool trans, int64_t r0,
+                                                     int64_t r1, int64_t c0, int64_t c1, int which,
+                                                     block_states& blocks) {
   // (r0, r1, c0, c1) are ranges of op(m); the block travels as stored.
   if (trans) {
     std::swap(r0, c0);
     std::swap(r1, c1);
   }
-  auto [it, fresh] = keys.try_emplace(std::make_tuple(which, r0, r1, c0, c1), 0);
-  if (fresh)
-    it->second = block_key(m.data + r0 * m.ld + c0, r1 - r0, c1 - c0, m.ld,
-                           snapshot.data() + r0 * m.cols + c0, m.cols);
-  return {r0, r1, c0, c1, it->second};
+  auto [it, fresh] = blocks.try_emplace(std::make_tuple(which, r0, r1, c0, c1));
+  if (fresh) it->second.key = block_key(m.data + r0 * m.ld + c0, r1 - r0, c1 - c0, m.ld);
+  return {which, r0, r1, c0, c1, it->second.key};
 }
 
-operand distributed_gemm::cut(const std::shared_ptr<const std::vector<float>>& snap, int64_t ld,
-                              bool trans, const block_ref& ref, bool with_data) {
+operand distributed_gemm::cut(gemm_call& call, const block_ref& ref, bool with_data) {
+  const bool is_a = ref.which == 0;
+  const auto& live = is_a ? call.in.a : call.in.b;
   operand op;
   op.key = ref.key;
   op.rows = ref.r1 - ref.r0;
   op.cols = ref.c1 - ref.c0;
-  op.trans = trans;
-  if (with_data) {
-    op.shared = snap;
-    op.offset = ref.r0 * ld + ref.c0;
-    op.ld = ld;
+  op.trans = is_a ? call.in.trans_a : call.in.trans_b;
+  if (!with_data) return op;
+  auto& snap = is_a ? call.in.a_snapshot : call.in.b_snapshot;
+  const int64_t ld = live.cols;  // the snapshot is the operand, packed
+  auto& state = call.blocks.at(std::make_tuple(ref.which, ref.r0, ref.r1, ref.c0, ref.c1));
+  if (!state.copied) {
+    for (int64_t r = ref.r0; r < ref.r1; ++r)
+      std::memcpy(snap->data() + r * ld + ref.c0, live.data + r * live.ld + ref.c0,
+                  static_cast<size_t>(op.cols) * sizeof(float));
+    state.copied = true;
   }
+  op.shared = snap;
+  op.offset = ref.r0 * ld + ref.c0;
+  op.ld = ld;
   return op;
 }
 
-void distributed_gemm::send_task(const inputs& in, pending_tile& p, int32_t dev,
+void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
                                  bool with_all_data) {
   auto& known = sent_[dev];
   auto& acct = acc_.devices[dev];
   tile_task msg;
   msg.key = p.key;
-  for (auto [ref, snap, ld, trans, dst] :
-       {std::tuple{&p.a, &in.a_snapshot, in.a.cols, in.trans_a, &msg.a},
-        std::tuple{&p.b, &in.b_snapshot, in.b.cols, in.trans_b, &msg.b}}) {
+  for (auto [ref, dst] : {std::pair{&p.a, &msg.a}, std::pair{&p.b, &msg.b}}) {
     ++acct.operands;
     const bool send = with_all_data || known.count(ref->key) == 0;
-    *dst = cut(*snap, ld, trans, *ref, send);
+    *dst = cut(call, *ref, send);
     if (send) {
       acct.bytes_down += static_cast<uint64_t>(dst->rows * dst->cols) * sizeof(float);
       known.insert(ref->key);
@@ -372,7 +388,7 @@ void distributed_gemm::reassign(gemm_call& call, pending_tile& p) {
   // The PS itself computes the tile when no device is left that can hold it.
   const int32_t next = least_loaded(call, p);
   p.where.device = next;
-  if (next >= 0) send_task(call.in, p, next, true);
+  if (next >= 0) send_task(call, p, next, true);
 }
 
 void distributed_gemm::on_event(const fleet_event& ev, gemm_call& call) {
@@ -421,7 +437,7 @@ void distributed_gemm::speculate(gemm_call& call) {
     ++acc_.churn.speculative_tiles;
     spdlog::debug("speculative copy of step {} gemm {} tile {} (on {}) to device {}", step_,
                   pt.key.gemm, pt.key.tile, pt.holders.front(), *next_idle);
-    send_task(call.in, pt, *next_idle++, false);
+    send_task(call, pt, *next_idle++, false);
   }
 }
 
@@ -432,7 +448,9 @@ void distributed_gemm::compute_unheld(gemm_call& call) {
   // computing the GEMM's other tiles right now.
   const auto& in = call.in;
   const auto t0 = clock_type::now();
-  for (auto& pt : call.tiles) {
+  std::vector<size_t> computed;
+  for (size_t i = 0; i < call.tiles.size(); ++i) {
+    auto& pt = call.tiles[i];
     if (pt.done || !pt.holders.empty()) continue;
     const tile& t = pt.where.t;
     pt.result.assign(static_cast<size_t>((t.m1 - t.m0) * (t.n1 - t.n0)), 0.0f);
@@ -445,8 +463,80 @@ void distributed_gemm::compute_unheld(gemm_call& call) {
     pt.done = true;
     --call.remaining;
     ++acc_.churn.tiles_at_ps;
+    computed.push_back(i);
   }
   acc_.totals.ps_compute_seconds += seconds_since(t0);
+  for (size_t i : computed) fold_ready(call, i);
+}
+
+void distributed_gemm::order_folds(gemm_call& call, float beta) {
+  // Results are added into C as they arrive, while the devices still work,
+  // but each block of C takes its K partials in tile order, so the sums are
+  // the same every run. That needs the tiles' blocks of C to be equal or
+  // disjoint, a grid as the planner cuts, and to cover C; otherwise every
+  // tile waits for the one before it.
+  auto& tiles = call.tiles;
+  auto disjoint = [&](bool rows) {
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (const auto& pt : tiles)
+      ranges.emplace_back(rows ? pt.where.t.m0 : pt.where.t.n0, rows ? pt.where.t.m1 : pt.where.t.n1);
+    std::sort(ranges.begin(), ranges.end());
+    ranges.erase(std::unique(ranges.begin(), ranges.end()), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i)
+      if (ranges[i].first < ranges[i - 1].second) return false;
+    return true;
+  };
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, int32_t> last;
+  int64_t covered = 0;
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    const tile& t = tiles[i].where.t;
+    auto [it, first] = last.try_emplace({t.m0, t.m1, t.n0, t.n1}, static_cast<int32_t>(i));
+    if (first) {
+      covered += (t.m1 - t.m0) * (t.n1 - t.n0);
+    } else {
+      tiles[i].after = it->second;
+      tiles[static_cast<size_t>(it->second)].then = static_cast<int32_t>(i);
+      it->second = static_cast<int32_t>(i);
+    }
+    tiles[i].copies = first && beta == 0.0f;
+  }
+  const bool grid = disjoint(true) && disjoint(false) && covered == call.c.rows * call.c.cols;
+  if (!grid) {
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      tiles[i].after = static_cast<int32_t>(i) - 1;
+      tiles[i].then = i + 1 < tiles.size() ? static_cast<int32_t>(i + 1) : -1;
+      tiles[i].copies = false;
+    }
+  }
+  auto cm = call.c.map();
+  if (beta == 0.0f && !grid)
+    cm.setZero();
+  else if (beta != 0.0f && beta != 1.0f)
+    cm *= beta;
+}
+
+void distributed_gemm::fold_ready(gemm_call& call, size_t i) {
+  const auto t0 = clock_type::now();
+  const mut_view<float> c = call.c;
+  for (auto j = static_cast<int32_t>(i); j >= 0; j = call.tiles[static_cast<size_t>(j)].then) {
+    auto& pt = call.tiles[static_cast<size_t>(j)];
+    if (!pt.done || pt.folded || (pt.after >= 0 && !call.tiles[static_cast<size_t>(pt.after)].folded))
+      break;
+    const tile& t = pt.where.t;
+    const int64_t rows = t.m1 - t.m0;
+    const int64_t cols = t.n1 - t.n0;
+    for (int64_t r = 0; r < rows; ++r) {
+      float* dst = c.data + (t.m0 + r) * c.ld + t.n0;
+      const float* src = pt.result.data() + r * cols;
+      if (pt.copies)
+        std::memcpy(dst, src, static_cast<size_t>(cols) * sizeof(float));
+      else
+        for (int64_t x = 0; x < cols; ++x) dst[x] += src[x];
+    }
+    pt.folded = true;
+    std::vector<float>().swap(pt.result);
+  }
+  call.fold_seconds += seconds_since(t0);
 }
 
 void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
@@ -481,6 +571,7 @@ void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
         if (accept(*pt, r)) {
           --call.remaining;
           last_progress = seconds_now();
+          fold_ready(call, r.key.tile);
           return;
         }
         auto h = std::find(pt->holders.begin(), pt->holders.end(), from);
@@ -494,7 +585,7 @@ void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
         if (std::find(pt->holders.begin(), pt->holders.end(), m.device) == pt->holders.end())
           return;
         sent_[m.device].clear();  // its cache is not what we thought
-        send_task(call.in, *pt, m.device, true);
+        send_task(call, *pt, m.device, true);
       },
       [&](event_atom, const fleet_event& ev) { on_event(ev, call); },
       [&](const caf::down_msg& down) {
@@ -541,20 +632,21 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
     run_local(a, trans_a, b, trans_b, c, beta);
     return;
   }
-  gemm_call call{inputs{a, b, trans_a, trans_b, snapshots_.acquire(static_cast<size_t>(a.rows * a.cols)),
-                        snapshots_.acquire(static_cast<size_t>(b.rows * b.cols))},
-                 std::vector<pending_tile>(p.tiles.size()),
-                 p.tiles.size()};
-  block_keys keys;
+  gemm_call call;
+  call.in = inputs{a, b, trans_a, trans_b, snapshots_.acquire(static_cast<size_t>(a.rows * a.cols)),
+                   snapshots_.acquire(static_cast<size_t>(b.rows * b.cols))};
+  call.tiles.resize(p.tiles.size());
+  call.remaining = p.tiles.size();
+  call.c = c;
+  for (size_t i = 0; i < call.tiles.size(); ++i) call.tiles[i].where = p.tiles[i];
+  order_folds(call, beta);
   for (size_t i = 0; i < call.tiles.size(); ++i) {
     auto& pt = call.tiles[i];
-    pt.where = p.tiles[i];
     const tile& t = pt.where.t;
     pt.key = tile_key{step_, gemm_id(seq), static_cast<uint32_t>(i)};
-    pt.a = locate(a, *call.in.a_snapshot, trans_a, t.m0, t.m1, t.k0, t.k1, 0, keys);
-    pt.b = locate(b, *call.in.b_snapshot, trans_b, t.k0, t.k1, t.n0, t.n1, 1, keys);
-    if (fleet_.count(pt.where.device) != 0)
-      send_task(call.in, pt, pt.where.device, false);
+    pt.a = locate(a, trans_a, t.m0, t.m1, t.k0, t.k1, 0, call.blocks);
+    pt.b = locate(b, trans_b, t.k0, t.k1, t.n0, t.n1, 1, call.blocks);
+    if (fleet_.count(pt.where.device) != 0) send_task(call, pt, pt.where.device, false);
   }
   acc_.tiles += call.tiles.size();
   acc_.totals.predicted_wait_seconds += p.predicted_seconds;
@@ -562,25 +654,9 @@ void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, con
   const auto t_wait = clock_type::now();
   acc_.totals.issue_seconds += std::chrono::duration<double>(t_wait - t_issue).count();
   wait_for(call, p.predicted_seconds);
-  acc_.totals.wait_seconds += seconds_since(t_wait);
-
-  const auto t_gather = clock_type::now();
-  auto cm = c.map();
-  if (beta == 0.0f)
-    cm.setZero();
-  else if (beta != 1.0f)
-    cm *= beta;
-  for (auto& pt : call.tiles) {  // tile order: K partials add up the same way every run
-    const tile& t = pt.where.t;
-    const int64_t rows = t.m1 - t.m0;
-    const int64_t cols = t.n1 - t.n0;
-    for (int64_t r = 0; r < rows; ++r) {
-      float* dst = c.data + (t.m0 + r) * c.ld + t.n0;
-      const float* src = pt.result.data() + r * cols;
-      for (int64_t j = 0; j < cols; ++j) dst[j] += src[j];
-    }
-  }
-  acc_.totals.allgather_seconds += seconds_since(t_gather);
+  // Results were folded into C as they came: that time is the assembly's.
+  acc_.totals.wait_seconds += seconds_since(t_wait) - call.fold_seconds;
+  acc_.totals.allgather_seconds += call.fold_seconds;
 }
 
 }  // namespace cleave

@@ -117,18 +117,21 @@ class distributed_gemm final : public gemm_engine<float> {
   runtime_accounts accounts() const;
 
  private:
-  // The GEMM's inputs, each block copied once (as it is first hashed) into
-  // a snapshot that no one writes once a task refers to it: a task carries a
-  // window of it (a shared pointer, no copy, between actors of
-  // this process; the block's values when serialised for a remote device),
-  // and a late or speculative task stays valid after the call returns.
+  // The GEMM's inputs. A block is copied into a snapshot, which no one
+  // writes once a task refers to it, the first time it is sent with its
+  // values: a task carries a window of the snapshot (a shared pointer, no
+  // copy, between actors of this process; the block's values when
+  // serialised for a remote device), so a late or speculative task stays
+  // valid after the call returns. A block a device already holds is only
+  // hashed: the live operand does not change while the call runs.
   struct inputs {
     const_view<float> a, b;
     bool trans_a, trans_b;
     std::shared_ptr<std::vector<float>> a_snapshot, b_snapshot;  // filled block by block
   };
 
-  struct block_ref {  // a block of op(A) or op(B) and its content key
+  struct block_ref {  // a block of A (which 0) or B (1) as stored, and its content key
+    int which;
     int64_t r0, r1, c0, c1;
     uint64_t key;
   };
@@ -142,14 +145,31 @@ class distributed_gemm final : public gemm_engine<float> {
     bool speculated = false;
     bool done = false;
     std::vector<float> result;
+    // Folding into C: after the tile `after` (the one before it on the same
+    // block of C, or -1), and copied rather than added when it is the first.
+    int32_t after = -1;
+    int32_t then = -1;
+    bool copies = false;
+    bool folded = false;
   };
+
+  // Keys of the blocks this GEMM call has hashed (a block shared by a row or
+  // column of tiles is hashed once) and whether the snapshot holds it yet.
+  struct block_state {
+    uint64_t key = 0;
+    bool copied = false;
+  };
+  using block_states = std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, block_state>;
 
   // One GEMM's tiles in flight.
   struct gemm_call {
     inputs in;
+    block_states blocks;
     std::vector<pending_tile> tiles;
     size_t remaining = 0;
     double failed_at = -1;  // seconds (steady clock) of the first failure during this call
+    mut_view<float> c;
+    double fold_seconds = 0;
   };
 
   caf::error refresh_fleet();
@@ -165,18 +185,17 @@ class distributed_gemm final : public gemm_engine<float> {
   uint32_t gemm_id(uint32_t seq) const { return seq * opts_.shards + opts_.shard; }
   void run_local(const_view<float> a, bool ta, const_view<float> b, bool tb, mut_view<float> c,
                  float beta);
-  // Keys of the blocks this GEMM call has hashed: a block shared by a row or
-  // column of tiles is hashed once.
-  using block_keys = std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, uint64_t>;
-  // Hashes the block the first time this call needs it, copying it into the
-  // snapshot in the same pass, so the first tile leaves before the whole
-  // operand is copied.
-  static block_ref locate(const_view<float> m, std::vector<float>& snapshot, bool trans, int64_t r0,
-                          int64_t r1, int64_t c0, int64_t c1, int which, block_keys& keys);
-  static operand cut(const std::shared_ptr<const std::vector<float>>& snap, int64_t ld, bool trans,
-                     const block_ref& ref, bool with_data);
-  void send_task(const inputs& in, pending_tile& p, int32_t dev, bool with_all_data);
+  // The block of op(m) at rows [r0, r1) and columns [c0, c1), hashed the
+  // first time this call needs it.
+  static block_ref locate(const_view<float> m, bool trans, int64_t r0, int64_t r1, int64_t c0,
+                          int64_t c1, int which, block_states& blocks);
+  // The operand a task carries for `ref`: its values (copied into the
+  // snapshot if they are not there yet) or only its key.
+  static operand cut(gemm_call& call, const block_ref& ref, bool with_data);
+  void send_task(gemm_call& call, pending_tile& p, int32_t dev, bool with_all_data);
   bool accept(pending_tile& p, tile_result& r);
+  static void order_folds(gemm_call& call, float beta);
+  void fold_ready(gemm_call& call, size_t i);
   void reassign(gemm_call& call, pending_tile& p);
 
   caf::scoped_actor self_;
