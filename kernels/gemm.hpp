@@ -8,6 +8,7 @@
 // the forward product and the two backward products of the same layer.
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/tensor.hpp"
 
@@ -27,6 +28,18 @@ struct gemm_tag {
   gemm_role role = gemm_role::forward;
 };
 
+// One product C = op(A) * op(B) + beta * C.
+template <class T>
+struct gemm_job {
+  gemm_tag tag;
+  const_view<T> a;
+  bool trans_a = false;
+  const_view<T> b;
+  bool trans_b = false;
+  mut_view<T> c;
+  T beta = T(0);
+};
+
 // C = op(A) * op(B) + beta * C, with op(X) = X or X^T.
 template <class T>
 class gemm_engine {
@@ -34,6 +47,12 @@ class gemm_engine {
   virtual ~gemm_engine() = default;
   virtual void gemm(gemm_tag tag, const_view<T> a, bool trans_a, const_view<T> b,
                     bool trans_b, mut_view<T> c, T beta) = 0;
+  // Products that do not read each other's outputs (a layer's dX and dW): an
+  // engine may run them at the same time. Each one's numbers are as if it
+  // ran alone.
+  virtual void gemm_batch(const std::vector<gemm_job<T>>& jobs) {
+    for (const auto& j : jobs) gemm(j.tag, j.a, j.trans_a, j.b, j.trans_b, j.c, j.beta);
+  }
 };
 
 // Runs on this process's cores through Eigen (threads: set_compute_threads).

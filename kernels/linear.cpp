@@ -63,12 +63,14 @@ void linear_backward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>&
                      basic_tensor<T>& dw, basic_tensor<T>* db) {
   if (x.cols() != w.rows() || dy.rows() != x.rows() || dy.cols() != w.cols())
     throw std::invalid_argument("linear_backward: shape mismatch between x, w and dy");
+  dw.resize(w.rows(), w.cols());  // zero-filled only if it was not shaped yet
+  std::vector<gemm_job<T>> jobs;
   if (dx) {
     dx->resize(x.rows(), x.cols());
-    eng.gemm({layer, gemm_role::grad_input}, dy.view(), false, w.view(), true, dx->view(), T(0));
+    jobs.push_back({{layer, gemm_role::grad_input}, dy.view(), false, w.view(), true, dx->view(), T(0)});
   }
-  dw.resize(w.rows(), w.cols());  // zero-filled only if it was not shaped yet
-  eng.gemm({layer, gemm_role::grad_weight}, x.view(), true, dy.view(), false, dw.view(), T(1));
+  jobs.push_back({{layer, gemm_role::grad_weight}, x.view(), true, dy.view(), false, dw.view(), T(1)});
+  eng.gemm_batch(jobs);
   if (db) {
     if (db->size() != w.cols()) db->resize(1, w.cols());
     colsum_accumulate(dy.data(), dy.rows(), dy.cols(), dy.cols(), db->data());

@@ -363,11 +363,13 @@ int32_t distributed_gemm::least_loaded(const gemm_call& call, const pending_tile
   return best;
 }
 
-void distributed_gemm::on_planner_lost(gemm_call& call) {
+void distributed_gemm::on_planner_lost(std::vector<gemm_call>& calls) {
   if (!opts_.find_planner) return;  // tiles on devices that left it time out
   spdlog::warn("the planner is gone mid-GEMM; waiting for its successor and its fleet");
   planner_lost_ = true;
-  if (call.failed_at < 0) call.failed_at = seconds_now();
+  const double now = seconds_now();
+  for (auto& call : calls)
+    if (call.failed_at < 0) call.failed_at = now;
   if (auto err = refresh_fleet()) {
     spdlog::warn("{}; the tiles left are computed here", describe(err));
     fleet_.clear();
@@ -376,12 +378,13 @@ void distributed_gemm::on_planner_lost(gemm_call& call) {
   // may be the old ones: every unfinished tile goes out again (a result of
   // the old holder still counts if it comes first; the rest are dropped).
   sent_.clear();
-  for (auto& pt : call.tiles) {
-    if (pt.done) continue;
-    pt.holders.clear();
-    ++acc_.churn.tiles_reassigned;
-    reassign(call, pt);
-  }
+  for (auto& call : calls)
+    for (auto& pt : call.tiles) {
+      if (pt.done) continue;
+      pt.holders.clear();
+      ++acc_.churn.tiles_reassigned;
+      reassign(call, pt);
+    }
 }
 
 void distributed_gemm::reassign(gemm_call& call, pending_tile& p) {
@@ -391,7 +394,7 @@ void distributed_gemm::reassign(gemm_call& call, pending_tile& p) {
   if (next >= 0) send_task(call, p, next, true);
 }
 
-void distributed_gemm::on_event(const fleet_event& ev, gemm_call& call) {
+void distributed_gemm::on_event(const fleet_event& ev, std::vector<gemm_call>& calls) {
   const int32_t dev = ev.device;
   if (ev.kind == fleet_event_kind::join || ev.kind == fleet_event_kind::rejoin) {
     failed_.erase(dev);
@@ -406,16 +409,17 @@ void distributed_gemm::on_event(const fleet_event& ev, gemm_call& call) {
   spdlog::info("device {} is {}; its outstanding tiles go to other devices", dev,
                to_string(ev.kind));
   ++fleet_epoch_;
-  for (auto& pt : call.tiles) {
-    if (pt.done) continue;
-    auto h = std::find(pt.holders.begin(), pt.holders.end(), dev);
-    if (h == pt.holders.end()) continue;
-    pt.holders.erase(h);
-    if (call.failed_at < 0) call.failed_at = seconds_now();
-    if (!pt.holders.empty()) continue;  // a copy is still running elsewhere
-    ++acc_.churn.tiles_reassigned;
-    reassign(call, pt);
-  }
+  for (auto& call : calls)
+    for (auto& pt : call.tiles) {
+      if (pt.done) continue;
+      auto h = std::find(pt.holders.begin(), pt.holders.end(), dev);
+      if (h == pt.holders.end()) continue;
+      pt.holders.erase(h);
+      if (call.failed_at < 0) call.failed_at = seconds_now();
+      if (!pt.holders.empty()) continue;  // a copy is still running elsewhere
+      ++acc_.churn.tiles_reassigned;
+      reassign(call, pt);
+    }
 }
 
 void distributed_gemm::speculate(gemm_call& call) {
@@ -539,7 +543,7 @@ void distributed_gemm::fold_ready(gemm_call& call, size_t i) {
   call.fold_seconds += seconds_since(t0);
 }
 
-void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
+void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_seconds) {
   const double start = seconds_now();
   const double speculate_at =
     opts_.speculate_factor > 0
@@ -547,13 +551,20 @@ void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
       : std::numeric_limits<double>::infinity();
   double last_progress = start;
   bool speculated = false;
-  auto find = [&](const tile_key& k) -> pending_tile* {
-    if (k.step != step_ || k.gemm != gemm_id(gemm_seq_ - 1) || k.tile >= call.tiles.size())
-      return nullptr;
-    return &call.tiles[k.tile];
+  // The call and tile a result or miss is about, if it is in flight.
+  auto find = [&](const tile_key& k) -> std::pair<gemm_call*, pending_tile*> {
+    if (k.step == step_)
+      for (auto& call : calls)
+        if (k.gemm == call.id && k.tile < call.tiles.size()) return {&call, &call.tiles[k.tile]};
+    return {nullptr, nullptr};
   };
-  compute_unheld(call);
-  while (call.remaining > 0) {
+  auto remaining = [&] {
+    size_t n = 0;
+    for (const auto& call : calls) n += call.remaining;
+    return n;
+  };
+  for (auto& call : calls) compute_unheld(call);
+  while (remaining() > 0) {
     const double deadline = std::min(last_progress + opts_.tile_timeout_seconds,
                                       speculated ? std::numeric_limits<double>::infinity()
                                                  : speculate_at);
@@ -561,7 +572,7 @@ void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
       std::chrono::duration<double>(std::max(0.0, deadline - seconds_now())));
     self_->receive(
       [&](tile_result& r) {
-        pending_tile* pt = find(r.key);
+        auto [call, pt] = find(r.key);
         if (pt == nullptr || pt->done) {
           spdlog::debug("dropping late or duplicate result step {} gemm {} tile {} from {}",
                         r.key.step, r.key.gemm, r.key.tile, r.device);
@@ -569,94 +580,114 @@ void distributed_gemm::wait_for(gemm_call& call, double predicted_seconds) {
         }
         const int32_t from = r.device;
         if (accept(*pt, r)) {
-          --call.remaining;
+          --call->remaining;
           last_progress = seconds_now();
-          fold_ready(call, r.key.tile);
+          fold_ready(*call, r.key.tile);
           return;
         }
         auto h = std::find(pt->holders.begin(), pt->holders.end(), from);
         if (h == pt->holders.end()) return;
         pt->holders.erase(h);
-        if (pt->holders.empty()) reassign(call, *pt);
+        if (pt->holders.empty()) reassign(*call, *pt);
       },
       [&](tile_miss& m) {
-        pending_tile* pt = find(m.key);
+        auto [call, pt] = find(m.key);
         if (pt == nullptr || pt->done || fleet_.count(m.device) == 0) return;
         if (std::find(pt->holders.begin(), pt->holders.end(), m.device) == pt->holders.end())
           return;
         sent_[m.device].clear();  // its cache is not what we thought
-        send_task(call, *pt, m.device, true);
+        send_task(*call, *pt, m.device, true);
       },
-      [&](event_atom, const fleet_event& ev) { on_event(ev, call); },
+      [&](event_atom, const fleet_event& ev) { on_event(ev, calls); },
       [&](const caf::down_msg& down) {
-        if (down.source == planner_.address()) on_planner_lost(call);
+        if (down.source == planner_.address()) on_planner_lost(calls);
       },
       caf::after(wait) >> [] {});
     const double now = seconds_now();
     if (now >= last_progress + opts_.tile_timeout_seconds) {
-      for (auto& pt : call.tiles)
-        if (!pt.done && !pt.holders.empty()) {
-          spdlog::warn("tile step {} gemm {} tile {} timed out on device {}; computing it here",
-                       step_, pt.key.gemm, pt.key.tile, pt.holders.front());
-          pt.holders.clear();
-          ++acc_.churn.tiles_timed_out;
-        }
+      for (auto& call : calls)
+        for (auto& pt : call.tiles)
+          if (!pt.done && !pt.holders.empty()) {
+            spdlog::warn("tile step {} gemm {} tile {} timed out on device {}; computing it here",
+                         step_, pt.key.gemm, pt.key.tile, pt.holders.front());
+            pt.holders.clear();
+            ++acc_.churn.tiles_timed_out;
+          }
       last_progress = now;
-    } else if (!speculated && now >= speculate_at && call.remaining > 0) {
+    } else if (!speculated && now >= speculate_at && remaining() > 0) {
       speculated = true;
-      speculate(call);
+      for (auto& call : calls)
+        if (call.remaining > 0) speculate(call);
     }
-    compute_unheld(call);
+    for (auto& call : calls) compute_unheld(call);
   }
-  if (call.failed_at >= 0) acc_.churn.recovery_seconds += seconds_now() - call.failed_at;
+  for (const auto& call : calls)
+    if (call.failed_at >= 0) acc_.churn.recovery_seconds += seconds_now() - call.failed_at;
 }
 
 void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b,
                             bool trans_b, mut_view<float> c, float beta) {
+  gemm_batch({{tag, a, trans_a, b, trans_b, c, beta}});
+}
+
+void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
   if (fleet_stale_) {
     if (auto err = refresh_fleet())
       spdlog::warn("{}; keeping the fleet as it was", describe(err));
   }
-  const auto t_issue = clock_type::now();
-  gemm_problem g;
-  g.m = c.rows;
-  g.n = c.cols;
-  g.k = trans_a ? a.rows : a.cols;
-  g.role = tag.role;
-  g.sharers = static_cast<int32_t>(opts_.shards);  // the other shards use the fleet meanwhile
-  const uint32_t seq = gemm_seq_++;
-  // Asked even with no device left: a known GEMM keeps its tiles (computed
-  // here, in the same order), so its numbers do not change.
-  const plan& p = plan_for(tag, g);
-  if (p.local || p.tiles.empty()) {
-    run_local(a, trans_a, b, trans_b, c, beta);
-    return;
+  // Every product's tiles go out before the wait: a layer's dX and dW keep
+  // the devices busy through each other's last tiles.
+  std::vector<gemm_call> calls;
+  calls.reserve(jobs.size());  // send_task keeps references into calls
+  double predicted = 0;
+  for (const auto& job : jobs) {
+    const auto t_issue = clock_type::now();
+    gemm_problem g;
+    g.m = job.c.rows;
+    g.n = job.c.cols;
+    g.k = job.trans_a ? job.a.rows : job.a.cols;
+    g.role = job.tag.role;
+    g.sharers = static_cast<int32_t>(opts_.shards);  // the other shards use the fleet meanwhile
+    const uint32_t seq = gemm_seq_++;
+    // Asked even with no device left: a known GEMM keeps its tiles (computed
+    // here, in the same order), so its numbers do not change.
+    const plan& p = plan_for(job.tag, g);
+    if (p.local || p.tiles.empty()) {
+      run_local(job.a, job.trans_a, job.b, job.trans_b, job.c, job.beta);
+      continue;
+    }
+    auto& call = calls.emplace_back();
+    call.id = gemm_id(seq);
+    call.in = inputs{job.a, job.b, job.trans_a, job.trans_b,
+                     snapshots_.acquire(static_cast<size_t>(job.a.rows * job.a.cols)),
+                     snapshots_.acquire(static_cast<size_t>(job.b.rows * job.b.cols))};
+    call.tiles.resize(p.tiles.size());
+    call.remaining = p.tiles.size();
+    call.c = job.c;
+    for (size_t i = 0; i < call.tiles.size(); ++i) call.tiles[i].where = p.tiles[i];
+    order_folds(call, job.beta);
+    for (size_t i = 0; i < call.tiles.size(); ++i) {
+      auto& pt = call.tiles[i];
+      const tile& t = pt.where.t;
+      pt.key = tile_key{step_, call.id, static_cast<uint32_t>(i)};
+      pt.a = locate(job.a, job.trans_a, t.m0, t.m1, t.k0, t.k1, 0, call.blocks);
+      pt.b = locate(job.b, job.trans_b, t.k0, t.k1, t.n0, t.n1, 1, call.blocks);
+      if (fleet_.count(pt.where.device) != 0) send_task(call, pt, pt.where.device, false);
+    }
+    acc_.tiles += call.tiles.size();
+    acc_.totals.predicted_wait_seconds += p.predicted_seconds;
+    predicted += p.predicted_seconds;
+    acc_.totals.issue_seconds += seconds_since(t_issue);
   }
-  gemm_call call;
-  call.in = inputs{a, b, trans_a, trans_b, snapshots_.acquire(static_cast<size_t>(a.rows * a.cols)),
-                   snapshots_.acquire(static_cast<size_t>(b.rows * b.cols))};
-  call.tiles.resize(p.tiles.size());
-  call.remaining = p.tiles.size();
-  call.c = c;
-  for (size_t i = 0; i < call.tiles.size(); ++i) call.tiles[i].where = p.tiles[i];
-  order_folds(call, beta);
-  for (size_t i = 0; i < call.tiles.size(); ++i) {
-    auto& pt = call.tiles[i];
-    const tile& t = pt.where.t;
-    pt.key = tile_key{step_, gemm_id(seq), static_cast<uint32_t>(i)};
-    pt.a = locate(a, trans_a, t.m0, t.m1, t.k0, t.k1, 0, call.blocks);
-    pt.b = locate(b, trans_b, t.k0, t.k1, t.n0, t.n1, 1, call.blocks);
-    if (fleet_.count(pt.where.device) != 0) send_task(call, pt, pt.where.device, false);
-  }
-  acc_.tiles += call.tiles.size();
-  acc_.totals.predicted_wait_seconds += p.predicted_seconds;
+  if (calls.empty()) return;
 
   const auto t_wait = clock_type::now();
-  acc_.totals.issue_seconds += std::chrono::duration<double>(t_wait - t_issue).count();
-  wait_for(call, p.predicted_seconds);
+  wait_for(calls, predicted);
   // Results were folded into C as they came: that time is the assembly's.
-  acc_.totals.wait_seconds += seconds_since(t_wait) - call.fold_seconds;
-  acc_.totals.allgather_seconds += call.fold_seconds;
+  double fold_seconds = 0;
+  for (const auto& call : calls) fold_seconds += call.fold_seconds;
+  acc_.totals.wait_seconds += seconds_since(t_wait) - fold_seconds;
+  acc_.totals.allgather_seconds += fold_seconds;
 }
 
 }  // namespace cleave

@@ -113,6 +113,8 @@ class distributed_gemm final : public gemm_engine<float> {
 
   void gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b, bool trans_b,
             mut_view<float> c, float beta) override;
+  // The products' tiles are all in flight before the engine waits.
+  void gemm_batch(const std::vector<gemm_job<float>>& jobs) override;
 
   runtime_accounts accounts() const;
 
@@ -163,6 +165,7 @@ class distributed_gemm final : public gemm_engine<float> {
 
   // One GEMM's tiles in flight.
   struct gemm_call {
+    uint32_t id = 0;  // gemm_id(seq): the key its tiles carry
     inputs in;
     block_states blocks;
     std::vector<pending_tile> tiles;
@@ -176,9 +179,9 @@ class distributed_gemm final : public gemm_engine<float> {
   caf::error ask_fleet();
   const plan& plan_for(gemm_tag tag, const gemm_problem& g);
   plan replaced(const plan& p);
-  void on_event(const fleet_event& ev, gemm_call& call);
-  void on_planner_lost(gemm_call& call);
-  void wait_for(gemm_call& call, double predicted_seconds);
+  void on_event(const fleet_event& ev, std::vector<gemm_call>& calls);
+  void on_planner_lost(std::vector<gemm_call>& calls);
+  void wait_for(std::vector<gemm_call>& calls, double predicted_seconds);
   void speculate(gemm_call& call);
   void compute_unheld(gemm_call& call);
   int32_t least_loaded(const gemm_call& call, const pending_tile& p) const;
