@@ -1,5 +1,6 @@
 #include "actors/ps/sharded_ps.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "actors/ps/elapsed.hpp"
@@ -97,6 +98,39 @@ void sharded_ps::gather_moments() {
 
 void sharded_ps::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b,
                       bool trans_b, mut_view<float> c, float beta) {
+  gemm_batch({{tag, a, trans_a, b, trans_b, c, beta}});
+}
+
+void sharded_ps::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
+  std::vector<std::vector<gemm_job<float>>> per_shard(engines_.size());
+  std::vector<reduction> reductions;
+  partials_.resize(std::max(partials_.size(), jobs.size()));
+  for (const auto& job : jobs) split(job, per_shard, reductions);
+  const bool only_first = std::all_of(per_shard.begin() + 1, per_shard.end(),
+                                      [](const auto& v) { return v.empty(); });
+  if (only_first)
+    engines_[0]->gemm_batch(per_shard[0]);
+  else
+    pool_.run([&](int s) {
+      auto& mine = per_shard[static_cast<size_t>(s)];
+      if (!mine.empty()) engines_[static_cast<size_t>(s)]->gemm_batch(mine);
+    });
+  const auto t0 = clock_type::now();
+  for (const auto& r : reductions) {
+    auto cm = r.c.map();
+    if (r.beta == 0.0f)
+      cm.setZero();
+    else if (r.beta != 1.0f)
+      cm *= r.beta;
+    for (const auto& part : *r.partials) cm += part.map();
+  }
+  if (!reductions.empty()) exchange_seconds_ += seconds_since(t0);
+}
+
+void sharded_ps::split(const gemm_job<float>& job,
+                       std::vector<std::vector<gemm_job<float>>>& per_shard,
+                       std::vector<reduction>& reductions) {
+  const auto& [tag, a, trans_a, b, trans_b, c, beta] = job;
   // A weight product is recognised by the weight's (or its gradient's)
   // storage and the transposes linear_forward / linear_backward use.
   auto find = [](const auto& map, const float* key) {
@@ -119,49 +153,44 @@ void sharded_ps::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_vie
     if (!whole) w = nullptr;
   }
   if (w == nullptr) {
-    engines_[0]->gemm(tag, a, trans_a, b, trans_b, c, beta);
+    per_shard[0].push_back(job);
     return;
   }
   const bool by_columns = w->slices[0].where.axis == shard_axis::columns;
-  auto slice = [&](int s) -> slice_state& { return w->slices[static_cast<size_t>(s)]; };
 
   // The product's reduction dimension is the split one: partial sums.
   if ((role == gemm_role::forward && !by_columns) || (role == gemm_role::grad_input && by_columns)) {
-    partials_.resize(engines_.size());
-    pool_.run([&](int s) {
-      auto& st = slice(s);
-      auto& out = partials_[static_cast<size_t>(s)];
+    auto& partials = partials_[reductions.size()];
+    partials.resize(engines_.size());
+    reductions.push_back({c, beta, &partials});
+    for (size_t s = 0; s < engines_.size(); ++s) {
+      auto& st = w->slices[s];
+      auto& out = partials[s];
       out.resize(c.rows, c.cols);
-      if (st.where.range.size() == 0) return out.zero();
-      engines_[static_cast<size_t>(s)]->gemm(tag, columns_of(a, st.where.range), false,
-                                             st.value.view(), role == gemm_role::grad_input,
-                                             out.view(), 0.0f);
-    });
-    const auto t0 = clock_type::now();
-    auto cm = c.map();
-    if (beta == 0.0f)
-      cm.setZero();
-    else if (beta != 1.0f)
-      cm *= beta;
-    for (const auto& part : partials_) cm += part.map();
-    exchange_seconds_ += seconds_since(t0);
+      if (st.where.range.size() == 0) {
+        out.zero();
+        continue;
+      }
+      per_shard[s].push_back({tag, columns_of(a, st.where.range), false, st.value.view(),
+                              role == gemm_role::grad_input, out.view(), 0.0f});
+    }
     return;
   }
   // Otherwise every shard writes its own columns of c, or its own gradient.
-  pool_.run([&](int s) {
-    auto& st = slice(s);
+  for (size_t s = 0; s < engines_.size(); ++s) {
+    auto& st = w->slices[s];
     const auto& r = st.where.range;
-    if (r.size() == 0) return;
-    auto& eng = *engines_[static_cast<size_t>(s)];
+    if (r.size() == 0) continue;
+    auto& mine = per_shard[s];
     if (role == gemm_role::forward)  // columns
-      eng.gemm(tag, a, false, st.value.view(), false, columns_of(c, r), beta);
+      mine.push_back({tag, a, false, st.value.view(), false, columns_of(c, r), beta});
     else if (role == gemm_role::grad_input)  // rows
-      eng.gemm(tag, a, false, st.value.view(), true, columns_of(c, r), beta);
+      mine.push_back({tag, a, false, st.value.view(), true, columns_of(c, r), beta});
     else if (by_columns)  // dW[:, r] = X^T dY[:, r]
-      eng.gemm(tag, a, true, columns_of(b, r), false, st.grad.view(), beta);
+      mine.push_back({tag, a, true, columns_of(b, r), false, st.grad.view(), beta});
     else  // dW[r, :] = X[:, r]^T dY
-      eng.gemm(tag, columns_of(a, r), true, b, false, st.grad.view(), beta);
-  });
+      mine.push_back({tag, columns_of(a, r), true, b, false, st.grad.view(), beta});
+  }
 }
 
 }  // namespace cleave

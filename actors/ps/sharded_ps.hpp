@@ -49,6 +49,8 @@ class sharded_ps final : public gemm_engine<float> {
 
   void gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b, bool trans_b,
             mut_view<float> c, float beta) override;
+  // Each shard runs its share of every product as one batch of its own.
+  void gemm_batch(const std::vector<gemm_job<float>>& jobs) override;
 
  private:
   struct slice_state {
@@ -64,7 +66,18 @@ class sharded_ps final : public gemm_engine<float> {
   shard_pool pool_;
   std::vector<owned> params_;
   std::unordered_map<const float*, owned*> by_value_, by_grad_;
-  std::vector<tensor> partials_;
+  // A product summed from the shards' partial products (its reduction
+  // dimension is the split one), and where each shard's partial goes.
+  struct reduction {
+    mut_view<float> c;
+    float beta;
+    std::vector<tensor>* partials;
+  };
+  // Adds job's share for each shard to per_shard; a product whose shards
+  // produce partial sums also gets a reduction.
+  void split(const gemm_job<float>& job, std::vector<std::vector<gemm_job<float>>>& per_shard,
+             std::vector<reduction>& reductions);
+  std::vector<std::vector<tensor>> partials_;  // per reduction of a batch, one per shard
   double exchange_seconds_ = 0;
 };
 
