@@ -621,8 +621,12 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
     }
     for (auto& call : calls) compute_unheld(call);
   }
+  // One recovery per batch: from its first failure until all its products are done.
+  double failed_at = std::numeric_limits<double>::infinity();
   for (const auto& call : calls)
-    if (call.failed_at >= 0) acc_.churn.recovery_seconds += seconds_now() - call.failed_at;
+    if (call.failed_at >= 0) failed_at = std::min(failed_at, call.failed_at);
+  if (failed_at < std::numeric_limits<double>::infinity())
+    acc_.churn.recovery_seconds += seconds_now() - failed_at;
 }
 
 void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b,

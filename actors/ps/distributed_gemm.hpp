@@ -55,7 +55,7 @@ struct churn_account {
   uint64_t speculative_tiles = 0;   // copies of a straggler's tiles
   uint64_t tiles_timed_out = 0;     // given up on after --tile-timeout
   uint64_t tiles_at_ps = 0;         // tiles of split GEMMs the PS computed (no device could)
-  double recovery_seconds = 0;      // from a failure until its GEMM completed, summed
+  double recovery_seconds = 0;      // from a failure until its batch of GEMMs completed, summed
 };
 
 // Everything the engine counted, as of one moment.
