@@ -147,8 +147,9 @@ class distributed_gemm final : public gemm_engine<float> {
     bool speculated = false;
     bool done = false;
     std::vector<float> result;
-    // Folding into C: after the tile `after` (the one before it on the same
-    // block of C, or -1), and copied rather than added when it is the first.
+    // Folding into C: a tile is added after `after` (the tile before it on
+    // the same block of C, or -1) and before `then` (the next one, or -1);
+    // the first on its block is copied instead when beta is 0.
     int32_t after = -1;
     int32_t then = -1;
     bool copies = false;
