@@ -250,14 +250,21 @@ void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float>
 
 distributed_gemm::block_ref distributed_gemm::locate(const_view<float> m, bool trans, int64_t r0,
                                                      int64_t r1, int64_t c0, int64_t c1, int which,
-                                                     block_states& blocks) {
+                                                     block_states& blocks, batch_keys& batch) {
   // (r0, r1, c0, c1) are ranges of op(m); the block travels as stored.
   if (trans) {
     std::swap(r0, c0);
     std::swap(r1, c1);
   }
   auto [it, fresh] = blocks.try_emplace(std::make_tuple(which, r0, r1, c0, c1));
-  if (fresh) it->second.key = block_key(m.data + r0 * m.ld + c0, r1 - r0, c1 - c0, m.ld);
+  if (fresh) {
+    // Memory no product of the batch writes: the same block of it, read by
+    // another product (dY is dX's A and dW's B), has the same key.
+    const float* at = m.data + r0 * m.ld + c0;
+    auto [known, first] = batch.try_emplace(std::make_tuple(at, r1 - r0, c1 - c0, m.ld));
+    if (first) known->second = block_key(at, r1 - r0, c1 - c0, m.ld);
+    it->second.key = known->second;
+  }
   return {which, r0, r1, c0, c1, it->second.key};
 }
 
@@ -643,6 +650,7 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
   // the devices busy through each other's last tiles.
   std::vector<gemm_call> calls;
   calls.reserve(jobs.size());  // send_task keeps references into calls
+  batch_keys keys;
   double predicted = 0;
   for (const auto& job : jobs) {
     const auto t_issue = clock_type::now();
@@ -674,8 +682,8 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
       auto& pt = call.tiles[i];
       const tile& t = pt.where.t;
       pt.key = tile_key{step_, call.id, static_cast<uint32_t>(i)};
-      pt.a = locate(job.a, job.trans_a, t.m0, t.m1, t.k0, t.k1, 0, call.blocks);
-      pt.b = locate(job.b, job.trans_b, t.k0, t.k1, t.n0, t.n1, 1, call.blocks);
+      pt.a = locate(job.a, job.trans_a, t.m0, t.m1, t.k0, t.k1, 0, call.blocks, keys);
+      pt.b = locate(job.b, job.trans_b, t.k0, t.k1, t.n0, t.n1, 1, call.blocks, keys);
       if (fleet_.count(pt.where.device) != 0) send_task(call, pt, pt.where.device, false);
     }
     acc_.tiles += call.tiles.size();

@@ -189,10 +189,12 @@ class distributed_gemm final : public gemm_engine<float> {
   uint32_t gemm_id(uint32_t seq) const { return seq * opts_.shards + opts_.shard; }
   void run_local(const_view<float> a, bool ta, const_view<float> b, bool tb, mut_view<float> c,
                  float beta);
+  // Keys of the blocks a batch has hashed, by where they are and their shape.
+  using batch_keys = std::map<std::tuple<const float*, int64_t, int64_t, int64_t>, uint64_t>;
   // The block of op(m) at rows [r0, r1) and columns [c0, c1), hashed the
-  // first time this call needs it.
+  // first time the batch needs it.
   static block_ref locate(const_view<float> m, bool trans, int64_t r0, int64_t r1, int64_t c0,
-                          int64_t c1, int which, block_states& blocks);
+                          int64_t c1, int which, block_states& blocks, batch_keys& batch);
   // The operand a task carries for `ref`: its values (copied into the
   // snapshot if they are not there yet) or only its key.
   static operand cut(gemm_call& call, const block_ref& ref, bool with_data);
