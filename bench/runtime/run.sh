@@ -35,6 +35,14 @@ for round in 1 2 3; do
   r0=$(get "$work/o0-$round.json" 'd["median_step_seconds"]')
   get "$work/o16-$round.json" "'   round $round: reference %.3f s, 16 devices %.3f s, ratio %.3f (tiles/step %.0f, devices used %d); with --ps-shards=2 ratio %.3f' % ($r0, d['median_step_seconds'], d['median_step_seconds']/$r0, d['tiles']/d['steps'], sum(1 for x in d['per_device'] if x['tiles']), $(get "$work/o16s2-$round.json" 'd["median_step_seconds"]')/$r0)"
 done
+python3 - "$work" <<'PY'
+import json, statistics, sys
+work = sys.argv[1]
+step = lambda f: json.load(open(f"{work}/{f}.json"))["median_step_seconds"]
+for label, stem in (("one shard", "o16"), ("two shards", "o16s2")):
+    ratios = [step(f"{stem}-{r}") / step(f"o0-{r}") for r in (1, 2, 3)]
+    print(f"   median ratio over the rounds, {label}: {statistics.median(ratios):.3f}")
+PY
 get "$work/o16-3.json" "'   step split of round 3 (s/step): ' + ', '.join('%s %.3f' % kv for kv in sorted(d['step_split_seconds'].items())) + ', PS issue time per tile %.3f ms' % (1e3 * d['ps_seconds_per_tile'])"
 
 echo "== (b) traffic scaling: gpt small, 'vm' devices, bytes down per device per step"
