@@ -153,6 +153,19 @@ TEST(block_key, depends_on_content_shape_and_only_the_block) {
   EXPECT_EQ(block_key(m.data(), 3, 8, 8), before);
   m[2 * 8 + 7] = -1;  // inside
   EXPECT_NE(block_key(m.data(), 3, 8, 8), before);
+  // Hashing while copying gives the same key and an exact copy at the
+  // destination's stride, leaving the rest of the destination alone; a
+  // row longer than one 16-float stripe has a tail.
+  std::vector<float> wide(3 * 40);
+  for (size_t i = 0; i < wide.size(); ++i) wide[i] = 0.5f * static_cast<float>(i);
+  std::vector<float> dst(4 * 50, 7.0f);
+  EXPECT_EQ(block_key(wide.data() + 40 + 1, 2, 37, 40, dst.data() + 50 + 2, 50),
+            block_key(wide.data() + 40 + 1, 2, 37, 40));
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 50; ++c) {
+      const bool inside = r >= 1 && r <= 2 && c >= 2 && c < 39;
+      EXPECT_EQ(dst[r * 50 + c], inside ? wide[r * 40 + 1 + (c - 2)] : 7.0f) << r << "," << c;
+    }
 }
 
 TEST(fleet_file, presets_overrides_counts_and_refusals) {

@@ -18,7 +18,8 @@ uint64_t block_bytes(const cached_block& b) {
 
 }  // namespace
 
-uint64_t block_key(const float* data, int64_t rows, int64_t cols, int64_t ld) {
+uint64_t block_key(const float* data, int64_t rows, int64_t cols, int64_t ld, float* copy_to,
+                   int64_t copy_ld) {
   // Sixteen 32-bit lanes take 64 bytes at a time, after XXH3's accumulate
   // step: a lane adds its word and the product of its word and its
   // neighbour's, each xored with a salt that depends on the position. No
@@ -37,15 +38,18 @@ uint64_t block_key(const float* data, int64_t rows, int64_t cols, int64_t ld) {
   };
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = data + r * ld;
+    float* dst = copy_to != nullptr ? copy_to + r * copy_ld : nullptr;
     int64_t c = 0;
     for (; c + stripe <= cols; c += stripe) {
       lanes w;
       std::memcpy(&w, row + c, sizeof(w));
+      if (dst != nullptr) std::memcpy(dst + c, &w, sizeof(w));  // the copy costs no second read
       take(w);
     }
     if (c < cols) {  // the row's tail, zero-padded: the shape is hashed below
       lanes w = {};
       std::memcpy(&w, row + c, static_cast<size_t>(cols - c) * sizeof(float));
+      if (dst != nullptr) std::memcpy(dst + c, row + c, static_cast<size_t>(cols - c) * sizeof(float));
       take(w);
     }
   }

@@ -170,6 +170,7 @@ caf::error distributed_gemm::begin_step(uint64_t step) {
   gemm_seq_ = 0;
   forward_plans_.clear();
   sent_.clear();
+  read_this_step_.clear();
   return refresh_fleet();
 }
 
@@ -248,21 +249,33 @@ void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float>
   ++acc_.local_gemms;
 }
 
-distributed_gemm::block_ref distributed_gemm::locate(const_view<float> m, bool trans, int64_t r0,
-                                                     int64_t r1, int64_t c0, int64_t c1, int which,
-                                                     block_states& blocks, batch_keys& batch) {
+distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which, int64_t r0,
+                                                     int64_t r1, int64_t c0, int64_t c1,
+                                                     batch_keys& batch) {
+  const bool is_a = which == 0;
+  const auto& m = is_a ? call.in.a : call.in.b;
   // (r0, r1, c0, c1) are ranges of op(m); the block travels as stored.
-  if (trans) {
+  if (is_a ? call.in.trans_a : call.in.trans_b) {
     std::swap(r0, c0);
     std::swap(r1, c1);
   }
-  auto [it, fresh] = blocks.try_emplace(std::make_tuple(which, r0, r1, c0, c1));
+  auto [it, fresh] = call.blocks.try_emplace(std::make_tuple(which, r0, r1, c0, c1));
   if (fresh) {
     // Memory no product of the batch writes: the same block of it, read by
     // another product (dY is dX's A and dW's B), has the same key.
     const float* at = m.data + r0 * m.ld + c0;
-    auto [known, first] = batch.try_emplace(std::make_tuple(at, r1 - r0, c1 - c0, m.ld));
-    if (first) known->second = block_key(at, r1 - r0, c1 - c0, m.ld);
+    const auto where = std::make_tuple(at, r1 - r0, c1 - c0, m.ld);
+    auto [known, first] = batch.try_emplace(where);
+    if (first) {
+      // A block first read this step is new to every device, so it will be
+      // sent: copy it in the pass that hashes it. One read before (W in
+      // dX, X in dW) is likely held by a device: hash only.
+      const bool seen = !read_this_step_.insert(where).second;
+      auto& snap = is_a ? call.in.a_snapshot : call.in.b_snapshot;
+      known->second = block_key(at, r1 - r0, c1 - c0, m.ld,
+                                seen ? nullptr : snap->data() + r0 * m.cols + c0, m.cols);
+      it->second.copied = !seen;
+    }
     it->second.key = known->second;
   }
   return {which, r0, r1, c0, c1, it->second.key};
@@ -682,8 +695,8 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
       auto& pt = call.tiles[i];
       const tile& t = pt.where.t;
       pt.key = tile_key{step_, call.id, static_cast<uint32_t>(i)};
-      pt.a = locate(job.a, job.trans_a, t.m0, t.m1, t.k0, t.k1, 0, call.blocks, keys);
-      pt.b = locate(job.b, job.trans_b, t.k0, t.k1, t.n0, t.n1, 1, call.blocks, keys);
+      pt.a = locate(call, 0, t.m0, t.m1, t.k0, t.k1, keys);
+      pt.b = locate(call, 1, t.k0, t.k1, t.n0, t.n1, keys);
       if (fleet_.count(pt.where.device) != 0) send_task(call, pt, pt.where.device, false);
     }
     acc_.tiles += call.tiles.size();

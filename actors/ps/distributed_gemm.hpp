@@ -189,12 +189,14 @@ class distributed_gemm final : public gemm_engine<float> {
   uint32_t gemm_id(uint32_t seq) const { return seq * opts_.shards + opts_.shard; }
   void run_local(const_view<float> a, bool ta, const_view<float> b, bool tb, mut_view<float> c,
                  float beta);
-  // Keys of the blocks a batch has hashed, by where they are and their shape.
-  using batch_keys = std::map<std::tuple<const float*, int64_t, int64_t, int64_t>, uint64_t>;
-  // The block of op(m) at rows [r0, r1) and columns [c0, c1), hashed the
-  // first time the batch needs it.
-  static block_ref locate(const_view<float> m, bool trans, int64_t r0, int64_t r1, int64_t c0,
-                          int64_t c1, int which, block_states& blocks, batch_keys& batch);
+  // Where a block is in memory and its shape (rows, cols, row stride).
+  using block_place = std::tuple<const float*, int64_t, int64_t, int64_t>;
+  // Keys of the blocks a batch has hashed, by place.
+  using batch_keys = std::map<block_place, uint64_t>;
+  // The block of op(A) (which 0) or op(B) (1) of the call at rows [r0, r1)
+  // and columns [c0, c1), hashed the first time the batch needs it.
+  block_ref locate(gemm_call& call, int which, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                   batch_keys& batch);
   // The operand a task carries for `ref`: its values (copied into the
   // snapshot if they are not there yet) or only its key.
   static operand cut(gemm_call& call, const block_ref& ref, bool with_data);
@@ -228,6 +230,7 @@ class distributed_gemm final : public gemm_engine<float> {
   plan unplanned_;  // the local plan of a GEMM the planner did not answer for
   std::map<uint32_t, plan> forward_plans_;  // this step's, by layer tag, for mirroring
   std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
+  std::set<block_place> read_this_step_;  // places of the blocks hashed this step
   runtime_accounts acc_;
   snapshot_pool snapshots_;
   step_predictor predictor_;
