@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <thread>
@@ -252,10 +251,9 @@ void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float>
 distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which, int64_t r0,
                                                      int64_t r1, int64_t c0, int64_t c1,
                                                      batch_keys& batch) {
-  const bool is_a = which == 0;
-  const auto& m = is_a ? call.in.a : call.in.b;
+  const auto m = call.in.live(which);
   // (r0, r1, c0, c1) are ranges of op(m); the block travels as stored.
-  if (is_a ? call.in.trans_a : call.in.trans_b) {
+  if (call.in.transposed(which)) {
     std::swap(r0, c0);
     std::swap(r1, c1);
   }
@@ -271,9 +269,9 @@ distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which,
       // sent: copy it in the pass that hashes it. One read before (W in
       // dX, X in dW) is likely held by a device: hash only.
       const bool seen = !read_this_step_.insert(where).second;
-      auto& snap = is_a ? call.in.a_snapshot : call.in.b_snapshot;
       known->second = block_key(at, r1 - r0, c1 - c0, m.ld,
-                                seen ? nullptr : snap->data() + r0 * m.cols + c0, m.cols);
+                                seen ? nullptr : call.in.snapshot(which).data() + r0 * m.cols + c0,
+                                m.cols);
       it->second.copied = !seen;
     }
     it->second.key = known->second;
@@ -282,24 +280,23 @@ distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which,
 }
 
 operand distributed_gemm::cut(gemm_call& call, const block_ref& ref, bool with_data) {
-  const bool is_a = ref.which == 0;
-  const auto& live = is_a ? call.in.a : call.in.b;
+  const auto live = call.in.live(ref.which);
   operand op;
   op.key = ref.key;
   op.rows = ref.r1 - ref.r0;
   op.cols = ref.c1 - ref.c0;
-  op.trans = is_a ? call.in.trans_a : call.in.trans_b;
+  op.trans = call.in.transposed(ref.which);
   if (!with_data) return op;
-  auto& snap = is_a ? call.in.a_snapshot : call.in.b_snapshot;
   const int64_t ld = live.cols;  // the snapshot is the operand, packed
   auto& state = call.blocks.at(std::make_tuple(ref.which, ref.r0, ref.r1, ref.c0, ref.c1));
   if (!state.copied) {
+    float* snap = call.in.snapshot(ref.which).data();
     for (int64_t r = ref.r0; r < ref.r1; ++r)
-      std::memcpy(snap->data() + r * ld + ref.c0, live.data + r * live.ld + ref.c0,
+      std::memcpy(snap + r * ld + ref.c0, live.data + r * live.ld + ref.c0,
                   static_cast<size_t>(op.cols) * sizeof(float));
     state.copied = true;
   }
-  op.shared = snap;
+  op.shared = call.in.shared(ref.which);
   op.offset = ref.r0 * ld + ref.c0;
   op.ld = ld;
   return op;

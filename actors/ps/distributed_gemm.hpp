@@ -130,6 +130,13 @@ class distributed_gemm final : public gemm_engine<float> {
     const_view<float> a, b;
     bool trans_a, trans_b;
     std::shared_ptr<std::vector<float>> a_snapshot, b_snapshot;  // filled block by block
+    // By operand: A (which 0) or B (1).
+    const_view<float> live(int which) const { return which == 0 ? a : b; }
+    bool transposed(int which) const { return which == 0 ? trans_a : trans_b; }
+    std::vector<float>& snapshot(int which) const { return which == 0 ? *a_snapshot : *b_snapshot; }
+    const std::shared_ptr<std::vector<float>>& shared(int which) const {
+      return which == 0 ? a_snapshot : b_snapshot;
+    }
   };
 
   struct block_ref {  // a block of A (which 0) or B (1) as stored, and its content key
