@@ -5,6 +5,8 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
+#include <initializer_list>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -32,13 +34,58 @@ void check_dims(const char* what, int64_t rows, int64_t cols, int64_t batch, int
                                 ", heads=" + std::to_string(heads) + ")");
 }
 
-// The (sample, head) problems are independent. With the local engine (which
-// is stateless) they run in parallel, one per thread, each product
-// single-threaded; any other engine gets them in order from this thread.
+// The (sample, head) problems are independent. When the engine computes all
+// their products here, the problems run in parallel, one per thread, each
+// product single-threaded through gemm_local; otherwise the engine gets the
+// products in order from this thread.
+struct head_product {
+  gemm_tag tag;
+  int64_t m, n, k;
+};
+
 template <class T>
-bool parallel_heads(gemm_engine<T>& eng, int64_t problems, int nt) {
-  return nt > 1 && problems >= nt && dynamic_cast<local_gemm_engine<T>*>(&eng) != nullptr;
-}
+class head_products {
+ public:
+  head_products(gemm_engine<T>& eng, std::initializer_list<head_product> shapes, int64_t problems)
+      : eng_(eng), threads_(compute_threads()) {
+    parallel_ = threads_ > 1 && problems >= threads_;
+    for (const auto& s : shapes) parallel_ = parallel_ && eng.computes_here(s.tag, s.m, s.n, s.k);
+    seconds_.assign(static_cast<size_t>(threads_), 0.0);
+  }
+  // The engine's accounts get the time as if the threads had shared it evenly.
+  ~head_products() {
+    if (!parallel_ || products_ == 0) return;
+    double total = 0;
+    for (double s : seconds_) total += s;
+    eng_.add_local_seconds(total / threads_, products_);
+  }
+  head_products(const head_products&) = delete;
+  head_products& operator=(const head_products&) = delete;
+
+  bool parallel() const { return parallel_; }
+  int threads() const { return threads_; }
+
+  void operator()(gemm_tag tag, const_view<T> a, bool trans_a, const_view<T> b, bool trans_b,
+                  mut_view<T> c) {
+    if (!parallel_) {
+      eng_.gemm(tag, a, trans_a, b, trans_b, c, T(0));
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    gemm_local<T>(a, trans_a, b, trans_b, c, T(0));
+    seconds_[static_cast<size_t>(omp_get_thread_num())] +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+#pragma omp atomic
+    ++products_;
+  }
+
+ private:
+  gemm_engine<T>& eng_;
+  int threads_;
+  bool parallel_ = false;
+  std::vector<double> seconds_;  // per thread
+  int64_t products_ = 0;
+};
 
 // In-place causal softmax of S * scale for a [seq, seq] block (row i keeps
 // columns 0..i; the rest become 0).
@@ -87,6 +134,11 @@ void attention_forward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T
   const T scale = T(1) / std::sqrt(T(dh));
   const T* base = qkv.data();
 
+  const int64_t problems = batch * heads;
+  head_products<T> product(eng,
+                           {{{layer, gemm_role::attn_scores}, seq, seq, dh},
+                            {{layer, gemm_role::attn_values}, seq, dh, seq}},
+                           problems);
   auto one = [&](int64_t bh) {
     const int64_t b = bh / heads, h = bh % heads;
     const T* rows = base + b * seq * ld;
@@ -95,15 +147,13 @@ void attention_forward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T
     const const_view<T> v{rows + 2 * d + h * dh, seq, dh, ld};
     const mut_view<T> p = probs.rows_view(bh * seq, seq);
     const mut_view<T> o{out.data() + b * seq * d + h * dh, seq, dh, d};
-    eng.gemm({layer, gemm_role::attn_scores}, q, false, k, true, p, T(0));
+    product({layer, gemm_role::attn_scores}, q, false, k, true, p);
     causal_softmax(p.data, seq, p.ld, scale);
-    eng.gemm({layer, gemm_role::attn_values}, p, false, v, false, o, T(0));
+    product({layer, gemm_role::attn_values}, p, false, v, false, o);
   };
 
-  const int64_t problems = batch * heads;
-  const int nt = compute_threads();
-  if (parallel_heads(eng, problems, nt)) {
-#pragma omp parallel for num_threads(nt) schedule(static)
+  if (product.parallel()) {
+#pragma omp parallel for num_threads(product.threads()) schedule(static)
     for (int64_t bh = 0; bh < problems; ++bh) one(bh);
   } else {
     for (int64_t bh = 0; bh < problems; ++bh) one(bh);
@@ -125,6 +175,9 @@ void attention_backward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<
   const T* base = qkv.data();
   T* gbase = dqkv.data();
 
+  const int64_t problems = batch * heads;
+  const gemm_tag tag{layer, gemm_role::attn_grad};
+  head_products<T> product(eng, {{tag, seq, dh, seq}, {tag, seq, seq, dh}}, problems);
   auto one = [&](int64_t bh, std::vector<T>& scratch) {
     const int64_t b = bh / heads, h = bh % heads;
     const T* rows = base + b * seq * ld;
@@ -139,18 +192,15 @@ void attention_backward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<
     const mut_view<T> dv{grows + 2 * d + h * dh, seq, dh, ld};
     scratch.resize(static_cast<size_t>(seq * seq));
     const mut_view<T> ds{scratch.data(), seq, seq, seq};
-    const gemm_tag tag{layer, gemm_role::attn_grad};
-    eng.gemm(tag, p, true, dov, false, dv, T(0));   // dV = P^T dO
-    eng.gemm(tag, dov, false, v, true, ds, T(0));   // dP = dO V^T
+    product(tag, p, true, dov, false, dv);    // dV = P^T dO
+    product(tag, dov, false, v, true, ds);    // dP = dO V^T
     softmax_grad(p.data, p.ld, ds.data, seq, scale);  // dS
-    eng.gemm(tag, ds, false, k, false, dq, T(0));   // dQ = dS K
-    eng.gemm(tag, ds, true, q, false, dk, T(0));    // dK = dS^T Q
+    product(tag, ds, false, k, false, dq);    // dQ = dS K
+    product(tag, ds, true, q, false, dk);     // dK = dS^T Q
   };
 
-  const int64_t problems = batch * heads;
-  const int nt = compute_threads();
-  if (parallel_heads(eng, problems, nt)) {
-#pragma omp parallel num_threads(nt)
+  if (product.parallel()) {
+#pragma omp parallel num_threads(product.threads())
     {
       thread_local std::vector<T> scratch;
 #pragma omp for schedule(static)

@@ -53,6 +53,16 @@ class gemm_engine {
   virtual void gemm_batch(const std::vector<gemm_job<T>>& jobs) {
     for (const auto& j : jobs) gemm(j.tag, j.a, j.trans_a, j.b, j.trans_b, j.c, j.beta);
   }
+  // Whether the engine computes an m x n product with inner dimension k and
+  // this tag right here, through gemm_local, without keeping state for it.
+  // A caller with many independent such products (attention's heads) may
+  // then run them at once on its own threads through gemm_local, and hand
+  // the time they took to add_local_seconds. An engine that cannot tell
+  // says no, and gets every product through gemm.
+  virtual bool computes_here(gemm_tag, int64_t /*m*/, int64_t /*n*/, int64_t /*k*/) {
+    return false;
+  }
+  virtual void add_local_seconds(double /*seconds*/, int64_t /*products*/) {}
 };
 
 // Runs on this process's cores through Eigen (threads: set_compute_threads).
@@ -61,6 +71,7 @@ class local_gemm_engine final : public gemm_engine<T> {
  public:
   void gemm(gemm_tag tag, const_view<T> a, bool trans_a, const_view<T> b, bool trans_b,
             mut_view<T> c, T beta) override;
+  bool computes_here(gemm_tag, int64_t, int64_t, int64_t) override { return true; }
 };
 
 // The plain product both engines bottom out in; also what a device computes

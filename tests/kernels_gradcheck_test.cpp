@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -92,14 +94,28 @@ double max_abs(const dt& a) {
   return m;
 }
 
-// Forwards every product to gemm_local and records the tags.
+// Forwards every product to gemm_local and records the tags. Says it
+// computes here the products `here` accepts (none by default), and records
+// what it was asked and the local time it was handed.
 template <class T>
 struct recording_engine final : gemm_engine<T> {
   std::vector<gemm_tag> tags;
+  std::function<bool(gemm_tag, int64_t, int64_t, int64_t)> here;
+  std::vector<std::array<int64_t, 4>> asked;  // role, m, n, k
+  int64_t local_products = 0;
+  double local_seconds = 0;
   void gemm(gemm_tag tag, const_view<T> a, bool ta, const_view<T> b, bool tb, mut_view<T> c,
             T beta) override {
     tags.push_back(tag);
     gemm_local<T>(a, ta, b, tb, c, beta);
+  }
+  bool computes_here(gemm_tag tag, int64_t m, int64_t n, int64_t k) override {
+    asked.push_back({static_cast<int64_t>(tag.role), m, n, k});
+    return here && here(tag, m, n, k);
+  }
+  void add_local_seconds(double seconds, int64_t products) override {
+    local_seconds += seconds;
+    local_products += products;
   }
 };
 
@@ -535,6 +551,41 @@ TEST(Attention, EngineRolesAndSerialPathMatch) {
   EXPECT_LT(rel_err(o2, o1), 1e-14);
   EXPECT_LT(rel_err(p2, p1), 1e-14);
   EXPECT_LT(rel_err(g2, g1), 1e-14);
+}
+
+// An engine that computes attention's products here gets none of them
+// through gemm: the heads run in parallel and it is handed their time. One
+// that keeps any of them gets them all, in order. Both give the same answer.
+TEST(Attention, ParallelHeadsOnlyWhenEveryProductStaysHere) {
+  const int64_t B = 2, S = 7, H = 3, D = 12, dh = D / H;
+  dt qkv = rand_t(B * S, 3 * D, 61), dout = rand_t(B * S, D, 62);
+  const int saved = compute_threads();
+  set_compute_threads(2);
+  recording_engine<double> here;
+  here.here = [](gemm_tag, int64_t, int64_t, int64_t) { return true; };
+  dt o1, p1, g1;
+  attention_forward<double>(here, 4, qkv, B, S, H, o1, p1);
+  attention_backward<double>(here, 4, qkv, p1, dout, B, S, H, g1);
+  EXPECT_TRUE(here.tags.empty());
+  EXPECT_EQ(here.local_products, 6 * B * H);
+  EXPECT_GT(here.local_seconds, 0.0);
+  const std::vector<std::array<int64_t, 4>> shapes = {
+    {3, S, S, dh}, {4, S, dh, S}, {5, S, dh, S}, {5, S, S, dh}};
+  EXPECT_EQ(here.asked, shapes);
+
+  recording_engine<double> mixed;  // keeps the score products
+  mixed.here = [](gemm_tag tag, int64_t, int64_t, int64_t) {
+    return tag.role != gemm_role::attn_scores;
+  };
+  dt o2, p2, g2;
+  attention_forward<double>(mixed, 4, qkv, B, S, H, o2, p2);
+  attention_backward<double>(mixed, 4, qkv, p2, dout, B, S, H, g2);
+  set_compute_threads(saved);
+  EXPECT_EQ(mixed.tags.size(), size_t(2 * B * H));  // the forward's, in order; backward parallel
+  EXPECT_EQ(mixed.local_products, 4 * B * H);
+  EXPECT_EQ(rel_err(o2, o1), 0.0);
+  EXPECT_EQ(rel_err(p2, p1), 0.0);
+  EXPECT_EQ(rel_err(g2, g1), 0.0);
 }
 
 TEST(Attention, FloatMatchesDouble) {

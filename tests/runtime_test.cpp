@@ -177,6 +177,24 @@ TEST_F(runtime, tiles_on_devices_equal_the_local_product) {
   EXPECT_GT(hits, 0u) << "backward tiles should reuse forward operand blocks";
 }
 
+// What the plan keeps on the PS may run on the caller's threads (attention's
+// heads, in parallel); the time it took is the PS's compute.
+TEST_F(runtime, products_the_plan_keeps_are_computed_here) {
+  {
+    distributed_gemm alone(sys, planner, timeout(10.0));  // no device yet: all local
+    ASSERT_FALSE(alone.begin_step(1));
+    EXPECT_TRUE(alone.computes_here({2, gemm_role::attn_scores}, 96, 96, 16));
+  }
+  for (int i = 0; i < 4; ++i) add_device(*preset_profile("fast"));
+  expect_fleet(4);
+  distributed_gemm eng(sys, planner, timeout(10.0));
+  ASSERT_FALSE(eng.begin_step(1));
+  EXPECT_FALSE(eng.computes_here({0, gemm_role::forward}, 96, 64, 80));
+  eng.add_local_seconds(0.25, 3);
+  EXPECT_EQ(eng.accounts().totals.ps_compute_seconds, 0.25);
+  EXPECT_EQ(eng.accounts().local_gemms, 3u);
+}
+
 TEST_F(runtime, a_device_that_lost_a_block_is_sent_its_values) {
   // Caches too small for any block: every operand the PS expects a device
   // to hold misses, and the PS sends its values, copying it then.

@@ -103,7 +103,15 @@ class recording_engine final : public gemm_engine<float> {
     }
     gemm_local(a, ta, b, tb, c, beta);
   }
+  bool computes_here(gemm_tag, int64_t, int64_t, int64_t) override {
+    ++asked;
+    return here;
+  }
+  void add_local_seconds(double seconds, int64_t) override { local_seconds += seconds; }
   std::set<std::pair<int64_t, int64_t>> outputs;
+  bool here = false;
+  int asked = 0;
+  double local_seconds = 0;
 
  private:
   std::mutex mu_;
@@ -183,6 +191,26 @@ TEST(sharded_ps, mlp_on_two_shards_trains_like_one) { check_sharded_training(tin
 TEST(sharded_ps, mlp_on_three_uneven_shards_trains_like_one) { check_sharded_training(tiny_mlp(), 3); }
 TEST(sharded_ps, gpt_on_two_shards_trains_like_one) { check_sharded_training(tiny_gpt(), 2); }
 TEST(sharded_ps, gpt_on_five_shards_trains_like_one) { check_sharded_training(tiny_gpt(), 5); }
+
+// Attention's products run whole on shard 0, so shard 0 answers for them;
+// a weight's product is split over the shards and never stays whole here.
+TEST(sharded_ps, shard_zero_answers_whether_attention_products_stay_here) {
+  std::vector<recording_engine> engines(2);
+  engines[0].here = true;
+  engines[1].here = true;
+  sharded_ps ps({&engines[0], &engines[1]});
+  EXPECT_TRUE(ps.computes_here({3, gemm_role::attn_scores}, 8, 8, 4));
+  EXPECT_TRUE(ps.computes_here({5, gemm_role::attn_grad}, 8, 4, 8));
+  for (gemm_role role : {gemm_role::forward, gemm_role::grad_input, gemm_role::grad_weight})
+    EXPECT_FALSE(ps.computes_here({1, role}, 8, 8, 8));
+  EXPECT_EQ(engines[0].asked, 2);
+  EXPECT_EQ(engines[1].asked, 0);
+  engines[0].here = false;
+  EXPECT_FALSE(ps.computes_here({3, gemm_role::attn_values}, 8, 4, 8));
+  ps.add_local_seconds(0.5, 6);
+  EXPECT_EQ(engines[0].local_seconds, 0.5);
+  EXPECT_EQ(engines[1].local_seconds, 0.0);
+}
 
 TEST(sharded_ps, more_shards_than_columns_leaves_some_slices_empty) {
   auto cfg = tiny_mlp();

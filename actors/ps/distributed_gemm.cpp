@@ -173,6 +173,16 @@ caf::error distributed_gemm::begin_step(uint64_t step) {
   return refresh_fleet();
 }
 
+gemm_problem distributed_gemm::problem_of(gemm_tag tag, int64_t m, int64_t n, int64_t k) const {
+  gemm_problem g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.role = tag.role;
+  g.sharers = static_cast<int32_t>(opts_.shards);  // the other shards use the fleet meanwhile
+  return g;
+}
+
 const plan& distributed_gemm::plan_for(gemm_tag tag, const gemm_problem& g) {
   const auto key = std::make_tuple(g.m, g.n, g.k, static_cast<int>(g.role),
                                    tag.role == gemm_role::forward ? 0u : tag.layer);
@@ -646,6 +656,16 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
     acc_.churn.recovery_seconds += seconds_now() - failed_at;
 }
 
+bool distributed_gemm::computes_here(gemm_tag tag, int64_t m, int64_t n, int64_t k) {
+  const plan& p = plan_for(tag, problem_of(tag, m, n, k));
+  return p.local || p.tiles.empty();
+}
+
+void distributed_gemm::add_local_seconds(double seconds, int64_t products) {
+  acc_.totals.ps_compute_seconds += seconds;
+  acc_.local_gemms += static_cast<uint64_t>(products);
+}
+
 void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b,
                             bool trans_b, mut_view<float> c, float beta) {
   gemm_batch({{tag, a, trans_a, b, trans_b, c, beta}});
@@ -664,12 +684,8 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
   double predicted = 0;
   for (const auto& job : jobs) {
     const auto t_issue = clock_type::now();
-    gemm_problem g;
-    g.m = job.c.rows;
-    g.n = job.c.cols;
-    g.k = job.trans_a ? job.a.rows : job.a.cols;
-    g.role = job.tag.role;
-    g.sharers = static_cast<int32_t>(opts_.shards);  // the other shards use the fleet meanwhile
+    const gemm_problem g =
+      problem_of(job.tag, job.c.rows, job.c.cols, job.trans_a ? job.a.rows : job.a.cols);
     const uint32_t seq = gemm_seq_++;
     // Asked even with no device left: a known GEMM keeps its tiles (computed
     // here, in the same order), so its numbers do not change.

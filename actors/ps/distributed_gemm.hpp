@@ -115,6 +115,9 @@ class distributed_gemm final : public gemm_engine<float> {
             mut_view<float> c, float beta) override;
   // The products' tiles are all in flight before the engine waits.
   void gemm_batch(const std::vector<gemm_job<float>>& jobs) override;
+  // A product its plan keeps on the PS (planned here on first sight).
+  bool computes_here(gemm_tag tag, int64_t m, int64_t n, int64_t k) override;
+  void add_local_seconds(double seconds, int64_t products) override;
 
   runtime_accounts accounts() const;
 
@@ -186,6 +189,8 @@ class distributed_gemm final : public gemm_engine<float> {
   caf::error refresh_fleet();
   caf::error ask_fleet();
   const plan& plan_for(gemm_tag tag, const gemm_problem& g);
+  // The problem the planner sees for an m x n product with inner dimension k.
+  gemm_problem problem_of(gemm_tag tag, int64_t m, int64_t n, int64_t k) const;
   plan replaced(const plan& p);
   void on_event(const fleet_event& ev, std::vector<gemm_call>& calls);
   void on_planner_lost(std::vector<gemm_call>& calls);

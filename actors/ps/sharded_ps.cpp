@@ -101,6 +101,16 @@ void sharded_ps::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_vie
   gemm_batch({{tag, a, trans_a, b, trans_b, c, beta}});
 }
 
+bool sharded_ps::computes_here(gemm_tag tag, int64_t m, int64_t n, int64_t k) {
+  const bool weight_role = tag.role == gemm_role::forward || tag.role == gemm_role::grad_input ||
+                           tag.role == gemm_role::grad_weight;
+  return !weight_role && engines_[0]->computes_here(tag, m, n, k);
+}
+
+void sharded_ps::add_local_seconds(double seconds, int64_t products) {
+  engines_[0]->add_local_seconds(seconds, products);
+}
+
 void sharded_ps::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
   std::vector<std::vector<gemm_job<float>>> per_shard(engines_.size());
   std::vector<reduction> reductions;

@@ -51,6 +51,9 @@ class sharded_ps final : public gemm_engine<float> {
             mut_view<float> c, float beta) override;
   // Each shard runs its share of every product as one batch of its own.
   void gemm_batch(const std::vector<gemm_job<float>>& jobs) override;
+  // Products without a weight (attention) are shard 0's.
+  bool computes_here(gemm_tag tag, int64_t m, int64_t n, int64_t k) override;
+  void add_local_seconds(double seconds, int64_t products) override;
 
  private:
   struct slice_state {
