@@ -169,7 +169,6 @@ caf::error distributed_gemm::begin_step(uint64_t step) {
   gemm_seq_ = 0;
   forward_plans_.clear();
   sent_.clear();
-  read_this_step_.clear();
   return refresh_fleet();
 }
 
@@ -260,7 +259,7 @@ void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float>
 
 distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which, int64_t r0,
                                                      int64_t r1, int64_t c0, int64_t c1,
-                                                     batch_keys& batch) {
+                                                     batch_keys& batch, bool will_send) {
   const auto m = call.in.live(which);
   // (r0, r1, c0, c1) are ranges of op(m); the block travels as stored.
   if (call.in.transposed(which)) {
@@ -275,14 +274,10 @@ distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which,
     const auto where = std::make_tuple(at, r1 - r0, c1 - c0, m.ld);
     auto [known, first] = batch.try_emplace(where);
     if (first) {
-      // A block first read this step is new to every device, so it will be
-      // sent: copy it in the pass that hashes it. One read before (W in
-      // dX, X in dW) is likely held by a device: hash only.
-      const bool seen = !read_this_step_.insert(where).second;
-      known->second = block_key(at, r1 - r0, c1 - c0, m.ld,
-                                seen ? nullptr : call.in.snapshot(which).data() + r0 * m.cols + c0,
-                                m.cols);
-      it->second.copied = !seen;
+      known->second = block_key(
+        at, r1 - r0, c1 - c0, m.ld,
+        will_send ? call.in.snapshot(which).data() + r0 * m.cols + c0 : nullptr, m.cols);
+      it->second.copied = will_send;
     }
     it->second.key = known->second;
   }
@@ -708,8 +703,10 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
       auto& pt = call.tiles[i];
       const tile& t = pt.where.t;
       pt.key = tile_key{step_, call.id, static_cast<uint32_t>(i)};
-      pt.a = locate(call, 0, t.m0, t.m1, t.k0, t.k1, keys);
-      pt.b = locate(call, 1, t.k0, t.k1, t.n0, t.n1, keys);
+      // The plan says which blocks the device holds (W in dX, X in dW): the
+      // others are sent, so they are copied in the pass that hashes them.
+      pt.a = locate(call, 0, t.m0, t.m1, t.k0, t.k1, keys, !pt.where.a_cached);
+      pt.b = locate(call, 1, t.k0, t.k1, t.n0, t.n1, keys, !pt.where.b_cached);
       if (fleet_.count(pt.where.device) != 0) send_task(call, pt, pt.where.device, false);
     }
     acc_.tiles += call.tiles.size();

@@ -206,9 +206,10 @@ class distributed_gemm final : public gemm_engine<float> {
   // Keys of the blocks a batch has hashed, by place.
   using batch_keys = std::map<block_place, uint64_t>;
   // The block of op(A) (which 0) or op(B) (1) of the call at rows [r0, r1)
-  // and columns [c0, c1), hashed the first time the batch needs it.
+  // and columns [c0, c1), hashed the first time the batch needs it; and
+  // copied into the snapshot in the same pass when `will_send`.
   block_ref locate(gemm_call& call, int which, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
-                   batch_keys& batch);
+                   batch_keys& batch, bool will_send);
   // The operand a task carries for `ref`: its values (copied into the
   // snapshot if they are not there yet) or only its key.
   static operand cut(gemm_call& call, const block_ref& ref, bool with_data);
@@ -242,7 +243,6 @@ class distributed_gemm final : public gemm_engine<float> {
   plan unplanned_;  // the local plan of a GEMM the planner did not answer for
   std::map<uint32_t, plan> forward_plans_;  // this step's, by layer tag, for mirroring
   std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
-  std::set<block_place> read_this_step_;  // places of the blocks hashed this step
   runtime_accounts acc_;
   snapshot_pool snapshots_;
   step_predictor predictor_;
