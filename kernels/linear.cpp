@@ -70,11 +70,12 @@ void linear_backward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>&
     jobs.push_back({{layer, gemm_role::grad_input}, dy.view(), false, w.view(), true, dx->view(), T(0)});
   }
   jobs.push_back({{layer, gemm_role::grad_weight}, x.view(), true, dy.view(), false, dw.view(), T(1)});
-  eng.gemm_batch(jobs);
+  // Before the products, while dY is still in cache from the op that wrote it.
   if (db) {
     if (db->size() != w.cols()) db->resize(1, w.cols());
     colsum_accumulate(dy.data(), dy.rows(), dy.cols(), dy.cols(), db->data());
   }
+  eng.gemm_batch(jobs);
 }
 
 #define CLEAVE_INST(T)                                                                        \
