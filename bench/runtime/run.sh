@@ -39,9 +39,15 @@ python3 - "$work" <<'PY'
 import json, statistics, sys
 work = sys.argv[1]
 step = lambda f: json.load(open(f"{work}/{f}.json"))["median_step_seconds"]
+# A round whose reference ran >10% slower than the run's fastest was slowed
+# by the shared host, which flatters its ratio: it is shown but set apart.
+refs = {r: step(f"o0-{r}") for r in (1, 2, 3)}
+steady = [r for r in refs if refs[r] <= 1.1 * min(refs.values())]
 for label, stem in (("one shard", "o16"), ("two shards", "o16s2")):
-    ratios = [step(f"{stem}-{r}") / step(f"o0-{r}") for r in (1, 2, 3)]
-    print(f"   median ratio over the rounds, {label}: {statistics.median(ratios):.3f}")
+    ratios = {r: step(f"{stem}-{r}") / refs[r] for r in refs}
+    print(f"   median ratio over the rounds, {label}: {statistics.median(ratios.values()):.3f}; "
+          f"over the {len(steady)} whose reference was not slowed: "
+          f"{statistics.median(ratios[r] for r in steady):.3f}")
 PY
 get "$work/o16-3.json" "'   step split of round 3 (s/step): ' + ', '.join('%s %.3f' % kv for kv in sorted(d['step_split_seconds'].items())) + ', PS issue time per tile %.3f ms' % (1e3 * d['ps_seconds_per_tile'])"
 
