@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <initializer_list>
 #include <cmath>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
