@@ -20,6 +20,9 @@ double seconds_now() {
   return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
 }
 
+// A plan that leaves the product on the PS: local, or with no tile to send.
+bool stays_here(const plan& p) { return p.local || p.tiles.empty(); }
+
 bool all_finite(const std::vector<float>& v) {
   // Exponent bits all set means NaN or infinity. No early exit inside a
   // chunk, so the test vectorises: it runs on every result the PS accepts.
@@ -652,8 +655,7 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
 }
 
 bool distributed_gemm::computes_here(gemm_tag tag, int64_t m, int64_t n, int64_t k) {
-  const plan& p = plan_for(tag, problem_of(tag, m, n, k));
-  return p.local || p.tiles.empty();
+  return stays_here(plan_for(tag, problem_of(tag, m, n, k)));
 }
 
 void distributed_gemm::add_local_seconds(double seconds, int64_t products) {
@@ -685,7 +687,7 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
     // Asked even with no device left: a known GEMM keeps its tiles (computed
     // here, in the same order), so its numbers do not change.
     const plan& p = plan_for(job.tag, g);
-    if (p.local || p.tiles.empty()) {
+    if (stays_here(p)) {
       run_local(job.a, job.trans_a, job.b, job.trans_b, job.c, job.beta);
       continue;
     }
