@@ -6,46 +6,87 @@
 #   bash deploy/setup.sh test                    install, build, run the whole test suite
 #   bash deploy/setup.sh build                   install and build only
 #
-# Must run as root (or with sudo available) to install packages.
+# Installing needs root (or sudo). Without apt (another distribution, no
+# root), install the equivalents of the packages below by hand and run with
+# CLEAVE_SKIP_INSTALL=1; `bash deploy/setup.sh packages` lists them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# package|why Cleave needs it
 PACKAGES=(
-  build-essential cmake pkg-config python3
-  libcaf-dev libeigen3-dev libcapnp-dev capnproto libspdlog-dev libfmt-dev
-  libgtest-dev nlohmann-json3-dev zlib1g-dev libssl-dev
-  dataset-fashion-mnist fortunes
-  docker-compose   # validates deploy/docker-compose.yml in the tests
+  "build-essential|the C++17 compiler and make"
+  "cmake|the build"
+  "pkg-config|finds libraries for the build"
+  "python3|the test scripts read reports"
+  "libcaf-dev|CAF 0.17: the actor system (core, io, openssl)"
+  "libeigen3-dev|Eigen 3.4: the GEMM and tensor kernels"
+  "libcapnp-dev|Cap'n Proto: checkpoints and wire formats"
+  "capnproto|the Cap'n Proto schema compiler"
+  "libspdlog-dev|spdlog: logging"
+  "libfmt-dev|fmt, which spdlog uses"
+  "libgtest-dev|GoogleTest: the unit tests"
+  "nlohmann-json3-dev|JSON: reports, fleet and churn files, the console"
+  "zlib1g-dev|zlib: reads the gzipped Fashion-MNIST files"
+  "libssl-dev|OpenSSL: HMAC admission tickets"
+  "dataset-fashion-mnist|the mlp's data (/usr/share/datasets/fashion-mnist)"
+  "fortunes|the gpt's text (/usr/share/games/fortunes)"
+  "docker-compose|validates deploy/docker-compose.yml in the tests"
 )
 
+list_packages() {
+  for entry in "${PACKAGES[@]}"; do printf '  %-22s %s\n' "${entry%%|*}" "${entry#*|}"; done
+}
+
 install_packages() {
+  if [[ ${CLEAVE_SKIP_INSTALL:-0} == 1 ]]; then
+    echo "setup: CLEAVE_SKIP_INSTALL=1, installing nothing"
+    return
+  fi
+  if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
+    echo "setup: no apt-get here. Install the equivalents of these Debian 12 packages, then run" >&2
+    echo "setup: again with CLEAVE_SKIP_INSTALL=1:" >&2
+    list_packages >&2
+    exit 1
+  fi
   local missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  for entry in "${PACKAGES[@]}"; do
+    local p=${entry%%|*}
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" && continue
+    missing+=("$p")
+    echo "setup: will install $p: ${entry#*|}"
   done
-  ((${#missing[@]} == 0)) && return
-  echo "setup: installing ${missing[*]}"
+  if ((${#missing[@]} == 0)); then
+    echo "setup: every package is installed"
+    return
+  fi
   local sudo=""
   [[ $(id -u) -ne 0 ]] && sudo=sudo
+  echo "setup: apt-get update"
   $sudo apt-get update -qq
+  echo "setup: apt-get install ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
 build() {
+  echo "setup: configuring build/ (Release, -march=native; add -DCLEAVE_PORTABLE=ON for mixed hosts)"
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  echo "setup: building build/cmd/cleave, the tests and the benchmarks on $(nproc) core(s)"
   cmake --build build -j"$(nproc)"
 }
 
 cmd=${1:-run}
 shift || true
 case $cmd in
+  packages) list_packages ;;
   build) install_packages; build ;;
   run)
     install_packages; build
+    echo "setup: training the embedded default (report.json at the end)"
     exec ./build/cmd/cleave --role=all --devices=16 --model=mlp --dataset=fashion-mnist \
       --epochs=5 --report=report.json "$@" ;;
   test)
     install_packages; build
+    echo "setup: running the test suite (ctest)"
     cd build && ctest --output-on-failure -j1 ;;
-  *) echo "usage: $0 run|test|build" >&2; exit 2 ;;
+  *) echo "usage: $0 run|test|build|packages" >&2; exit 2 ;;
 esac
