@@ -9,6 +9,7 @@
 # Installing needs root (or sudo). Without apt (another distribution, no
 # root), install the equivalents of the packages below by hand and run with
 # CLEAVE_SKIP_INSTALL=1; `bash deploy/setup.sh packages` lists them.
+# CLEAVE_PORTABLE=1 builds a binary for any x86-64 instead of this CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -68,8 +69,12 @@ install_packages() {
 }
 
 build() {
-  echo "setup: configuring build/ (Release, -march=native; add -DCLEAVE_PORTABLE=ON for mixed hosts)"
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  # A default build targets this machine's CPU (-march=native) and runs only
+  # on the same CPU family; CLEAVE_PORTABLE=1 builds for any x86-64.
+  local portable=OFF
+  [[ ${CLEAVE_PORTABLE:-0} == 1 ]] && portable=ON
+  echo "setup: configuring build/ (Release, CLEAVE_PORTABLE=$portable)"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCLEAVE_PORTABLE=$portable >/dev/null
   echo "setup: building build/cmd/cleave, the tests and the benchmarks on $(nproc) core(s)"
   cmake --build build -j"$(nproc)"
 }
