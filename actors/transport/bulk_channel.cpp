@@ -1,3 +1,9 @@
+// The bulk channel's broker: one connection state machine (header, hello,
+// payload read directly or in chunks), its receive and send windows, its
+// send queue and the broker's behavior. It stays one file of about 500 lines
+// because all of these read and write the same `connection` record inside
+// one actor's handlers; cut apart, each part would need that record's
+// internals. Frame encoding and checks live in frame.cpp.
 #include "actors/transport/bulk_channel.hpp"
 
 #include <sys/socket.h>
