@@ -8,7 +8,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/expected.hpp>
 
-#include "actors/ps/trainer.hpp"
+#include "training/trainer.hpp"
 
 namespace cleave {
 

@@ -19,10 +19,12 @@
 #include "actors/planner/planner_actor.hpp"
 #include "actors/ps/bulk_gateway.hpp"
 #include "actors/ps/distributed_gemm.hpp"
-#include "actors/ps/report.hpp"
+#include "actors/ps/runtime_report.hpp"
+#include "training/report.hpp"
 #include "actors/ps/sharded_ps.hpp"
 #include "actors/supervisor/supervisor.hpp"
 #include "schema/errors.hpp"
+#include "schema/json_file.hpp"
 
 namespace cleave {
 
@@ -67,10 +69,13 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());
   if (shard_engines.empty())
     shard_engines.assign(static_cast<size_t>(cfg.ps_shards), &default_gemm_engine<float>());
+  // One shard: the engine multiplies and a local store updates. More: the
+  // sharded PS is both, over the shards' engines.
   std::unique_ptr<sharded_ps> shards;
+  local_parameter_store local;
   if (shard_engines.size() > 1) shards = std::make_unique<sharded_ps>(shard_engines);
-  trainer t(opts, **data, shards ? *shards : *shard_engines[0]);
-  if (shards) t.shard_with(*shards);
+  trainer t(opts, **data, shards ? static_cast<gemm_engine<float>&>(*shards) : *shard_engines[0],
+            shards ? static_cast<parameter_store&>(*shards) : local);
   runtime_accounts training;
   auto fleet_accounts = [&] {
     std::vector<runtime_accounts> per_shard;

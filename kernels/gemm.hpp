@@ -26,6 +26,10 @@ enum class gemm_role : uint8_t {
 struct gemm_tag {
   uint32_t layer = 0;  // model-defined product index, unique within a step
   gemm_role role = gemm_role::forward;
+  // The weight operand's id in the model's parameter store (its value in
+  // forward and grad_input, its gradient in grad_weight), or -1: an engine
+  // that owns the weights' slices (the sharded PS) finds it by this id.
+  int32_t weight = -1;
 };
 
 // One product C = op(A) * op(B) + beta * C.

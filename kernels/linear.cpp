@@ -34,7 +34,7 @@ void colsum_accumulate(const T* src, int64_t rows, int64_t cols, int64_t ld, T* 
 }  // namespace
 
 template <class T>
-void linear_forward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>& x,
+void linear_forward(gemm_engine<T>& eng, uint32_t layer, int32_t weight, const basic_tensor<T>& x,
                     const basic_tensor<T>& w, const basic_tensor<T>* b, basic_tensor<T>& y) {
   if (x.cols() != w.rows())
     throw std::invalid_argument("linear_forward: x has " + std::to_string(x.cols()) +
@@ -43,7 +43,7 @@ void linear_forward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>& 
     throw std::invalid_argument("linear_forward: bias size does not match w columns");
   const int64_t n = x.rows(), out = w.cols();
   y.resize(n, out);
-  eng.gemm({layer, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), T(0));
+  eng.gemm({layer, gemm_role::forward, weight}, x.view(), false, w.view(), false, y.view(), T(0));
   if (b) {
     const T* bp = b->data();
     T* yp = y.data();
@@ -58,7 +58,7 @@ void linear_forward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>& 
 }
 
 template <class T>
-void linear_backward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>& x,
+void linear_backward(gemm_engine<T>& eng, uint32_t layer, int32_t weight, const basic_tensor<T>& x,
                      const basic_tensor<T>& w, const basic_tensor<T>& dy, basic_tensor<T>* dx,
                      basic_tensor<T>& dw, basic_tensor<T>* db) {
   if (x.cols() != w.rows() || dy.rows() != x.rows() || dy.cols() != w.cols())
@@ -67,9 +67,9 @@ void linear_backward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>&
   std::vector<gemm_job<T>> jobs;
   if (dx) {
     dx->resize(x.rows(), x.cols());
-    jobs.push_back({{layer, gemm_role::grad_input}, dy.view(), false, w.view(), true, dx->view(), T(0)});
+    jobs.push_back({{layer, gemm_role::grad_input, weight}, dy.view(), false, w.view(), true, dx->view(), T(0)});
   }
-  jobs.push_back({{layer, gemm_role::grad_weight}, x.view(), true, dy.view(), false, dw.view(), T(1)});
+  jobs.push_back({{layer, gemm_role::grad_weight, weight}, x.view(), true, dy.view(), false, dw.view(), T(1)});
   // Before the products, while dY is still in cache from the op that wrote it.
   if (db) {
     if (db->size() != w.cols()) db->resize(1, w.cols());
@@ -79,10 +79,10 @@ void linear_backward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>&
 }
 
 #define CLEAVE_INST(T)                                                                        \
-  template void linear_forward<T>(gemm_engine<T>&, uint32_t, const basic_tensor<T>&,          \
+  template void linear_forward<T>(gemm_engine<T>&, uint32_t, int32_t, const basic_tensor<T>&,          \
                                   const basic_tensor<T>&, const basic_tensor<T>*,             \
                                   basic_tensor<T>&);                                          \
-  template void linear_backward<T>(gemm_engine<T>&, uint32_t, const basic_tensor<T>&,         \
+  template void linear_backward<T>(gemm_engine<T>&, uint32_t, int32_t, const basic_tensor<T>&,         \
                                    const basic_tensor<T>&, const basic_tensor<T>&,            \
                                    basic_tensor<T>*, basic_tensor<T>&, basic_tensor<T>*);
 CLEAVE_INST(float)

@@ -17,12 +17,13 @@
 namespace cleave {
 
 // -- linear: y = x w + b; x [n, in], w [in, out], b [1, out] or null ---------
+// `weight` is w's id in the parameter store (gemm_tag::weight), or -1.
 template <class T>
-void linear_forward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>& x,
+void linear_forward(gemm_engine<T>& eng, uint32_t layer, int32_t weight, const basic_tensor<T>& x,
                     const basic_tensor<T>& w, const basic_tensor<T>* b, basic_tensor<T>& y);
 // dx = dy w^T (skipped if dx is null), dw += x^T dy, db += colsum(dy).
 template <class T>
-void linear_backward(gemm_engine<T>& eng, uint32_t layer, const basic_tensor<T>& x,
+void linear_backward(gemm_engine<T>& eng, uint32_t layer, int32_t weight, const basic_tensor<T>& x,
                      const basic_tensor<T>& w, const basic_tensor<T>& dy, basic_tensor<T>* dx,
                      basic_tensor<T>& dw, basic_tensor<T>* db);
 

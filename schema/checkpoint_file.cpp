@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "schema/atomic_file.hpp"
 #include "schema/checkpoint.capnp.h"
 #include "schema/errors.hpp"
 #include "schema/tensor_codec.hpp"
@@ -46,18 +47,6 @@ std::string errno_text() { return std::strerror(errno); }
 uint32_t crc_of(const void* data, size_t len) {
   return static_cast<uint32_t>(
     crc32_z(crc32_z(0, nullptr, 0), static_cast<const Bytef*>(data), len));
-}
-
-bool write_all(int fd, const void* data, size_t len) {
-  const auto* p = static_cast<const char*>(data);
-  while (len > 0) {
-    ssize_t n = ::write(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    len -= static_cast<size_t>(n);
-  }
-  return true;
 }
 
 bool read_all(int fd, void* data, size_t len) {
@@ -102,15 +91,6 @@ model_config decode_model(ModelConfig::Reader in) {
   return m;
 }
 
-caf::error fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return fail("cannot open checkpoint directory " + dir + ": " + errno_text());
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return fail("cannot fsync checkpoint directory " + dir + ": " + errno_text());
-  return caf::none;
-}
-
 }  // namespace
 
 caf::expected<std::string> write_checkpoint(const std::string& dir, const checkpoint& ck,
@@ -153,27 +133,12 @@ caf::expected<std::string> write_checkpoint(const std::string& dir, const checkp
   std::snprintf(name, sizeof(name), "checkpoint-%010llu.clvck",
                 static_cast<unsigned long long>(ck.step));
   const std::string final_path = (fs::path(dir) / name).string();
-  const std::string tmp_path = (fs::path(dir) / (std::string(".") + name + ".tmp")).string();
-
-  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail("cannot create " + tmp_path + ": " + errno_text());
-  bool ok = write_all(fd, header, header_bytes) && write_all(fd, bytes.begin(), bytes.size());
-  std::string why = ok ? "" : "write failed: " + errno_text();
-  if (ok && ::fsync(fd) != 0) {
-    ok = false;
-    why = "fsync failed: " + errno_text();
-  }
-  ::close(fd);
-  if (!ok) {
-    ::unlink(tmp_path.c_str());
-    return fail("cannot write checkpoint " + tmp_path + ": " + why);
-  }
-  if (::rename(tmp_path.c_str(), final_path.c_str()) != 0) {
-    auto err = fail("cannot rename " + tmp_path + " to " + final_path + ": " + errno_text());
-    ::unlink(tmp_path.c_str());
+  if (auto err = write_file_atomically(
+        final_path,
+        {std::string_view(header, header_bytes),
+         std::string_view(reinterpret_cast<const char*>(bytes.begin()), bytes.size())},
+        "checkpoint"))
     return err;
-  }
-  if (auto err = fsync_dir(dir)) return err;
 
   // Temporaries left by a writer that was killed mid-write (one writer per directory).
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "schema/atomic_file.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {
@@ -17,6 +18,11 @@ caf::expected<nlohmann::json> read_json_file(const std::string& path, const char
   nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
   if (doc.is_discarded()) return fail(path + ": not valid JSON");
   return doc;
+}
+
+caf::error write_json_file(const std::string& path, const nlohmann::json& doc) {
+  const std::string text = doc.dump(2) + "\n";
+  return write_file_atomically(path, {text}, "report");
 }
 
 }  // namespace cleave

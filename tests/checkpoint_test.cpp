@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "kernels/random.hpp"
+#include "schema/atomic_file.hpp"
 #include "schema/checkpoint_file.hpp"
 #include "schema/errors.hpp"
+#include "schema/json_file.hpp"
 #include "schema/tensor_codec.hpp"
 #include "tests/test_util.hpp"
 
@@ -189,4 +191,44 @@ TEST(tensor_codec, absurd_shape_is_refused) {
   auto back = decode_tensor(t.asReader(), "w");
   ASSERT_FALSE(back);
   EXPECT_NE(describe(back.error()).find("size limit"), std::string::npos);
+}
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST(atomic_file, replaces_the_whole_file_and_leaves_no_temporary) {
+  scratch_dir dir;
+  const auto path = dir.file("report.json");
+  ASSERT_FALSE(write_file_atomically(path, {"old"}, "report"));
+  ASSERT_FALSE(write_file_atomically(path, {"new ", "parts"}, "report"));
+  EXPECT_EQ(read_text(path), "new parts");
+  EXPECT_FALSE(std::filesystem::exists(atomic_temporary_of(path)));
+  nlohmann::json doc = {{"loss", 0.1 + 0.2}};
+  ASSERT_FALSE(write_json_file(path, doc));
+  EXPECT_EQ(nlohmann::json::parse(read_text(path))["loss"].get<double>(), 0.1 + 0.2);  // every bit
+}
+
+TEST(atomic_file, a_failed_write_names_the_path_and_leaves_the_old_file) {
+  scratch_dir dir;
+  // A folder that does not exist: the temporary cannot be created.
+  auto err = write_file_atomically(dir.file("missing/report.json"), {"x"}, "report");
+  ASSERT_TRUE(err);
+  EXPECT_NE(describe(err).find("cannot create report " + dir.path() + "/missing/.report.json.tmp"),
+            std::string::npos) << describe(err);
+  // A path the rename cannot replace (a folder with a file in it): what was
+  // there stays, and the temporary is removed.
+  const auto busy = dir.file("busy");
+  std::filesystem::create_directory(busy);
+  ASSERT_FALSE(write_file_atomically(busy + "/inside", {"kept"}, "report"));
+  err = write_file_atomically(busy, {"x"}, "report");
+  ASSERT_TRUE(err);
+  EXPECT_NE(describe(err).find("cannot rename"), std::string::npos) << describe(err);
+  EXPECT_EQ(read_text(busy + "/inside"), "kept");
+  EXPECT_FALSE(std::filesystem::exists(atomic_temporary_of(busy)));
 }

@@ -1,7 +1,7 @@
 // Tests for the dataset readers: the real Fashion-MNIST and fortunes data
 // installed on the machine, and hostile files written to a temp dir.
 
-#include "actors/ps/datasets.hpp"
+#include "training/data/datasets.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

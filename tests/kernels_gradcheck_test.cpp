@@ -216,7 +216,7 @@ void linear_gradcheck(bool with_bias) {
   dt x = rand_t(7, 5, 1), w = rand_t(5, 4, 2), b = rand_t(1, 4, 3), R = rand_t(7, 4, 4);
   dt y;
   auto loss = [&] {
-    linear_forward<double>(eng, 0, x, w, with_bias ? &b : nullptr, y);
+    linear_forward<double>(eng, 0, -1, x, w, with_bias ? &b : nullptr, y);
     return dot(y, R);
   };
   // Forward against a naive loop.
@@ -228,7 +228,7 @@ void linear_gradcheck(bool with_bias) {
       EXPECT_NEAR(y.at(i, j), s, 1e-13);
     }
   dt dx, dw, db;
-  linear_backward<double>(eng, 0, x, w, R, &dx, dw, with_bias ? &db : nullptr);
+  linear_backward<double>(eng, 0, -1, x, w, R, &dx, dw, with_bias ? &db : nullptr);
   const dt nx = numeric_grad(x, loss), nw = numeric_grad(w, loss);
   EXPECT_LT(rel_err(dx, nx), kTight);
   EXPECT_LT(rel_err(dw, nw), kTight);
@@ -239,7 +239,7 @@ void linear_gradcheck(bool with_bias) {
   }
   // Parameter gradients accumulate; the input gradient is overwritten.
   dt dw1 = dw, db1 = db;
-  linear_backward<double>(eng, 0, x, w, R, &dx, dw, with_bias ? &db : nullptr);
+  linear_backward<double>(eng, 0, -1, x, w, R, &dx, dw, with_bias ? &db : nullptr);
   EXPECT_LT(rel_err(dx, nx), kTight);
   for (int64_t i = 0; i < dw.size(); ++i) EXPECT_NEAR(dw[i], 2 * dw1[i], 1e-12);
   if (with_bias) {
@@ -247,7 +247,7 @@ void linear_gradcheck(bool with_bias) {
   }
   // dx may be skipped.
   dt dw2;
-  linear_backward<double>(eng, 0, x, w, R, nullptr, dw2, nullptr);
+  linear_backward<double>(eng, 0, -1, x, w, R, nullptr, dw2, nullptr);
   EXPECT_LT(rel_err(dw2, dw1), 1e-14);
 }
 
@@ -257,8 +257,8 @@ TEST(Linear, GradcheckWithoutBias) { linear_gradcheck(false); }
 TEST(Linear, UsesEngineWithRoles) {
   recording_engine<double> eng;
   dt x = rand_t(3, 4, 1), w = rand_t(4, 2, 2), b = rand_t(1, 2, 3), y, dx, dw, db;
-  linear_forward<double>(eng, 7, x, w, &b, y);
-  linear_backward<double>(eng, 7, x, w, y, &dx, dw, &db);
+  linear_forward<double>(eng, 7, -1, x, w, &b, y);
+  linear_backward<double>(eng, 7, -1, x, w, y, &dx, dw, &db);
   ASSERT_EQ(eng.tags.size(), 3u);
   EXPECT_EQ(eng.tags[0].role, gemm_role::forward);
   EXPECT_EQ(eng.tags[1].role, gemm_role::grad_input);
@@ -273,10 +273,10 @@ TEST(Linear, FloatMatchesDouble) {
   ft xf = to_float(x), wf = to_float(w), bf = to_float(b), dyf = to_float(dy);
   dt y, dx, dw, db;
   ft yf, dxf, dwf, dbf;
-  linear_forward<double>(ed, 0, x, w, &b, y);
-  linear_forward<float>(ef, 0, xf, wf, &bf, yf);
-  linear_backward<double>(ed, 0, x, w, dy, &dx, dw, &db);
-  linear_backward<float>(ef, 0, xf, wf, dyf, &dxf, dwf, &dbf);
+  linear_forward<double>(ed, 0, -1, x, w, &b, y);
+  linear_forward<float>(ef, 0, -1, xf, wf, &bf, yf);
+  linear_backward<double>(ed, 0, -1, x, w, dy, &dx, dw, &db);
+  linear_backward<float>(ef, 0, -1, xf, wf, dyf, &dxf, dwf, &dbf);
   EXPECT_LT(rel_err(yf, y), kFloat);
   EXPECT_LT(rel_err(dxf, dx), kFloat);
   EXPECT_LT(rel_err(dwf, dw), kFloat);
@@ -761,18 +761,18 @@ run_outputs run_everything() {
   layernorm_cache<float> c;
   embedding_forward(ids, table, x);
   layernorm_forward(x, g, be, 1e-5f, h, c);
-  linear_forward(eng, 0, h, wqkv, &bqkv, qkv);
+  linear_forward(eng, 0, -1, h, wqkv, &bqkv, qkv);
   attention_forward(eng, 1, qkv, B, S, H, att, probs);
   gelu_forward(att, a2);
   add_inplace(a2, x);
-  linear_forward<float>(eng, 2, a2, wout, nullptr, logits);
+  linear_forward<float>(eng, 2, -1, a2, wout, nullptr, logits);
   r.loss = softmax_xent_forward(logits, labels, sp);
   ft dlog, da2, dwout, datt, dqkv, dwqkv, dbqkv, dh, dx, dg, dbe, dtable(V, D);
   softmax_xent_backward(sp, labels, dlog);
-  linear_backward<float>(eng, 2, a2, wout, dlog, &da2, dwout, nullptr);
+  linear_backward<float>(eng, 2, -1, a2, wout, dlog, &da2, dwout, nullptr);
   gelu_backward(att, da2, datt);
   attention_backward(eng, 1, qkv, probs, datt, B, S, H, dqkv);
-  linear_backward(eng, 0, h, wqkv, dqkv, &dh, dwqkv, &dbqkv);
+  linear_backward(eng, 0, -1, h, wqkv, dqkv, &dh, dwqkv, &dbqkv);
   layernorm_backward(x, g, c, dh, dx, dg, dbe);
   add_inplace(dx, da2);
   embedding_backward(ids, dx, dtable);
@@ -826,7 +826,7 @@ TEST(Determinism, IndependentOfBufferAlignment) {
     layernorm_backward(x, g, c, dy, o.y4, dg, db);
     o.l = softmax_xent_forward(x, labels, o.y5);
     attention_forward<float>(default_gemm_engine<float>(), 0, qkv, 2, 3, 2, o.y6, probs);
-    linear_forward<float>(default_gemm_engine<float>(), 0, x, w, nullptr, o.y7);
+    linear_forward<float>(default_gemm_engine<float>(), 0, -1, x, w, nullptr, o.y7);
     o.ss = sum_of_squares(x);
   };
   std::vector<ft> keep;  // interleaved allocations

@@ -1,7 +1,7 @@
 #pragma once
 // Tiny models and batches shared by the whole-model tests.
 
-#include "actors/ps/model.hpp"
+#include "training/models/model.hpp"
 #include "kernels/random.hpp"
 
 namespace cleave::testing {

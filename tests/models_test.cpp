@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/ps/model.hpp"
+#include "training/models/model.hpp"
 #include "kernels/random.hpp"
 #include "schema/errors.hpp"
 #include "tests/model_fixtures.hpp"

@@ -117,30 +117,20 @@ class recording_engine final : public gemm_engine<float> {
   std::mutex mu_;
 };
 
-// The trainer's step, with or without shards.
-std::vector<double> train(model& m, sharded_ps* ps, const batch& b, int steps) {
+// The trainer's step, through either store.
+std::vector<double> train(model& m, parameter_store& store, const batch& b, int steps) {
   adamw_config opt;
   opt.lr = 1e-2;
   opt.clip_norm = 0.5;  // small enough to clip: the norm must be global
   std::vector<double> losses;
-  if (ps) ps->attach(m);
+  EXPECT_FALSE(store.attach(m.parameters()));
   for (int t = 1; t <= steps; ++t) {
-    for (auto& p : m.parameters()) p.grad.zero();
-    if (ps) ps->zero_grads();
+    store.zero_grads();
     losses.push_back(m.train_batch(b));
-    double sq = 0;
-    if (ps)
-      sq = ps->reduce_gradients();
-    else
-      for (auto& p : m.parameters()) sq += sum_of_squares(p.grad);
-    const double scale = clip_scale(std::sqrt(sq), opt.clip_norm);
-    if (ps)
-      ps->update(opt, t, scale);
-    else
-      for (auto& p : m.parameters())
-        adamw_update(p.value, p.grad, p.adam_m, p.adam_v, t, opt, scale, p.decay);
+    const double scale = clip_scale(std::sqrt(store.reduce_gradients()), opt.clip_norm);
+    store.update(opt, t, scale);
   }
-  if (ps) ps->gather_moments();
+  store.gather_moments();
   return losses;
 }
 
@@ -156,7 +146,8 @@ void check_sharded_training(const model_config& cfg, int shards) {
   const batch b = make_batch(cfg, 5);
   auto ref = make_model(cfg, 7, default_gemm_engine<float>());
   ASSERT_TRUE(ref) << describe(ref.error());
-  const auto want = train(**ref, nullptr, b, 8);
+  local_parameter_store local;
+  const auto want = train(**ref, local, b, 8);
 
   std::vector<recording_engine> engines(static_cast<size_t>(shards));
   std::vector<gemm_engine<float>*> ptrs;
@@ -164,7 +155,7 @@ void check_sharded_training(const model_config& cfg, int shards) {
   sharded_ps ps(ptrs);
   auto m = make_model(cfg, 7, ps);
   ASSERT_TRUE(m) << describe(m.error());
-  const auto got = train(**m, &ps, b, 8);
+  const auto got = train(**m, ps, b, 8);
 
   for (size_t i = 0; i < want.size(); ++i)
     EXPECT_NEAR(got[i], want[i], 1e-5 * std::abs(want[i])) << "loss of step " << i + 1;
@@ -185,6 +176,70 @@ void check_sharded_training(const model_config& cfg, int shards) {
     EXPECT_EQ(seen.count({b.rows, split_evenly(first_out, shards)[static_cast<size_t>(s)].size()}), 1u)
       << "shard " << s << " never computed its columns";
   }
+}
+
+// One shard is the in-process store: the same operations in the same order,
+// so the same bits.
+TEST(parameter_store, one_shard_and_the_local_store_agree_bit_for_bit) {
+  for (const auto& cfg : {tiny_mlp(), tiny_gpt()}) {
+    const batch b = make_batch(cfg, 5);
+    auto ref = make_model(cfg, 7, default_gemm_engine<float>());
+    ASSERT_TRUE(ref) << describe(ref.error());
+    local_parameter_store local;
+    const auto want = train(**ref, local, b, 4);
+    sharded_ps ps({&default_gemm_engine<float>()});
+    auto m = make_model(cfg, 7, ps);
+    ASSERT_TRUE(m) << describe(m.error());
+    EXPECT_EQ(train(**m, ps, b, 4), want) << cfg.kind;
+    for (size_t i = 0; i < (*ref)->parameters().size(); ++i) {
+      const auto& p = (*m)->parameters()[i];
+      const auto& q = (*ref)->parameters()[i];
+      EXPECT_EQ(p.value.storage(), q.value.storage()) << p.name;
+      EXPECT_EQ(p.adam_v.storage(), q.adam_v.storage()) << p.name;
+    }
+  }
+}
+
+TEST(parameter_store, finds_parameters_by_name_and_refuses_duplicates) {
+  auto m = make_model(tiny_mlp(), 7, default_gemm_engine<float>());
+  ASSERT_TRUE(m) << describe(m.error());
+  auto& params = (*m)->parameters();
+  local_parameter_store store;
+  ASSERT_FALSE(store.attach(params));
+  ASSERT_EQ(store.registered().size(), params.size());
+  for (const auto& p : params) {
+    ASSERT_EQ(store.find(p.name), &p) << p.name;
+    EXPECT_EQ(store.registered()[static_cast<size_t>(p.id)], &p);
+  }
+  EXPECT_EQ(store.find("no.such.parameter"), nullptr);
+
+  std::deque<parameter> twins(2);
+  twins[0].name = twins[1].name = "fc0.w";
+  twins[0].id = 0;
+  twins[1].id = 1;
+  auto err = store.attach(twins);
+  ASSERT_TRUE(err);
+  EXPECT_NE(describe(err).find("two parameters are named fc0.w"), std::string::npos) << describe(err);
+  twins[1].name = "fc1.w";
+  twins[1].id = 5;
+  EXPECT_TRUE(store.attach(twins));
+}
+
+// A product tagged with a weight it does not carry is not sliced as that weight.
+TEST(sharded_ps, a_tag_naming_another_operand_is_not_sliced) {
+  auto cfg = tiny_mlp();
+  std::vector<recording_engine> engines(2);
+  sharded_ps ps({&engines[0], &engines[1]});
+  auto m = make_model(cfg, 7, ps);
+  ASSERT_TRUE(m) << describe(m.error());
+  ASSERT_FALSE(ps.attach((*m)->parameters()));
+  const auto& w = (*m)->parameters()[0].value;
+  tensor x(3, w.rows()), other(w.rows(), w.cols()), y(3, w.cols());
+  ps.gemm({0, gemm_role::forward, 0}, x.view(), false, other.view(), false, y.view(), 0.0f);
+  EXPECT_EQ(engines[0].outputs.count({3, w.cols()}), 1u);  // whole, on shard 0
+  EXPECT_TRUE(engines[1].outputs.empty());
+  ps.gemm({0, gemm_role::forward, 0}, x.view(), false, w.view(), false, y.view(), 0.0f);
+  EXPECT_FALSE(engines[1].outputs.empty());  // the weight itself: sliced
 }
 
 TEST(sharded_ps, mlp_on_two_shards_trains_like_one) { check_sharded_training(tiny_mlp(), 2); }

@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/device/block_cache.hpp"
-#include "actors/ps/elapsed.hpp"
+#include "training/elapsed.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {

@@ -19,7 +19,7 @@
 #include <caf/all.hpp>
 
 #include "actors/planner/planner_actor.hpp"
-#include "actors/ps/elapsed.hpp"
+#include "training/elapsed.hpp"
 #include "actors/ps/snapshot_pool.hpp"
 #include "actors/ps/step_predictor.hpp"
 #include "kernels/gemm.hpp"

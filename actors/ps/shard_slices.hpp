@@ -8,10 +8,9 @@
 #include <vector>
 
 #include "kernels/tensor.hpp"
+#include "training/models/parameter.hpp"
 
 namespace cleave {
-
-enum class shard_axis : uint8_t { columns = 0, rows = 1 };
 
 struct index_range {
   int64_t begin = 0;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "actors/ps/elapsed.hpp"
+#include "training/elapsed.hpp"
 
 namespace cleave {
 
@@ -21,34 +21,31 @@ sharded_ps::sharded_ps(std::vector<gemm_engine<float>*> engines)
   if (engines_.empty()) throw std::invalid_argument("sharded_ps: no shard engines");
 }
 
-void sharded_ps::attach(model& m) {
+void sharded_ps::on_attach() {
   const int n_shards = shards();
-  params_.clear();
-  by_value_.clear();
-  by_grad_.clear();
-  params_.reserve(m.parameters().size());  // the maps point into params_
-  for (auto& p : m.parameters()) {
+  owned_.clear();
+  owned_.reserve(params_.size());
+  for (parameter* p : params_) {
     owned o;
-    o.p = &p;
-    const int64_t extent = p.shard_split == shard_axis::columns ? p.value.cols() : p.value.rows();
+    o.p = p;
+    const int64_t extent = p->shard_split == shard_axis::columns ? p->value.cols() : p->value.rows();
     for (const auto& r : split_evenly(extent, n_shards)) {
       slice_state st;
-      st.where = {p.shard_split, r};
-      copy_out(p.value, st.where, st.value);
-      copy_out(p.adam_m, st.where, st.adam_m);
-      copy_out(p.adam_v, st.where, st.adam_v);
+      st.where = {p->shard_split, r};
+      copy_out(p->value, st.where, st.value);
+      copy_out(p->adam_m, st.where, st.adam_m);
+      copy_out(p->adam_v, st.where, st.adam_v);
       st.grad.resize(st.value.rows(), st.value.cols());
       o.slices.push_back(std::move(st));
     }
-    params_.push_back(std::move(o));
-    by_value_[p.value.data()] = &params_.back();
-    by_grad_[p.grad.data()] = &params_.back();
+    owned_.push_back(std::move(o));
   }
 }
 
 void sharded_ps::zero_grads() {
+  for (parameter* p : params_) p->grad.zero();
   pool_.run([&](int s) {
-    for (auto& o : params_) o.slices[static_cast<size_t>(s)].grad.zero();
+    for (auto& o : owned_) o.slices[static_cast<size_t>(s)].grad.zero();
   });
 }
 
@@ -56,7 +53,7 @@ double sharded_ps::reduce_gradients() {
   const auto t0 = clock_type::now();
   std::vector<double> squares(engines_.size(), 0.0);
   pool_.run([&](int s) {
-    for (auto& o : params_) {
+    for (auto& o : owned_) {
       auto& st = o.slices[static_cast<size_t>(s)];
       add_out(o.p->grad, st.where, st.grad);
       squares[static_cast<size_t>(s)] += sum_of_squares(st.grad);
@@ -70,7 +67,7 @@ double sharded_ps::reduce_gradients() {
 
 void sharded_ps::update(const adamw_config& cfg, int64_t t, double grad_scale) {
   pool_.run([&](int s) {
-    for (auto& o : params_) {
+    for (auto& o : owned_) {
       auto& st = o.slices[static_cast<size_t>(s)];
       if (st.value.size() > 0)
         adamw_update(st.value, st.grad, st.adam_m, st.adam_v, t, cfg, grad_scale, o.p->decay);
@@ -78,7 +75,7 @@ void sharded_ps::update(const adamw_config& cfg, int64_t t, double grad_scale) {
   });
   const auto t0 = clock_type::now();
   pool_.run([&](int s) {
-    for (auto& o : params_) {
+    for (auto& o : owned_) {
       const auto& st = o.slices[static_cast<size_t>(s)];
       copy_in(st.value, st.where, o.p->value);
     }
@@ -88,7 +85,7 @@ void sharded_ps::update(const adamw_config& cfg, int64_t t, double grad_scale) {
 
 void sharded_ps::gather_moments() {
   pool_.run([&](int s) {
-    for (auto& o : params_) {
+    for (auto& o : owned_) {
       const auto& st = o.slices[static_cast<size_t>(s)];
       copy_in(st.adam_m, st.where, o.p->adam_m);
       copy_in(st.adam_v, st.where, o.p->adam_v);
@@ -141,25 +138,23 @@ void sharded_ps::split(const gemm_job<float>& job,
                        std::vector<std::vector<gemm_job<float>>>& per_shard,
                        std::vector<reduction>& reductions) {
   const auto& [tag, a, trans_a, b, trans_b, c, beta] = job;
-  // A weight product is recognised by the weight's (or its gradient's)
-  // storage and the transposes linear_forward / linear_backward use.
-  auto find = [](const auto& map, const float* key) {
-    auto it = map.find(key);
-    return it == map.end() ? nullptr : it->second;
-  };
+  // A weight product is recognised by the weight's id in its tag and the
+  // transposes linear_forward / linear_backward use.
   owned* w = nullptr;
   const gemm_role role = tag.role;
-  if (role == gemm_role::forward && !trans_a && !trans_b)
-    w = find(by_value_, b.data);
-  else if (role == gemm_role::grad_input && !trans_a && trans_b)
-    w = find(by_value_, b.data);
-  else if (role == gemm_role::grad_weight && trans_a && !trans_b)
-    w = find(by_grad_, c.data);
+  const bool registered = tag.weight >= 0 && static_cast<size_t>(tag.weight) < owned_.size();
+  if (registered && ((role == gemm_role::forward && !trans_a && !trans_b)
+                     || (role == gemm_role::grad_input && !trans_a && trans_b)
+                     || (role == gemm_role::grad_weight && trans_a && !trans_b)))
+    w = &owned_[static_cast<size_t>(tag.weight)];
   if (w != nullptr) {
     const tensor& v = w->p->value;
+    // The tag must name the operand it came with: its whole value (or gradient).
     const bool whole = role == gemm_role::grad_weight
-                         ? c.rows == v.rows() && c.cols == v.cols() && c.ld == v.cols()
-                         : b.rows == v.rows() && b.cols == v.cols() && b.ld == v.cols();
+                         ? c.data == w->p->grad.data() && c.rows == v.rows() && c.cols == v.cols()
+                             && c.ld == v.cols()
+                         : b.data == v.data() && b.rows == v.rows() && b.cols == v.cols()
+                             && b.ld == v.cols();
     if (!whole) w = nullptr;
   }
   if (w == nullptr) {

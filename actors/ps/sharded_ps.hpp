@@ -5,8 +5,9 @@
 // (for a fleet: its own actor, plans and traffic) and runs on its own
 // thread, so all shards work on a layer at the same time.
 //
-// It is the model's gemm_engine. A product with a weight runs as S products
-// of the shards' slices: an output split by columns is written in place
+// It is the model's gemm_engine and its parameter_store. A product with a
+// weight (named by gemm_tag::weight, the parameter's registered id) runs as
+// S products of the shards' slices: an output split by columns is written in place
 // (the all-gather), an output split along K is summed in shard order (so a
 // run's numbers do not depend on which shard finishes first), and a weight
 // gradient lands in the owning shard's slice. Other products (attention)
@@ -14,34 +15,32 @@
 // reads the gathered values after every update.
 
 #include <functional>
-#include <unordered_map>
 #include <vector>
 
-#include "actors/ps/model.hpp"
+#include "kernels/gemm.hpp"
 #include "actors/ps/shard_pool.hpp"
 #include "actors/ps/shard_slices.hpp"
+#include "training/parameter_store.hpp"
 
 namespace cleave {
 
-class sharded_ps final : public gemm_engine<float> {
+class sharded_ps final : public gemm_engine<float>, public parameter_store {
  public:
   // engines[s] multiplies for shard s and outlives this object.
   explicit sharded_ps(std::vector<gemm_engine<float>*> engines);
 
   int shards() const { return static_cast<int>(engines_.size()); }
 
-  // Cuts the model's parameters (values and moments) into the shards'
-  // slices; called when the model is built and again after a restore.
-  void attach(model& m);
-  void zero_grads();
+  // The coordinator's whole gradients and every slice's.
+  void zero_grads() override;
   // Adds the gradients the coordinator computed (norms, biases,
   // embeddings) into the owners' slices; returns the global sum of squares.
-  double reduce_gradients();
+  double reduce_gradients() override;
   // AdamW on every slice, the shards in parallel; then gathers the values
-  // into the model for the coordinator's row-wise ops.
-  void update(const adamw_config& cfg, int64_t t, double grad_scale);
-  // Gathers the moments into the model (a checkpoint holds whole tensors).
-  void gather_moments();
+  // into the parameters for the coordinator's row-wise ops.
+  void update(const adamw_config& cfg, int64_t t, double grad_scale) override;
+  // Gathers the moments into the parameters (a checkpoint holds whole tensors).
+  void gather_moments() override;
   // Runs job(s) on every shard's thread at once.
   void for_each_shard(const std::function<void(int)>& job) { pool_.run(job); }
   // Seconds spent gathering, reducing and scattering between the shards.
@@ -56,6 +55,9 @@ class sharded_ps final : public gemm_engine<float> {
   void add_local_seconds(double seconds, int64_t products) override;
 
  private:
+  // Cuts the registered parameters (values and moments) into the shards' slices.
+  void on_attach() override;
+
   struct slice_state {
     shard_slice where;
     tensor value, grad, adam_m, adam_v;
@@ -67,8 +69,7 @@ class sharded_ps final : public gemm_engine<float> {
 
   std::vector<gemm_engine<float>*> engines_;
   shard_pool pool_;
-  std::vector<owned> params_;
-  std::unordered_map<const float*, owned*> by_value_, by_grad_;
+  std::vector<owned> owned_;  // by parameter id
   // A product summed from the shards' partial products (its reduction
   // dimension is the split one), and where each shard's partial goes.
   struct reduction {

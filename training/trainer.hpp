@@ -2,8 +2,8 @@
 // The training loop a coordinating PS runs: data order, steps, the AdamW
 // update, learning-rate schedule, checkpoints, progress and the final
 // evaluation. Plain C++: it multiplies through whatever gemm_engine the
-// caller gives it, so the same loop is the single-process reference and the
-// distributed run.
+// caller gives it and updates through whatever parameter_store, so the same
+// loop is the single-process reference and the distributed run.
 
 #include <functional>
 #include <memory>
@@ -12,9 +12,9 @@
 
 #include <caf/expected.hpp>
 
-#include "actors/ps/batches.hpp"
-#include "actors/ps/model.hpp"
-#include "actors/ps/sharded_ps.hpp"
+#include "training/data/batches.hpp"
+#include "training/models/model.hpp"
+#include "training/parameter_store.hpp"
 
 namespace cleave {
 
@@ -59,15 +59,13 @@ caf::expected<std::unique_ptr<training_data>> load_training_data(const train_opt
 
 class trainer {
  public:
-  trainer(train_options opts, training_data& data, gemm_engine<float>& eng);
+  // `store` keeps and updates the model's parameters; for the sharded PS it
+  // is also `eng`.
+  trainer(train_options opts, training_data& data, gemm_engine<float>& eng, parameter_store& store);
 
   // Runs to the end (steps or epochs); on --resume continues from the newest
   // valid checkpoint in checkpoint_dir.
   caf::expected<train_result> run();
-
-  // --ps-shards > 1: the shards own the parameters' slices and run the
-  // update; `ps` must also be the engine this trainer was given.
-  void shard_with(sharded_ps& ps) { shards_ = &ps; }
 
   // Called before every step (0-based step index); an error stops training.
   // The distributed runtime refreshes its fleet here.
@@ -87,7 +85,7 @@ class trainer {
   training_data& data_;
   gemm_engine<float>& gemm_;
   std::unique_ptr<model> model_;
-  sharded_ps* shards_ = nullptr;
+  parameter_store& store_;
   int64_t steps_per_epoch_ = 0;
   int64_t total_steps_ = 0;
   // position

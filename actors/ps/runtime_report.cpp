@@ -1,42 +1,8 @@
-#include "actors/ps/report.hpp"
+#include "actors/ps/runtime_report.hpp"
 
-#include <cstdio>
-#include <fstream>
-
-#include "schema/errors.hpp"
+#include <algorithm>
 
 namespace cleave {
-
-nlohmann::json make_report(const train_options& opts, const train_result& res, int devices,
-                           int threads) {
-  nlohmann::json j;
-  j["model"] = to_string(opts.model);
-  j["model_kind"] = opts.model.kind;
-  j["dataset"] = opts.dataset;
-  j["devices"] = devices;
-  j["threads"] = threads;
-  j["parameters"] = res.parameters;
-  j["batch"] = opts.batch;
-  j["seed"] = opts.seed;
-  j["steps"] = res.steps;
-  j["resumed_from_step"] = res.resumed_from_step;
-  j["epochs"] = res.epochs;
-  j["final_train_loss"] = res.final_train_loss;
-  j["mean_step_seconds"] = res.mean_step_seconds;
-  j["median_step_seconds"] = res.median_step_seconds;
-  if (res.classifier) {
-    j["test_accuracy"] = res.test_accuracy;
-    j["test_loss"] = res.test_loss;
-  } else {
-    j["val_loss"] = res.val_loss;
-    j["unigram_loss"] = res.unigram_loss;
-  }
-  j["losses"] = res.losses;
-  j["step_seconds"] = res.step_seconds;
-  j["eval_seconds"] = res.eval_seconds;
-  j["ps_restarts"] = res.restarts;
-  return j;
-}
 
 void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_shards,
                         int64_t steps) {
@@ -89,20 +55,6 @@ void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_s
     {"predicted_device_seconds", p.predicted_device_seconds / compared},
     {"ps_profile_seconds", acc.ps_profile_seconds},
     {"measured_over_predicted", p.predicted_seconds > 0 ? p.measured_seconds / p.predicted_seconds : 0.0}};
-}
-
-caf::error write_json_file(const std::string& path, const nlohmann::json& doc) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return fail("cannot write report " + tmp);
-    // Full precision: tests compare reported losses across runs exactly.
-    out << doc.dump(2) << "\n";
-    if (!out.flush()) return fail("cannot write report " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return fail("cannot rename " + tmp + " to " + path);
-  return caf::none;
 }
 
 }  // namespace cleave

@@ -1,4 +1,4 @@
-#include "actors/ps/model.hpp"
+#include "training/models/model.hpp"
 
 #include "schema/errors.hpp"
 
@@ -16,6 +16,7 @@ int64_t model::parameter_count() const {
 parameter& model::add_parameter(std::string name, int64_t rows, int64_t cols, bool decay) {
   auto& p = params_.emplace_back();
   p.name = std::move(name);
+  p.id = static_cast<int32_t>(params_.size() - 1);
   p.value.resize(rows, cols);
   p.grad.resize(rows, cols);
   p.adam_m.resize(rows, cols);

@@ -1,4 +1,4 @@
-#include "actors/ps/datasets.hpp"
+#include "training/data/datasets.hpp"
 
 #include <sys/stat.h>
 

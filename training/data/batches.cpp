@@ -1,4 +1,4 @@
-#include "actors/ps/batches.hpp"
+#include "training/data/batches.hpp"
 
 #include <cmath>
 

@@ -13,23 +13,11 @@
 #include <caf/expected.hpp>
 
 #include "kernels/gemm.hpp"
-#include "actors/ps/shard_slices.hpp"
 #include "kernels/ops.hpp"
+#include "training/models/parameter.hpp"
 #include "schema/model_config.hpp"
 
 namespace cleave {
-
-struct parameter {
-  std::string name;
-  tensor value;
-  tensor grad;
-  tensor adam_m;
-  tensor adam_v;
-  bool decay = false;  // AdamW weight decay applies to matrices, not biases or norms
-  // How --ps-shards cuts it: by output columns, or by rows for the second
-  // matrix of a Megatron pair (its rows are the first matrix's columns).
-  shard_axis shard_split = shard_axis::columns;
-};
 
 // One batch. Classifiers use `inputs` [rows, features] and `targets`;
 // language models use `tokens` and `targets` (rows = batch * context).

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "actors/ps/model.hpp"
+#include "training/models/model.hpp"
 #include "kernels/random.hpp"
 
 namespace cleave {
@@ -36,7 +36,7 @@ class mlp final : public model {
     softmax_xent_backward(probs_, b.targets, grad_);
     for (size_t i = weights_.size(); i-- > 0;) {
       const tensor& x = i == 0 ? b.inputs : acts_[i - 1];
-      linear_backward(*gemm_, static_cast<uint32_t>(i), x, weights_[i]->value, grad_,
+      linear_backward(*gemm_, static_cast<uint32_t>(i), weights_[i]->id, x, weights_[i]->value, grad_,
                       i == 0 ? nullptr : &grad_in_, weights_[i]->grad, &biases_[i]->grad);
       if (i > 0) relu_backward(pre_[i - 1], grad_in_, grad_);
     }
@@ -62,7 +62,7 @@ class mlp final : public model {
   void forward(const tensor& inputs) {
     for (size_t i = 0; i < weights_.size(); ++i) {
       const tensor& x = i == 0 ? inputs : acts_[i - 1];
-      linear_forward(*gemm_, static_cast<uint32_t>(i), x, weights_[i]->value, &biases_[i]->value,
+      linear_forward(*gemm_, static_cast<uint32_t>(i), weights_[i]->id, x, weights_[i]->value, &biases_[i]->value,
                      pre_[i]);
       if (i + 1 < weights_.size()) relu_forward(pre_[i], acts_[i]);
     }

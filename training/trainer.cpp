@@ -1,4 +1,4 @@
-#include "actors/ps/trainer.hpp"
+#include "training/trainer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/ps/elapsed.hpp"
+#include "training/elapsed.hpp"
 #include "kernels/random.hpp"
 #include "schema/checkpoint_file.hpp"
 #include "schema/errors.hpp"
@@ -50,8 +50,9 @@ caf::expected<std::unique_ptr<training_data>> load_training_data(const train_opt
   return fail("unknown dataset '" + opts.dataset + "' (expected fashion-mnist or fortunes)");
 }
 
-trainer::trainer(train_options opts, training_data& data, gemm_engine<float>& eng)
-    : opts_(std::move(opts)), data_(data), gemm_(eng) {
+trainer::trainer(train_options opts, training_data& data, gemm_engine<float>& eng,
+                 parameter_store& store)
+    : opts_(std::move(opts)), data_(data), gemm_(eng), store_(store) {
   auto m = make_model(opts_.model, opts_.seed, gemm_);
   if (!m) {
     init_error_ = m.error();
@@ -73,7 +74,7 @@ double trainer::learning_rate(int64_t step) const {
 }
 
 caf::error trainer::save() {
-  if (shards_) shards_->gather_moments();
+  store_.gather_moments();
   checkpoint ck;
   ck.model = opts_.model;
   ck.dataset = opts_.dataset;
@@ -170,7 +171,7 @@ caf::expected<train_result> trainer::run() {
     if (!checkpoints) return fail("--resume needs --checkpoint-dir");
     if (auto err = restore()) return err;
   }
-  if (shards_) shards_->attach(*model_);
+  if (auto err = store_.attach(model_->parameters())) return err;
 
   train_result res;
   res.classifier = data_.is_classifier();
@@ -183,7 +184,6 @@ caf::expected<train_result> trainer::run() {
 
   std::vector<int64_t> order = permutation(data_.train_samples(), derive_seed(opts_.seed, 100 + epoch_));
   batch b;
-  auto& params = model_->parameters();
   std::vector<double> step_seconds;
   auto last_report = clock_type::now();
   const auto run_start = clock_type::now();
@@ -199,25 +199,15 @@ caf::expected<train_result> trainer::run() {
     if (before_step)
       if (auto err = before_step(step_)) return err;
     data_.fill_train(order.data() + index_in_epoch_, opts_.batch, b);
-    for (auto& p : params) p.grad.zero();
-    if (shards_) shards_->zero_grads();
+    store_.zero_grads();
     const double loss = model_->train_batch(b);
     if (!std::isfinite(loss))
       return fail("training diverged: loss is " + std::to_string(loss) + " at step "
                   + std::to_string(step_ + 1) + " (try a lower --lr)");
-    double sq = 0;
-    if (shards_)
-      sq = shards_->reduce_gradients();
-    else
-      for (const auto& p : params) sq += sum_of_squares(p.grad);
-    const double scale = clip_scale(std::sqrt(sq), opts_.adamw.clip_norm);
+    const double scale = clip_scale(std::sqrt(store_.reduce_gradients()), opts_.adamw.clip_norm);
     adamw_config cfg = opts_.adamw;
     cfg.lr = learning_rate(step_);
-    if (shards_)
-      shards_->update(cfg, step_ + 1, scale);
-    else
-      for (auto& p : params)
-        adamw_update(p.value, p.grad, p.adam_m, p.adam_v, step_ + 1, cfg, scale, p.decay);
+    store_.update(cfg, step_ + 1, scale);
     ++step_;
     index_in_epoch_ += opts_.batch;
     step_seconds.push_back(seconds_since(t0));

@@ -7,8 +7,8 @@
 
 #include <caf/expected.hpp>
 
-#include "actors/ps/datasets.hpp"
-#include "actors/ps/model.hpp"
+#include "training/data/datasets.hpp"
+#include "training/models/model.hpp"
 
 namespace cleave {
 

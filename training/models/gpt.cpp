@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "actors/ps/model.hpp"
+#include "training/models/model.hpp"
 #include "kernels/random.hpp"
 
 namespace cleave {
@@ -103,47 +103,47 @@ class gpt final : public model {
       const auto L = static_cast<int64_t>(l);
       bl.x_in = x_;
       layernorm_forward(x_, bl.ln1_g->value, bl.ln1_b->value, ln_eps, bl.h1, bl.ln1);
-      linear_forward(*gemm_, tag(L, 0), bl.h1, bl.qkv_w->value, &bl.qkv_b->value, bl.qkv);
+      linear_forward(*gemm_, tag(L, 0), bl.qkv_w->id, bl.h1, bl.qkv_w->value, &bl.qkv_b->value, bl.qkv);
       attention_forward(*gemm_, tag(L, 1), bl.qkv, n_seq, seq, config_.heads, bl.attn, bl.probs);
-      linear_forward(*gemm_, tag(L, 2), bl.attn, bl.proj_w->value, &bl.proj_b->value, tmp_);
+      linear_forward(*gemm_, tag(L, 2), bl.proj_w->id, bl.attn, bl.proj_w->value, &bl.proj_b->value, tmp_);
       add_inplace(x_, tmp_);
       bl.x_mid = x_;
       layernorm_forward(x_, bl.ln2_g->value, bl.ln2_b->value, ln_eps, bl.h2, bl.ln2);
-      linear_forward(*gemm_, tag(L, 3), bl.h2, bl.fc_w->value, &bl.fc_b->value, bl.fc);
+      linear_forward(*gemm_, tag(L, 3), bl.fc_w->id, bl.h2, bl.fc_w->value, &bl.fc_b->value, bl.fc);
       gelu_forward(bl.fc, bl.act);
-      linear_forward(*gemm_, tag(L, 4), bl.act, bl.out_w->value, &bl.out_b->value, tmp_);
+      linear_forward(*gemm_, tag(L, 4), bl.out_w->id, bl.act, bl.out_w->value, &bl.out_b->value, tmp_);
       add_inplace(x_, tmp_);
     }
     x_final_ = x_;
     layernorm_forward(x_final_, lnf_g_->value, lnf_b_->value, ln_eps, hf_, lnf_);
-    linear_forward(*gemm_, tag(config_.layers, 0), hf_, head_->value, static_cast<const tensor*>(nullptr), logits_);
+    linear_forward(*gemm_, tag(config_.layers, 0), head_->id, hf_, head_->value, static_cast<const tensor*>(nullptr), logits_);
   }
 
   void backward(const batch& b) {
     const int64_t seq = config_.context;
     const int64_t n_seq = b.rows / seq;
     // dx_ carries the gradient of the residual stream.
-    linear_backward(*gemm_, tag(config_.layers, 0), hf_, head_->value, dlogits_, &dh_,
+    linear_backward(*gemm_, tag(config_.layers, 0), head_->id, hf_, head_->value, dlogits_, &dh_,
                     head_->grad, static_cast<tensor*>(nullptr));
     layernorm_backward(x_final_, lnf_g_->value, lnf_, dh_, dx_, lnf_g_->grad, lnf_b_->grad);
     for (size_t l = blocks_.size(); l-- > 0;) {
       auto& bl = blocks_[l];
       const auto L = static_cast<int64_t>(l);
       // MLP sub-block: x = x_mid + proj(gelu(fc(ln2(x_mid))))
-      linear_backward(*gemm_, tag(L, 4), bl.act, bl.out_w->value, dx_, &dh_, bl.out_w->grad,
+      linear_backward(*gemm_, tag(L, 4), bl.out_w->id, bl.act, bl.out_w->value, dx_, &dh_, bl.out_w->grad,
                       &bl.out_b->grad);
       gelu_backward(bl.fc, dh_, dtmp_);
-      linear_backward(*gemm_, tag(L, 3), bl.h2, bl.fc_w->value, dtmp_, &dh_, bl.fc_w->grad,
+      linear_backward(*gemm_, tag(L, 3), bl.fc_w->id, bl.h2, bl.fc_w->value, dtmp_, &dh_, bl.fc_w->grad,
                       &bl.fc_b->grad);
       layernorm_backward(bl.x_mid, bl.ln2_g->value, bl.ln2, dh_, dtmp_, bl.ln2_g->grad,
                          bl.ln2_b->grad);
       add_inplace(dx_, dtmp_);
       // Attention sub-block: x_mid = x_in + proj(attn(qkv(ln1(x_in))))
-      linear_backward(*gemm_, tag(L, 2), bl.attn, bl.proj_w->value, dx_, &dh_, bl.proj_w->grad,
+      linear_backward(*gemm_, tag(L, 2), bl.proj_w->id, bl.attn, bl.proj_w->value, dx_, &dh_, bl.proj_w->grad,
                       &bl.proj_b->grad);
       attention_backward(*gemm_, tag(L, 1), bl.qkv, bl.probs, dh_, n_seq, seq, config_.heads,
                          dqkv_);
-      linear_backward(*gemm_, tag(L, 0), bl.h1, bl.qkv_w->value, dqkv_, &dh_, bl.qkv_w->grad,
+      linear_backward(*gemm_, tag(L, 0), bl.qkv_w->id, bl.h1, bl.qkv_w->value, dqkv_, &dh_, bl.qkv_w->grad,
                       &bl.qkv_b->grad);
       layernorm_backward(bl.x_in, bl.ln1_g->value, bl.ln1, dh_, dtmp_, bl.ln1_g->grad,
                          bl.ln1_b->grad);

@@ -1,0 +1,27 @@
+#pragma once
+// A trained parameter: its value, gradient and AdamW moments side by side,
+// and how the PS shards may cut it.
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/tensor.hpp"
+
+namespace cleave {
+
+// How --ps-shards cuts a parameter: by output columns, or by rows for the
+// second matrix of a Megatron pair (its rows are the first matrix's columns).
+enum class shard_axis : uint8_t { columns = 0, rows = 1 };
+
+struct parameter {
+  std::string name;
+  int32_t id = -1;  // its index in registration order: gemm_tag::weight names it
+  tensor value;
+  tensor grad;
+  tensor adam_m;
+  tensor adam_v;
+  bool decay = false;  // AdamW weight decay applies to matrices, not biases or norms
+  shard_axis shard_split = shard_axis::columns;
+};
+
+}  // namespace cleave

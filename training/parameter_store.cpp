@@ -1,0 +1,44 @@
+#include "training/parameter_store.hpp"
+
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+caf::error parameter_store::attach(std::deque<parameter>& params) {
+  std::vector<parameter*> by_id;
+  std::unordered_map<std::string, parameter*> by_name;
+  for (auto& p : params) {
+    if (p.id != static_cast<int32_t>(by_id.size()))
+      return fail("parameter " + p.name + " has id " + std::to_string(p.id) + ", expected "
+                  + std::to_string(by_id.size()));
+    if (!by_name.emplace(p.name, &p).second)
+      return fail("two parameters are named " + p.name);
+    by_id.push_back(&p);
+  }
+  params_ = std::move(by_id);
+  by_name_ = std::move(by_name);
+  on_attach();
+  return caf::none;
+}
+
+parameter* parameter_store::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+void local_parameter_store::zero_grads() {
+  for (auto* p : params_) p->grad.zero();
+}
+
+double local_parameter_store::reduce_gradients() {
+  double sq = 0;
+  for (const auto* p : params_) sq += sum_of_squares(p->grad);
+  return sq;
+}
+
+void local_parameter_store::update(const adamw_config& cfg, int64_t t, double grad_scale) {
+  for (auto* p : params_)
+    adamw_update(p->value, p->grad, p->adam_m, p->adam_v, t, cfg, grad_scale, p->decay);
+}
+
+}  // namespace cleave

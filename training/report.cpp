@@ -1,0 +1,36 @@
+#include "training/report.hpp"
+
+namespace cleave {
+
+nlohmann::json make_report(const train_options& opts, const train_result& res, int devices,
+                           int threads) {
+  nlohmann::json j;
+  j["model"] = to_string(opts.model);
+  j["model_kind"] = opts.model.kind;
+  j["dataset"] = opts.dataset;
+  j["devices"] = devices;
+  j["threads"] = threads;
+  j["parameters"] = res.parameters;
+  j["batch"] = opts.batch;
+  j["seed"] = opts.seed;
+  j["steps"] = res.steps;
+  j["resumed_from_step"] = res.resumed_from_step;
+  j["epochs"] = res.epochs;
+  j["final_train_loss"] = res.final_train_loss;
+  j["mean_step_seconds"] = res.mean_step_seconds;
+  j["median_step_seconds"] = res.median_step_seconds;
+  if (res.classifier) {
+    j["test_accuracy"] = res.test_accuracy;
+    j["test_loss"] = res.test_loss;
+  } else {
+    j["val_loss"] = res.val_loss;
+    j["unigram_loss"] = res.unigram_loss;
+  }
+  j["losses"] = res.losses;
+  j["step_seconds"] = res.step_seconds;
+  j["eval_seconds"] = res.eval_seconds;
+  j["ps_restarts"] = res.restarts;
+  return j;
+}
+
+}  // namespace cleave
