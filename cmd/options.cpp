@@ -63,7 +63,8 @@ cleave_config::cleave_config() {
     .add(suspect_phi, "suspect-phi", "detector: phi at which a device is suspected (default 3)")
     .add(dead_phi, "dead-phi", "detector: phi at which a device is declared dead (default 8)")
     .add(failure_policy, "failure-policy", "continue (default): a lost device costs its tiles; restart: stop the run for --resume, as the baselines do")
-    .add(reconnect_seconds, "reconnect-seconds", "--role=device: keep trying to reach the ps this long (default 60)");
+    .add(reconnect_seconds, "reconnect-seconds", "--role=device: when the ps vanishes without ending the run, keep trying to reach it this long, then exit 1 (default 60)")
+    .add(stay, "stay", "--role=device: when a run ends (or its ps vanishes), wait for the next one instead of exiting");
   add_cleave_message_types(*this);
   add_planner_message_types(*this);
   add_detector_message_types(*this);

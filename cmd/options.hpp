@@ -67,7 +67,8 @@ class cleave_config : public caf::actor_system_config {
   double speculate = 3;        // copies of straggling tiles past this x the predicted time (0: off)
   double suspect_phi = 3;      // detector: suspicion level at which a device is suspected
   double dead_phi = 8;         // detector: ... and declared dead
-  double reconnect_seconds = 60;  // --role=device: how long to keep trying to reach the ps
+  double reconnect_seconds = 60;  // --role=device: how long to keep trying to reach a vanished ps
+  bool stay = false;              // --role=device: wait for the next run instead of exiting
   std::string failure_policy = "continue";  // or "restart": the baselines' way, for benchmarks
 };
 

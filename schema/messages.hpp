@@ -45,6 +45,9 @@ using slow_atom = caf::atom_constant<caf::atom("slow")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
 using bulk_atom = caf::atom_constant<caf::atom("bulk")>;
+// The ps to each device at the end of a run; the device answers ok_atom and
+// leaves (its process exits 0 unless --stay).
+using run_over_atom = caf::atom_constant<caf::atom("run_over")>;
 
 // A tile is identified by the step, the GEMM's position in that step, and the
 // tile's index in the GEMM's plan: the idempotency key.

@@ -252,6 +252,13 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
       return std::move(f.payload);
     },
     [=](caf::get_atom) { return self->state.id; },
+    [=](run_over_atom) {
+      // The sender is whoever holds this device's handle: the ps that
+      // trained with it, through its planner's registry.
+      spdlog::info("device {}: the run is over", self->state.id);
+      self->quit(caf::exit_reason::normal);
+      return caf::ok_atom::value;
+    },
     [=](hang_atom) {
       if (!self->state.opts.paced) {
         spdlog::warn("device {}: ignoring emulated churn (a real device)", self->state.id);

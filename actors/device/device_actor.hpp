@@ -5,7 +5,8 @@
 // times follow its declared profile, and obeys emulated churn: (hang_atom)
 // makes it silent, (slow_atom, factor) slows its pacing, (crash_atom) makes
 // it die on its next tile, with that tile in hand. (get_atom) answers its
-// fleet id.
+// fleet id. (run_over_atom) ends it with exit_reason::normal: any other exit
+// reason means it lost its planner or its bulk channel, or was refused.
 
 #include <functional>
 

@@ -56,7 +56,7 @@ separate() {  # separate NAME [bulk]
   start_devices "$pport" "${device_flags[@]}"
   wait $ps || fail "$name ps failed: $(tail -3 "$WORK/$name.log")"
   kill -TERM $pln $det; wait $pln $det 2>/dev/null
-  wait  # the devices leave when their planner is gone
+  wait  # the ps told the devices the run is over
 }
 separate split
 separate split-bulk bulk
@@ -72,7 +72,7 @@ hosted() {  # hosted NAME [ps flags...]
   start_devices "$port" --bulk
   timeout 300 tail --pid=$ps -f /dev/null
   wait $ps || fail "$name ps failed: $(tail -3 "$WORK/$name.log")"
-  wait  # the devices leave when their ps is gone
+  wait  # the ps told the devices the run is over
 }
 hosted hosted
 hosted hosted-2-shards --ps-shards=2

@@ -1,0 +1,105 @@
+// --role=all: every role in this process. Without devices, the single-process
+// reference; with N, a supervisor over the control plane, N emulated devices
+// and scripted churn, and the training loop over that fleet.
+
+#include <spdlog/spdlog.h>
+
+#include "actors/churn/churn_actor.hpp"
+#include "actors/device/device_actor.hpp"
+#include "cmd/roles.hpp"
+#include "cmd/training_run.hpp"
+#include "cmd/wiring.hpp"
+#include "kernels/gemm.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+caf::expected<std::vector<device_profile>> in_process_fleet(const cleave_config& cfg) {
+  if (!cfg.fleet.empty()) {
+    auto fleet = read_fleet_file(cfg.fleet);
+    if (!fleet) return fleet;
+    if (cfg.devices != 0 && static_cast<int>(fleet->size()) != cfg.devices)
+      return fail("--fleet " + cfg.fleet + " lists " + std::to_string(fleet->size())
+                  + " devices but --devices=" + std::to_string(cfg.devices));
+    return fleet;
+  }
+  if (!cfg.profile.empty()) {
+    auto p = preset_profile(cfg.profile);
+    if (!p) return p.error();
+    return std::vector<device_profile>(static_cast<size_t>(cfg.devices), *p);
+  }
+  return default_fleet(cfg.devices);
+}
+
+caf::expected<churn_schedule> churn_for(const cleave_config& cfg, int devices) {
+  if (!cfg.churn.empty()) return churn_schedule::from_file(cfg.churn, devices);
+  if (cfg.churn_rate > 0) {
+    auto joiner = preset_profile(cfg.profile.empty() ? "vm" : cfg.profile);
+    if (!joiner) return joiner.error();
+    return churn_schedule::random(cfg.churn_rate, static_cast<uint64_t>(cfg.seed), devices, *joiner);
+  }
+  return churn_schedule{};
+}
+
+}  // namespace
+
+int run_all(cleave_config& cfg, const train_options& opts, int threads) {
+  if (cfg.devices == 0 && cfg.fleet.empty()) {
+    if (!cfg.admin.empty())
+      return usage_error("--admin shows a fleet: use it with --devices, --fleet or --role=ps");
+    return train_locally(cfg, opts, threads);
+  }
+  auto fleet = in_process_fleet(cfg);
+  if (!fleet) return usage_error(describe(fleet.error()));
+  const int n = static_cast<int>(fleet->size());
+  // The fleet's tiles run on the scheduler's threads; one GEMM thread each.
+  set_gemm_threads(1);
+  caf::actor_system sys{cfg};
+  auto children = control_plane(cfg, cfg.min_devices >= 0 ? cfg.min_devices : n);
+  device_options base;
+  base.heartbeat_seconds = cfg.heartbeat;
+  auto& system = sys;
+  base.find_planner = [&system] { return registered(system, "planner"); };
+  for (int i = 0; i < n; ++i) {
+    device_options dopt = base;
+    dopt.profile = (*fleet)[static_cast<size_t>(i)];
+    dopt.fleet_index = i;
+    children.push_back({device_name(i),
+                        [dopt](caf::local_actor* sup) {
+                          return sup->spawn(device_actor, dopt, registered(sup->system(), "planner"));
+                        },
+                        false});
+  }
+  auto schedule = churn_for(cfg, n);
+  if (!schedule) return usage_error(describe(schedule.error()));
+  const bool churning = !schedule->empty();
+  if (churning)
+    children.push_back({"churn",
+                        [s = std::move(*schedule), base](caf::local_actor* sup) {
+                          return sup->spawn(churn_actor, s, base,
+                                            registered(sup->system(), "planner"));
+                        },
+                        false});
+  auto supervisor = start_supervisor(sys, std::move(children));
+  auto console = start_console(sys, cfg, base.find_planner,
+                               [&system] { return registered(system, "detector"); });
+  if (!console) {
+    stop(supervisor);
+    return runtime_error(describe(console.error()));
+  }
+  spdlog::info("in-process fleet: {} emulated devices", n);
+  fleet_run run;
+  run.planner = registered(sys, "planner");
+  run.devices = n;
+  if (churning) run.churn = registered(sys, "churn");
+  run.find_planner = base.find_planner;
+  run.console = *console;
+  const int rc = train_on_fleet(sys, cfg, opts, threads, run);
+  if (*console) caf::anon_send_exit(*console, caf::exit_reason::user_shutdown);
+  stop(supervisor);
+  return rc;
+}
+
+}  // namespace cleave

@@ -1,0 +1,163 @@
+#include "cmd/training_run.hpp"
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/console/console_actor.hpp"
+#include "actors/planner/planner_actor.hpp"
+#include "actors/ps/distributed_gemm.hpp"
+#include "actors/ps/runtime_report.hpp"
+#include "actors/ps/sharded_ps.hpp"
+#include "cmd/roles.hpp"
+#include "schema/errors.hpp"
+#include "schema/json_file.hpp"
+#include "training/elapsed.hpp"
+#include "training/parameter_store.hpp"
+#include "training/report.hpp"
+
+namespace cleave {
+
+namespace {
+
+// The churn actor's summary (counts, detection latencies) as JSON.
+nlohmann::json churn_summary(caf::actor_system& sys, const caf::actor& churn) {
+  nlohmann::json out = nlohmann::json::object();
+  caf::scoped_actor self{sys};
+  self->request(churn, std::chrono::seconds(10), caf::get_atom::value)
+    .receive([&](const std::string& text) { out = nlohmann::json::parse(text, nullptr, false); },
+             [&](caf::error& err) {
+               spdlog::warn("churn actor did not report: {}", sys.render(err));
+             });
+  return out;
+}
+
+// Runs the training loop and writes the report. `fleet` holds one engine per
+// PS shard (empty: the local reference, still with --ps-shards shards);
+// `churn`, if set, is told every step.
+// `console`, if set, gets the loop's status (the report's fleet accounts so
+// far) every half second.
+int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
+          const std::vector<distributed_gemm*>& fleet, const caf::actor& churn = {},
+          const caf::actor& console = {}) {
+  auto data = load_training_data(opts);
+  if (!data) return runtime_error(describe(data.error()));
+  std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());
+  if (shard_engines.empty())
+    shard_engines.assign(static_cast<size_t>(cfg.ps_shards), &default_gemm_engine<float>());
+  // One shard: the engine multiplies and a local store updates. More: the
+  // sharded PS is both, over the shards' engines.
+  std::unique_ptr<sharded_ps> shards;
+  local_parameter_store local;
+  if (shard_engines.size() > 1) shards = std::make_unique<sharded_ps>(shard_engines);
+  trainer t(opts, **data, shards ? static_cast<gemm_engine<float>&>(*shards) : *shard_engines[0],
+            shards ? static_cast<parameter_store&>(*shards) : local);
+  runtime_accounts training;
+  auto fleet_accounts = [&] {
+    std::vector<runtime_accounts> per_shard;
+    for (auto* engine : fleet) per_shard.push_back(engine->accounts());
+    return combine_shards(per_shard);
+  };
+  if (!fleet.empty()) {
+    t.before_step = [&](int64_t step) {
+      if (churn) caf::anon_send(churn, churn_atom::value, step + 1);
+      caf::error first;
+      for (auto* engine : fleet)
+        if (auto err = engine->begin_step(static_cast<uint64_t>(step)); err && !first)
+          first = std::move(err);
+      return first;
+    };
+    t.after_training = [&] {
+      for (auto* engine : fleet) engine->finish_step();
+      training = fleet_accounts();
+      if (shards) training.totals.allgather_seconds += shards->exchange_seconds();
+    };
+  }
+  const auto started = clock_type::now();
+  auto last_status = started - std::chrono::hours(1);
+  if (console)
+    t.on_step = [&](int64_t step, double loss) {
+      if (seconds_since(last_status) < 0.5) return;
+      last_status = clock_type::now();
+      nlohmann::json status = {{"step", step},
+                               {"loss", loss},
+                               {"seconds", seconds_since(started)},
+                               {"model", to_string(opts.model)},
+                               {"devices", devices}};
+      add_runtime_report(status, fleet_accounts(), cfg.ps_shards, step);
+      caf::anon_send(console, console_status_atom::value, status.dump());
+    };
+  auto res = t.run();
+  if (!res) return runtime_error(describe(res.error()));
+  if (!fleet.empty()) {
+    uint64_t down = 0, up = 0;
+    for (const auto& [id, acct] : training.devices) {
+      down += acct.bytes_down;
+      up += acct.bytes_up;
+    }
+    spdlog::info("fleet: {} tiles, {:.1f} MB down, {:.1f} MB up, {} GEMMs kept local",
+                 training.tiles, down / 1e6, up / 1e6, training.local_gemms);
+  }
+  if (!cfg.report.empty()) {
+    auto doc = make_report(opts, *res, devices, threads);
+    doc["ps_shards"] = cfg.ps_shards;
+    if (!fleet.empty())
+      add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
+    if (churn) doc["churn"] = churn_summary(churn.home_system(), churn);
+    if (auto err = write_json_file(cfg.report, doc)) return runtime_error(describe(err));
+    spdlog::info("report written to {}", cfg.report);
+  }
+  return 0;
+}
+
+// The devices the planner knows (alive or suspected) leave once told; the
+// answers show the word got out before this process closes its connections.
+void tell_devices_run_over(caf::actor_system& sys, const caf::actor& planner) {
+  if (!planner) return;
+  caf::scoped_actor self{sys};
+  std::vector<fleet_member> members;
+  self->request(planner, std::chrono::seconds(2), caf::get_atom::value)
+    .receive([&](uint64_t, bool, std::vector<fleet_member>& all,
+                 const std::vector<int32_t>&) { members = std::move(all); },
+             [&](caf::error& err) {
+               spdlog::warn("cannot tell the devices the run is over: {}", sys.render(err));
+             });
+  for (const auto& m : members) self->send(m.handle, run_over_atom::value);
+  const auto until = clock_type::now() + std::chrono::seconds(2);
+  size_t answered = 0;
+  for (bool waiting = true; waiting && answered < members.size();)
+    self->receive([&](caf::ok_atom) { ++answered; },
+                  caf::after(std::chrono::duration_cast<caf::timespan>(until - clock_type::now()))
+                    >> [&] { waiting = false; });
+  spdlog::info("told {} of {} device(s) that the run is over", answered, members.size());
+}
+
+}  // namespace
+
+int train_locally(const cleave_config& cfg, const train_options& opts, int threads) {
+  return train(cfg, opts, threads, 0, {});
+}
+
+int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
+                   int threads, const fleet_run& run) {
+  engine_options eopts;
+  eopts.tile_timeout_seconds = cfg.tile_timeout;
+  eopts.speculate_factor = cfg.speculate;
+  eopts.stop_on_failure = cfg.failure_policy == "restart";
+  eopts.find_planner = run.find_planner;
+  eopts.shards = static_cast<uint32_t>(cfg.ps_shards);
+  std::vector<std::unique_ptr<distributed_gemm>> engines;
+  std::vector<distributed_gemm*> fleet;
+  for (uint32_t s = 0; s < eopts.shards; ++s) {
+    eopts.shard = s;
+    engines.push_back(std::make_unique<distributed_gemm>(sys, run.planner, eopts, run.gateway));
+    fleet.push_back(engines.back().get());
+  }
+  const int rc = train(cfg, opts, threads, run.devices, fleet, run.churn, run.console);
+  tell_devices_run_over(sys, run.find_planner ? run.find_planner() : run.planner);
+  return rc;
+}
+
+}  // namespace cleave

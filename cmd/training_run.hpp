@@ -1,0 +1,35 @@
+#pragma once
+// Running the training loop from a role: the single-process reference, or a
+// run over the fleet a planner keeps, with one engine per PS shard, the
+// report at the end, and the devices told that the run is over.
+
+#include <functional>
+
+#include <caf/all.hpp>
+
+#include "cmd/options.hpp"
+
+namespace cleave {
+
+// Everything a fleet run is wired to besides the flags.
+struct fleet_run {
+  caf::actor planner;
+  int devices = 0;             // emulated, or the quorum waited for: for the report
+  caf::actor gateway;          // the ps's bulk gateway; null without a bulk channel
+  caf::actor churn;            // told every step (in-process churn); may be null
+  // Finds the planner's successor after a restart (in-process: the
+  // registry; a separate planner process: its address). Empty: a lost
+  // planner ends the run.
+  std::function<caf::actor()> find_planner;
+  caf::actor console;          // gets the loop's status; may be null
+};
+
+// --devices=0: every GEMM in this process (with --ps-shards shards).
+int train_locally(const cleave_config& cfg, const train_options& opts, int threads);
+
+// Over the planner's fleet. At the end every device the planner knows is
+// told the run is over (waiting at most 2 s for their answers).
+int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
+                   int threads, const fleet_run& run);
+
+}  // namespace cleave

@@ -1,0 +1,155 @@
+#include "cmd/wiring.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include <caf/io/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/console/console_actor.hpp"
+#include "actors/console/http_endpoint.hpp"
+#include "actors/ps/bulk_gateway.hpp"
+#include "cmd/roles.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+std::atomic<bool> stop_flag{false};
+
+void on_stop_signal(int) { stop_flag = true; }
+
+}  // namespace
+
+int usage_error(const std::string& reason) {
+  std::cerr << "cleave: " << reason << " (see --help)\n";
+  return 2;
+}
+
+int runtime_error(const std::string& reason) {
+  std::cerr << "cleave: " << reason << "\n";
+  return 1;
+}
+
+caf::actor registered(caf::actor_system& sys, const char* name) {
+  return caf::actor_cast<caf::actor>(sys.registry().get(caf::atom_from_string(name)));
+}
+
+planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t bulk_port,
+                             const transport::admission_key& admission) {
+  planner_options o;
+  o.bulk_port = bulk_port;
+  o.admission = admission;
+  o.cost.ps_flops = cfg.ps_flops;
+  o.cost.ps_egress = cfg.ps_egress;
+  o.ps_secret = cfg.ps_secret;
+  o.cost.ps_ingress = cfg.ps_egress;
+  o.cost.max_tiles_per_device = cfg.max_tiles_per_device;
+  o.min_devices = min_devices;
+  return o;
+}
+
+detector_options detector_opts(const cleave_config& cfg) {
+  detector_options o;
+  o.heartbeat_seconds = cfg.heartbeat;
+  o.suspect_phi = cfg.suspect_phi;
+  o.dead_phi = cfg.dead_phi;
+  o.dead_min_silence_seconds = 3.5 * cfg.heartbeat;
+  return o;
+}
+
+std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices,
+                                      uint16_t bulk_port,
+                                      const transport::admission_key& admission) {
+  auto dopts = detector_opts(cfg);
+  auto popts = planner_opts(cfg, min_devices, bulk_port, admission);
+  auto starts = std::make_shared<int>(0);
+  return {
+    {"detector", [dopts](caf::local_actor* sup) { return sup->spawn(detector_actor, dopts); }},
+    {"planner",
+     [popts, starts](caf::local_actor* sup) mutable {
+       // A restarted planner must not wait for the first step's quorum:
+       // devices that died meanwhile will never join it.
+       if ((*starts)++ > 0) popts.min_devices = 0;
+       return sup->spawn(planner_actor, popts, registered(sup->system(), "detector"));
+     }},
+  };
+}
+
+caf::actor start_supervisor(caf::actor_system& sys, std::vector<child_spec> children) {
+  auto sup = sys.spawn(supervisor_actor, supervisor_options{}, std::move(children));
+  caf::scoped_actor self{sys};
+  self->request(sup, caf::infinite, caf::get_atom::value).receive([](uint64_t) {}, [](caf::error&) {});
+  exit_process_when_it_fails(sys, sup);
+  return sup;
+}
+
+void stop(const caf::actor& supervisor) {
+  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+}
+
+
+caf::expected<caf::actor> start_console(caf::actor_system& sys, const cleave_config& cfg,
+                                        std::function<caf::actor()> planner,
+                                        std::function<caf::actor()> detector) {
+  if (cfg.admin.empty()) return caf::actor{};
+  auto at = parse_endpoint(cfg.admin, "admin", true);
+  if (!at) return at.error();
+  auto console = sys.spawn(console_actor, std::move(planner), std::move(detector));
+  console_endpoint_options eo;
+  if (!at->first.empty()) eo.bind_address = at->first;
+  auto port = open_console_endpoint(sys, at->second, console, eo);
+  if (!port) {
+    caf::anon_send_exit(console, caf::exit_reason::user_shutdown);
+    return port.error();
+  }
+  spdlog::info("admin console: http://{}:{}/", eo.bind_address, *port);
+  return console;
+}
+
+caf::expected<bulk_endpoint> open_bulk_endpoint(caf::actor_system& sys, const std::string& bind_host,
+                                                int port) {
+  if (port < 0 || port > 65535) return fail("--bulk-port must be in [0, 65535]");
+  bulk_endpoint out;
+  auto key = transport::make_admission_key();
+  if (!key) return key.error();
+  out.admission = *key;
+  out.gateway = sys.spawn(bulk_gateway, out.admission);
+  transport::bulk_options bopts;
+  bopts.bind_address = bind_host;
+  auto lst = transport::spawn_bulk_listener(sys, static_cast<uint16_t>(port), out.gateway, bopts);
+  if (!lst) {
+    caf::anon_send_exit(out.gateway, caf::exit_reason::user_shutdown);
+    return fail("cannot open the bulk channel: " + sys.render(lst.error()));
+  }
+  out.listener = *lst;
+  return out;
+}
+
+void stop_on_signals() {
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+}
+
+bool stop_requested() { return stop_flag; }
+
+caf::expected<caf::actor> reach(caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
+                                double patience) {
+  const bool bounded = std::isfinite(patience);
+  const auto give_up = std::chrono::steady_clock::now()
+                       + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(bounded ? patience : 0));
+  for (;;) {
+    auto actor = sys.middleman().remote_actor(at.first, at.second);
+    if (actor || stop_flag || (bounded && std::chrono::steady_clock::now() >= give_up)) return actor;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+
+}  // namespace cleave

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The README's multi-process example, run as written: tiles reach the
+# devices, every device process exits 0 within 10 s of the ps, and no
+# cleave process is left behind.
+source "$(dirname "$0")/lib.sh"
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=$(CLEAVE_PORT=0 timeout 300 bash "$root/deploy/examples/multiprocess.sh" "$CLEAVE" "$WORK/report.json" 2>&1)
+rc=$?
+echo "$out"
+((rc == 0)) || fail "the example exited $rc"
+tiles=$(json "$WORK/report.json" 'd["tiles"]' 2>/dev/null || echo 0)
+((tiles > 0)) && echo "ok: $tiles tiles on the devices" || fail "no tile went to a device"
+codes=$(grep -o "device exit codes: [0-9 ]*" <<<"$out" | cut -d: -f2 | xargs)
+[[ $codes == "0 0 0" ]] && echo "ok: every device exited 0" || fail "device exit codes: '$codes'"
+lag=$(grep -o "exited [0-9.]* s after the ps" <<<"$out" | grep -o "[0-9.]*")
+[[ -n $lag ]] && python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 10 else 1)" "$lag" \
+  && echo "ok: the devices were gone ${lag} s after the ps" || fail "devices exited ${lag:-?} s after the ps"
+left=$(pgrep -f -- "--connect=127.0.0.1:.* --bulk --profile=fast" || true)
+[[ -z $left ]] && echo "ok: no device process left" || fail "device processes left: $left"
+finish
