@@ -9,7 +9,7 @@
 #include "actors/detector/detector_actor.hpp"
 #include "actors/device/device_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
-#include "actors/ps/distributed_gemm.hpp"
+#include "actors/ps/engine/distributed_gemm.hpp"
 #include "actors/supervisor/supervisor.hpp"
 #include "kernels/random.hpp"
 

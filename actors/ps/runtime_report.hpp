@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/ps/distributed_gemm.hpp"
+#include "actors/ps/engine/distributed_gemm.hpp"
 
 namespace cleave {
 

@@ -1,4 +1,4 @@
-#include "actors/ps/step_predictor.hpp"
+#include "actors/ps/engine/step_predictor.hpp"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "actors/ps/snapshot_pool.hpp"
+#include "actors/ps/engine/snapshot_pool.hpp"
 
 #include <atomic>
 

@@ -8,9 +8,16 @@
 // It runs in the training loop's thread and talks to the actors through a
 // scoped (blocking) actor: the loop waits for its tiles, which is what a
 // synchronous training step means.
+//
+// Its parts: plan_cache (plans for the run), fleet_client (the members and
+// the planner), tile_policy (who takes a tile that must move; pure),
+// fold_order (results into C in tile order; pure) and accounts. This class
+// issues tiles and waits for them: distributed_gemm.cpp runs a batch of
+// products, tile_issue.cpp cuts, sends, checks, reassigns and speculates.
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -19,61 +26,18 @@
 #include <caf/all.hpp>
 
 #include "actors/planner/planner_actor.hpp"
+#include "actors/ps/engine/accounts.hpp"
+#include "actors/ps/engine/fleet_client.hpp"
+#include "actors/ps/engine/fold_order.hpp"
+#include "actors/ps/engine/plan_cache.hpp"
+#include "actors/ps/engine/snapshot_pool.hpp"
+#include "actors/ps/engine/step_predictor.hpp"
 #include "training/elapsed.hpp"
-#include "actors/ps/snapshot_pool.hpp"
-#include "actors/ps/step_predictor.hpp"
+#include "actors/ps/engine/tile_policy.hpp"
 #include "kernels/gemm.hpp"
 #include "schema/messages.hpp"
 
 namespace cleave {
-
-struct device_account {
-  std::string profile;
-  uint64_t tiles = 0;
-  uint64_t bytes_down = 0;
-  uint64_t bytes_up = 0;
-  uint64_t cache_hits = 0;
-  uint64_t operands = 0;  // operands needed (hits + sent)
-  uint64_t refused = 0;   // results refused as malformed
-  double flops = 0;       // of the tiles it completed
-  double busy_seconds = 0;
-};
-
-struct step_account {
-  double ps_compute_seconds = 0;  // GEMMs the planner kept local
-  double issue_seconds = 0;       // issuing tiles: planning, snapshots, hashing, sending
-  double wait_seconds = 0;        // waiting on device tiles
-  double allgather_seconds = 0;   // assembling results (no sharding: copies only)
-  double predicted_wait_seconds = 0;  // what the cost model predicted for the distributed GEMMs
-                                      // (issue and wait, from the first tile sent)
-};
-
-// What churn cost: failures seen and the work they moved.
-struct churn_account {
-  uint64_t failures_detected = 0;   // devices declared dead or suspected
-  uint64_t tiles_reassigned = 0;    // outstanding tiles moved off a failed device
-  uint64_t speculative_tiles = 0;   // copies of a straggler's tiles
-  uint64_t tiles_timed_out = 0;     // given up on after --tile-timeout
-  uint64_t tiles_at_ps = 0;         // tiles of split GEMMs the PS computed (no device could)
-  double recovery_seconds = 0;      // from a failure until its batch of GEMMs completed, summed
-};
-
-// Everything the engine counted, as of one moment.
-struct runtime_accounts {
-  std::map<int32_t, device_account> devices;
-  step_account totals;
-  uint64_t tiles = 0;
-  uint64_t local_gemms = 0;
-  uint64_t refused = 0;
-  churn_account churn;
-  step_predictor::totals prediction;  // whole steps against the prediction
-  double ps_profile_seconds = 0;      // the PS's own work per step, as last profiled
-};
-
-// One account for the run from the shards' engines: counts add up; the
-// shards wait at the same time, so time totals are the slowest shard's, and
-// a failure every shard saw is one failure.
-runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards);
 
 struct engine_options {
   double tile_timeout_seconds = 30;  // no progress this long: the PS computes what is left
@@ -157,13 +121,6 @@ class distributed_gemm final : public gemm_engine<float> {
     bool speculated = false;
     bool done = false;
     std::vector<float> result;
-    // Folding into C: a tile is added after `after` (the tile before it on
-    // the same block of C, or -1) and before `then` (the next one, or -1);
-    // the first on its block is copied instead when beta is 0.
-    int32_t after = -1;
-    int32_t then = -1;
-    bool copies = false;
-    bool folded = false;
   };
 
   // Keys of the blocks this GEMM call has hashed (a block shared by a row or
@@ -183,21 +140,20 @@ class distributed_gemm final : public gemm_engine<float> {
     size_t remaining = 0;
     double failed_at = -1;  // seconds (steady clock) of the first failure during this call
     mut_view<float> c;
+    std::optional<fold_order> folds;
     double fold_seconds = 0;
   };
 
-  caf::error refresh_fleet();
-  caf::error ask_fleet();
-  const plan& plan_for(gemm_tag tag, const gemm_problem& g);
   // The problem the planner sees for an m x n product with inner dimension k.
   gemm_problem problem_of(gemm_tag tag, int64_t m, int64_t n, int64_t k) const;
-  plan replaced(const plan& p);
+  // A fleet event mid-GEMM: a failed device's outstanding tiles move.
   void on_event(const fleet_event& ev, std::vector<gemm_call>& calls);
   void on_planner_lost(std::vector<gemm_call>& calls);
   void wait_for(std::vector<gemm_call>& calls, double predicted_seconds);
   void speculate(gemm_call& call);
   void compute_unheld(gemm_call& call);
-  int32_t least_loaded(const gemm_call& call, const pending_tile& p) const;
+  tile_policy policy() const;
+  static std::vector<policy_tile> policy_view(const gemm_call& call);
   uint32_t gemm_id(uint32_t seq) const { return seq * opts_.shards + opts_.shard; }
   void run_local(const_view<float> a, bool ta, const_view<float> b, bool tb, mut_view<float> c,
                  float beta);
@@ -215,35 +171,19 @@ class distributed_gemm final : public gemm_engine<float> {
   static operand cut(gemm_call& call, const block_ref& ref, bool with_data);
   void send_task(gemm_call& call, pending_tile& p, int32_t dev, bool with_all_data);
   bool accept(pending_tile& p, tile_result& r);
-  static void order_folds(gemm_call& call, float beta);
-  void fold_ready(gemm_call& call, size_t i);
+  // Tile i's result is in: folds it into C with the tiles it unblocks.
+  static void fold_ready(gemm_call& call, size_t i);
   void reassign(gemm_call& call, pending_tile& p);
 
   caf::scoped_actor self_;
-  caf::actor planner_;
   caf::actor gateway_;
   engine_options opts_;
-  bool fleet_stale_ = false;
-  bool planner_lost_ = false;  // its down message came: ask its successor
-  std::string stopped_by_;  // stop_on_failure: the failure that ends the run
-  std::set<int32_t> failed_;  // dead or suspected, and not back: counted once each  // a device joined or came back: refresh before the next GEMM
+  runtime_accounts acc_;
+  fleet_client fleet_;
+  plan_cache plans_;
   uint64_t step_ = 0;
   uint32_t gemm_seq_ = 0;
-  uint64_t fleet_version_ = ~uint64_t{0};
-  std::unordered_map<int32_t, fleet_member> fleet_;
-  // Plans are kept for the whole run: when the fleet changes, a plan's
-  // tiles are re-placed on the devices left (replace_atom), never re-cut,
-  // so churn does not change the numbers. `epoch` says for which fleet.
-  struct cached_plan {
-    plan p;
-    uint64_t epoch = 0;
-  };
-  std::map<std::tuple<int64_t, int64_t, int64_t, int, uint32_t>, cached_plan> plans_;
-  uint64_t fleet_epoch_ = 0;  // bumped whenever fleet_ changes
-  plan unplanned_;  // the local plan of a GEMM the planner did not answer for
-  std::map<uint32_t, plan> forward_plans_;  // this step's, by layer tag, for mirroring
   std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
-  runtime_accounts acc_;
   snapshot_pool snapshots_;
   step_predictor predictor_;
   bool in_step_ = false;

@@ -1,0 +1,290 @@
+#include "actors/ps/engine/distributed_gemm.hpp"
+
+#include <chrono>
+#include <algorithm>
+#include <limits>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "training/elapsed.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+double seconds_now() {
+  return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
+}
+
+// A plan that leaves the product on the PS: local, or with no tile to send.
+bool stays_here(const plan& p) { return p.local || p.tiles.empty(); }
+
+}  // namespace
+
+distributed_gemm::distributed_gemm(caf::actor_system& sys, caf::actor planner,
+                                   engine_options opts, caf::actor gateway)
+    : self_(sys), gateway_(std::move(gateway)), opts_(opts),
+      fleet_(self_, std::move(planner), opts_.find_planner, opts_.stop_on_failure, acc_) {
+  const auto me = caf::actor_cast<caf::actor>(self_);
+  self_->send(fleet_.planner(), subscribe_atom::value, me);
+  if (gateway_) self_->send(gateway_, subscribe_atom::value, me, opts_.shard, opts_.shards);
+}
+
+void distributed_gemm::finish_step() {
+  if (!in_step_) return;
+  in_step_ = false;
+  predictor_.observe(seconds_since(step_began_),
+                     acc_.totals.wait_seconds - at_step_begin_.wait_seconds,
+                     acc_.totals.predicted_wait_seconds - at_step_begin_.predicted_wait_seconds);
+}
+
+runtime_accounts distributed_gemm::accounts() const {
+  runtime_accounts out = acc_;
+  out.prediction = predictor_.compared();
+  out.ps_profile_seconds = predictor_.ps_profile_seconds();
+  return out;
+}
+
+caf::error distributed_gemm::begin_step(uint64_t step) {
+  finish_step();
+  in_step_ = true;
+  step_began_ = clock_type::now();
+  at_step_begin_ = acc_.totals;
+  if (!fleet_.stopped_by().empty())
+    return fail(fleet_.stopped_by() + "; --failure-policy=restart stops the run here: resume it from the "
+                "last checkpoint with --resume");
+  step_ = step;
+  gemm_seq_ = 0;
+  plans_.begin_step();
+  sent_.clear();
+  return fleet_.refresh();
+}
+
+gemm_problem distributed_gemm::problem_of(gemm_tag tag, int64_t m, int64_t n, int64_t k) const {
+  gemm_problem g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.role = tag.role;
+  g.sharers = static_cast<int32_t>(opts_.shards);  // the other shards use the fleet meanwhile
+  return g;
+}
+
+void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float> b, bool tb,
+                                 mut_view<float> c, float beta) {
+  const auto t0 = clock_type::now();
+  // Devices are idle while the PS computes (a step's GEMMs run one after the
+  // other), so one shard may use every core for its own products.
+  const bool widen = opts_.shards == 1;
+  if (widen) set_gemm_threads(compute_threads());
+  gemm_local<float>(a, ta, b, tb, c, beta);
+  if (widen) set_gemm_threads(1);
+  acc_.totals.ps_compute_seconds += seconds_since(t0);
+  ++acc_.local_gemms;
+}
+
+void distributed_gemm::on_planner_lost(std::vector<gemm_call>& calls) {
+  if (!fleet_.follows_successors()) return;  // tiles on devices that left it time out
+  spdlog::warn("the planner is gone mid-GEMM; waiting for its successor and its fleet");
+  const double now = seconds_now();
+  for (auto& call : calls)
+    if (call.failed_at < 0) call.failed_at = now;
+  fleet_.follow_lost_planner();
+  // Devices that left with the planner come back as new members, whose ids
+  // may be the old ones: every unfinished tile goes out again (a result of
+  // the old holder still counts if it comes first; the rest are dropped).
+  sent_.clear();
+  for (auto& call : calls)
+    for (auto& pt : call.tiles) {
+      if (pt.done) continue;
+      pt.holders.clear();
+      ++acc_.churn.tiles_reassigned;
+      reassign(call, pt);
+    }
+}
+
+void distributed_gemm::on_event(const fleet_event& ev, std::vector<gemm_call>& calls) {
+  if (!fleet_.on_event(ev)) return;
+  const int32_t dev = ev.device;
+  for (auto& call : calls)
+    for (auto& pt : call.tiles) {
+      if (pt.done) continue;
+      auto h = std::find(pt.holders.begin(), pt.holders.end(), dev);
+      if (h == pt.holders.end()) continue;
+      pt.holders.erase(h);
+      if (call.failed_at < 0) call.failed_at = seconds_now();
+      if (!pt.holders.empty()) continue;  // a copy is still running elsewhere
+      ++acc_.churn.tiles_reassigned;
+      reassign(call, pt);
+    }
+}
+
+void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_seconds) {
+  const double start = seconds_now();
+  const double speculate_at =
+    opts_.speculate_factor > 0
+      ? start + std::max(opts_.speculate_factor * predicted_seconds, opts_.speculate_min_seconds)
+      : std::numeric_limits<double>::infinity();
+  double last_progress = start;
+  bool speculated = false;
+  // The call and tile a result or miss is about, if it is in flight.
+  auto find = [&](const tile_key& k) -> std::pair<gemm_call*, pending_tile*> {
+    if (k.step == step_)
+      for (auto& call : calls)
+        if (k.gemm == call.id && k.tile < call.tiles.size()) return {&call, &call.tiles[k.tile]};
+    return {nullptr, nullptr};
+  };
+  auto remaining = [&] {
+    size_t n = 0;
+    for (const auto& call : calls) n += call.remaining;
+    return n;
+  };
+  for (auto& call : calls) compute_unheld(call);
+  while (remaining() > 0) {
+    const double deadline = std::min(last_progress + opts_.tile_timeout_seconds,
+                                      speculated ? std::numeric_limits<double>::infinity()
+                                                 : speculate_at);
+    const auto wait = std::chrono::duration_cast<caf::timespan>(
+      std::chrono::duration<double>(std::max(0.0, deadline - seconds_now())));
+    self_->receive(
+      [&](tile_result& r) {
+        auto [call, pt] = find(r.key);
+        if (pt == nullptr || pt->done) {
+          spdlog::debug("dropping late or duplicate result step {} gemm {} tile {} from {}",
+                        r.key.step, r.key.gemm, r.key.tile, r.device);
+          return;
+        }
+        const int32_t from = r.device;
+        if (accept(*pt, r)) {
+          --call->remaining;
+          last_progress = seconds_now();
+          fold_ready(*call, r.key.tile);
+          return;
+        }
+        auto h = std::find(pt->holders.begin(), pt->holders.end(), from);
+        if (h == pt->holders.end()) return;
+        pt->holders.erase(h);
+        if (pt->holders.empty()) reassign(*call, *pt);
+      },
+      [&](tile_miss& m) {
+        auto [call, pt] = find(m.key);
+        if (pt == nullptr || pt->done || !fleet_.has(m.device)) return;
+        if (std::find(pt->holders.begin(), pt->holders.end(), m.device) == pt->holders.end())
+          return;
+        sent_[m.device].clear();  // its cache is not what we thought
+        send_task(*call, *pt, m.device, true);
+      },
+      [&](event_atom, const fleet_event& ev) { on_event(ev, calls); },
+      [&](const caf::down_msg& down) {
+        if (down.source == fleet_.planner().address()) on_planner_lost(calls);
+      },
+      caf::after(wait) >> [] {});
+    const double now = seconds_now();
+    if (now >= last_progress + opts_.tile_timeout_seconds) {
+      for (auto& call : calls)
+        for (auto& pt : call.tiles)
+          if (!pt.done && !pt.holders.empty()) {
+            spdlog::warn("tile step {} gemm {} tile {} timed out on device {}; computing it here",
+                         step_, pt.key.gemm, pt.key.tile, pt.holders.front());
+            pt.holders.clear();
+            ++acc_.churn.tiles_timed_out;
+          }
+      last_progress = now;
+    } else if (!speculated && now >= speculate_at && remaining() > 0) {
+      speculated = true;
+      for (auto& call : calls)
+        if (call.remaining > 0) speculate(call);
+    }
+    for (auto& call : calls) compute_unheld(call);
+  }
+  // One recovery per batch: from its first failure until all its products are done.
+  double failed_at = std::numeric_limits<double>::infinity();
+  for (const auto& call : calls)
+    if (call.failed_at >= 0) failed_at = std::min(failed_at, call.failed_at);
+  if (failed_at < std::numeric_limits<double>::infinity())
+    acc_.churn.recovery_seconds += seconds_now() - failed_at;
+}
+
+bool distributed_gemm::computes_here(gemm_tag tag, int64_t m, int64_t n, int64_t k) {
+  return stays_here(plans_.plan_for(self_, fleet_, tag, problem_of(tag, m, n, k)));
+}
+
+void distributed_gemm::add_local_seconds(double seconds, int64_t products) {
+  acc_.totals.ps_compute_seconds += seconds;
+  acc_.local_gemms += static_cast<uint64_t>(products);
+}
+
+void distributed_gemm::gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b,
+                            bool trans_b, mut_view<float> c, float beta) {
+  gemm_batch({{tag, a, trans_a, b, trans_b, c, beta}});
+}
+
+void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
+  if (fleet_.stale()) {
+    if (auto err = fleet_.refresh())
+      spdlog::warn("{}; keeping the fleet as it was", describe(err));
+  }
+  // Every product's tiles go out before the wait: a layer's dX and dW keep
+  // the devices busy through each other's last tiles.
+  std::vector<gemm_call> calls;
+  calls.reserve(jobs.size());  // send_task keeps references into calls
+  batch_keys keys;
+  double predicted = 0;
+  for (const auto& job : jobs) {
+    const auto t_issue = clock_type::now();
+    const gemm_problem g =
+      problem_of(job.tag, job.c.rows, job.c.cols, job.trans_a ? job.a.rows : job.a.cols);
+    const uint32_t seq = gemm_seq_++;
+    // Asked even with no device left: a known GEMM keeps its tiles (computed
+    // here, in the same order), so its numbers do not change.
+    const plan& p = plans_.plan_for(self_, fleet_, job.tag, g);
+    if (stays_here(p)) {
+      run_local(job.a, job.trans_a, job.b, job.trans_b, job.c, job.beta);
+      continue;
+    }
+    auto& call = calls.emplace_back();
+    call.id = gemm_id(seq);
+    call.in = inputs{job.a, job.b, job.trans_a, job.trans_b,
+                     snapshots_.acquire(static_cast<size_t>(job.a.rows * job.a.cols)),
+                     snapshots_.acquire(static_cast<size_t>(job.b.rows * job.b.cols))};
+    call.tiles.resize(p.tiles.size());
+    call.remaining = p.tiles.size();
+    call.c = job.c;
+    std::vector<c_block> blocks;
+    blocks.reserve(p.tiles.size());
+    for (size_t i = 0; i < call.tiles.size(); ++i) {
+      const tile& t = p.tiles[i].t;
+      call.tiles[i].where = p.tiles[i];
+      blocks.push_back({t.m0, t.m1, t.n0, t.n1});
+    }
+    call.folds.emplace(blocks, job.c.rows, job.c.cols, job.beta);
+    call.folds->prepare(job.c);
+    for (size_t i = 0; i < call.tiles.size(); ++i) {
+      auto& pt = call.tiles[i];
+      const tile& t = pt.where.t;
+      pt.key = tile_key{step_, call.id, static_cast<uint32_t>(i)};
+      // The plan says which blocks the device holds (W in dX, X in dW): the
+      // others are sent, so they are copied in the pass that hashes them.
+      pt.a = locate(call, 0, t.m0, t.m1, t.k0, t.k1, keys, !pt.where.a_cached);
+      pt.b = locate(call, 1, t.k0, t.k1, t.n0, t.n1, keys, !pt.where.b_cached);
+      if (fleet_.has(pt.where.device)) send_task(call, pt, pt.where.device, false);
+    }
+    acc_.tiles += call.tiles.size();
+    acc_.totals.predicted_wait_seconds += p.predicted_seconds;
+    predicted += p.predicted_seconds;
+    acc_.totals.issue_seconds += seconds_since(t_issue);
+  }
+  if (calls.empty()) return;
+
+  const auto t_wait = clock_type::now();
+  wait_for(calls, predicted);
+  // Results were folded into C as they came: that time is the assembly's.
+  double fold_seconds = 0;
+  for (const auto& call : calls) fold_seconds += call.fold_seconds;
+  acc_.totals.wait_seconds += seconds_since(t_wait) - fold_seconds;
+  acc_.totals.allgather_seconds += fold_seconds;
+}
+
+}  // namespace cleave

@@ -1,0 +1,214 @@
+// The distributed engine's tiles: cutting operand blocks (hashed for the
+// devices' caches, copied into snapshots when sent), sending tasks, checking
+// results, moving a tile whose device failed, speculative copies, tiles the
+// PS computes itself, and folding results into C.
+
+#include <algorithm>
+#include <cstring>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/device/block_cache.hpp"
+#include "actors/ps/engine/distributed_gemm.hpp"
+
+namespace cleave {
+
+namespace {
+
+bool all_finite(const std::vector<float>& v) {
+  // Exponent bits all set means NaN or infinity. No early exit inside a
+  // chunk, so the test vectorises: it runs on every result the PS accepts.
+  constexpr size_t chunk = 4096;
+  for (size_t i = 0; i < v.size(); i += chunk) {
+    const size_t end = std::min(v.size(), i + chunk);
+    uint32_t bad = 0;
+    for (size_t j = i; j < end; ++j) {
+      uint32_t u;
+      std::memcpy(&u, &v[j], sizeof(u));
+      bad |= static_cast<uint32_t>((u & 0x7f800000u) == 0x7f800000u);
+    }
+    if (bad != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which, int64_t r0,
+                                                     int64_t r1, int64_t c0, int64_t c1,
+                                                     batch_keys& batch, bool will_send) {
+  const auto m = call.in.live(which);
+  // (r0, r1, c0, c1) are ranges of op(m); the block travels as stored.
+  if (call.in.transposed(which)) {
+    std::swap(r0, c0);
+    std::swap(r1, c1);
+  }
+  auto [it, fresh] = call.blocks.try_emplace(std::make_tuple(which, r0, r1, c0, c1));
+  if (fresh) {
+    // Memory no product of the batch writes: the same block of it, read by
+    // another product (dY is dX's A and dW's B), has the same key.
+    const float* at = m.data + r0 * m.ld + c0;
+    const auto where = std::make_tuple(at, r1 - r0, c1 - c0, m.ld);
+    auto [known, first] = batch.try_emplace(where);
+    if (first) {
+      known->second = block_key(
+        at, r1 - r0, c1 - c0, m.ld,
+        will_send ? call.in.snapshot(which).data() + r0 * m.cols + c0 : nullptr, m.cols);
+      it->second.copied = will_send;
+    }
+    it->second.key = known->second;
+  }
+  return {which, r0, r1, c0, c1, it->second.key};
+}
+
+operand distributed_gemm::cut(gemm_call& call, const block_ref& ref, bool with_data) {
+  const auto live = call.in.live(ref.which);
+  operand op;
+  op.key = ref.key;
+  op.rows = ref.r1 - ref.r0;
+  op.cols = ref.c1 - ref.c0;
+  op.trans = call.in.transposed(ref.which);
+  if (!with_data) return op;
+  const int64_t ld = live.cols;  // the snapshot is the operand, packed
+  auto& state = call.blocks.at(std::make_tuple(ref.which, ref.r0, ref.r1, ref.c0, ref.c1));
+  if (!state.copied) {
+    float* snap = call.in.snapshot(ref.which).data();
+    for (int64_t r = ref.r0; r < ref.r1; ++r)
+      std::memcpy(snap + r * ld + ref.c0, live.data + r * live.ld + ref.c0,
+                  static_cast<size_t>(op.cols) * sizeof(float));
+    state.copied = true;
+  }
+  op.shared = call.in.shared(ref.which);
+  op.offset = ref.r0 * ld + ref.c0;
+  op.ld = ld;
+  return op;
+}
+
+void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
+                                 bool with_all_data) {
+  auto& known = sent_[dev];
+  auto& acct = acc_.devices[dev];
+  tile_task msg;
+  msg.key = p.key;
+  for (auto [ref, dst] : {std::pair{&p.a, &msg.a}, std::pair{&p.b, &msg.b}}) {
+    ++acct.operands;
+    const bool send = with_all_data || known.count(ref->key) == 0;
+    *dst = cut(call, *ref, send);
+    if (send) {
+      acct.bytes_down += static_cast<uint64_t>(dst->rows * dst->cols) * sizeof(float);
+      known.insert(ref->key);
+    }
+  }
+  if (std::find(p.holders.begin(), p.holders.end(), dev) == p.holders.end())
+    p.holders.push_back(dev);
+  if (std::find(p.given.begin(), p.given.end(), dev) == p.given.end()) p.given.push_back(dev);
+  const auto& member = fleet_.members().at(dev);
+  msg.sent_at_ns = caf::make_timestamp().time_since_epoch().count();
+  if (member.bulk && gateway_)
+    self_->send(gateway_, task_atom::value, dev, std::move(msg));
+  else
+    self_->send(member.handle, std::move(msg));
+}
+
+bool distributed_gemm::accept(pending_tile& p, tile_result& r) {
+  const tile& t = p.where.t;
+  const int64_t rows = t.m1 - t.m0;
+  const int64_t cols = t.n1 - t.n0;
+  const char* problem = nullptr;
+  // A device the tile moved away from (suspected, say) may still win.
+  if (std::find(p.given.begin(), p.given.end(), r.device) == p.given.end())
+    problem = "from a device the tile was not given to";
+  else if (r.rows != rows || r.cols != cols || static_cast<int64_t>(r.data.size()) != rows * cols)
+    problem = "of the wrong shape";
+  else if (!all_finite(r.data))
+    problem = "containing NaN or infinity";
+  if (problem != nullptr) {
+    ++acc_.refused;
+    ++acc_.devices[r.device].refused;
+    spdlog::warn("refusing result {} for step {} gemm {} tile {} from device {}", problem,
+                 r.key.step, r.key.gemm, r.key.tile, r.device);
+    return false;
+  }
+  auto& acct = acc_.devices[r.device];
+  ++acct.tiles;
+  acct.bytes_up += r.data.size() * sizeof(float);
+  acct.cache_hits += r.cache_hits;
+  acct.busy_seconds += r.busy_seconds;
+  acct.flops += static_cast<double>(t.flops());
+  p.result = std::move(r.data);
+  p.done = true;
+  return true;
+}
+
+tile_policy distributed_gemm::policy() const {
+  std::vector<policy_device> devices;
+  for (const auto& [id, m] : fleet_.members()) devices.push_back({id, m.profile.memory_bytes});
+  return tile_policy(std::move(devices));
+}
+
+std::vector<policy_tile> distributed_gemm::policy_view(const gemm_call& call) {
+  std::vector<policy_tile> out;
+  out.reserve(call.tiles.size());
+  for (const auto& pt : call.tiles)
+    out.push_back({tile_working_set(pt.where.t), pt.holders, pt.done, pt.speculated});
+  return out;
+}
+
+void distributed_gemm::reassign(gemm_call& call, pending_tile& p) {
+  // The PS itself computes the tile when no device is left that can hold it.
+  const int32_t next = policy().take_over(policy_view(call), static_cast<size_t>(&p - call.tiles.data()));
+  p.where.device = next;
+  if (next >= 0) send_task(call, p, next, true);
+}
+
+void distributed_gemm::speculate(gemm_call& call) {
+  for (const auto& [i, dev] : policy().speculate(policy_view(call))) {
+    auto& pt = call.tiles[i];
+    pt.speculated = true;
+    ++acc_.churn.speculative_tiles;
+    spdlog::debug("speculative copy of step {} gemm {} tile {} (on {}) to device {}", step_,
+                  pt.key.gemm, pt.key.tile, pt.holders.front(), dev);
+    send_task(call, pt, dev, false);
+  }
+}
+
+void distributed_gemm::compute_unheld(gemm_call& call) {
+  // Tiles no device holds (none could take them, or they timed out) are
+  // computed here, on one thread like a device: Eigen's thread count is
+  // process-wide and changes its blocking (so the rounding) of the devices
+  // computing the GEMM's other tiles right now.
+  const auto& in = call.in;
+  const auto t0 = clock_type::now();
+  std::vector<size_t> computed;
+  for (size_t i = 0; i < call.tiles.size(); ++i) {
+    auto& pt = call.tiles[i];
+    if (pt.done || !pt.holders.empty()) continue;
+    const tile& t = pt.where.t;
+    pt.result.assign(static_cast<size_t>((t.m1 - t.m0) * (t.n1 - t.n0)), 0.0f);
+    const auto& ra = pt.a;
+    const auto& rb = pt.b;
+    gemm_local<float>({in.a.data + ra.r0 * in.a.ld + ra.c0, ra.r1 - ra.r0, ra.c1 - ra.c0, in.a.ld},
+                      in.trans_a,
+                      {in.b.data + rb.r0 * in.b.ld + rb.c0, rb.r1 - rb.r0, rb.c1 - rb.c0, in.b.ld},
+                      in.trans_b, {pt.result.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
+    pt.done = true;
+    --call.remaining;
+    ++acc_.churn.tiles_at_ps;
+    computed.push_back(i);
+  }
+  acc_.totals.ps_compute_seconds += seconds_since(t0);
+  for (size_t i : computed) fold_ready(call, i);
+}
+
+void distributed_gemm::fold_ready(gemm_call& call, size_t i) {
+  const auto t0 = clock_type::now();
+  for (size_t j : call.folds->ready(i)) {
+    auto& pt = call.tiles[j];
+    const tile& t = pt.where.t;
+    fold_tile(call.c, {t.m0, t.m1, t.n0, t.n1}, pt.result.data(), call.folds->copies(j));
+    std::vector<float>().swap(pt.result);
+  }
+  call.fold_seconds += seconds_since(t0);
+}
+
+}  // namespace cleave
