@@ -21,7 +21,7 @@
 
 namespace cleave {
 
-inline constexpr uint32_t message_schema_version = 5;
+inline constexpr uint32_t message_schema_version = 6;
 
 // Largest operand or result block a peer accepts (elements): the planner never
 // makes a bigger tile, so anything larger is malformed.

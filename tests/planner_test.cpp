@@ -9,7 +9,8 @@
 #include <random>
 #include <set>
 
-#include "actors/planner/tiling.hpp"
+#include "actors/planner/grid_search.hpp"
+#include "actors/planner/placement.hpp"
 
 using namespace cleave;
 
@@ -691,4 +692,56 @@ TEST(fair_share, a_shard_plans_on_its_share_of_the_fleet_and_the_ps_link) {
   // Re-placing a shared plan keeps using the share.
   const plan moved = replace_plan(shared, devices, cfg);
   EXPECT_DOUBLE_EQ(moved.predicted_seconds, replace_plan(expected, halved, halved_cfg).predicted_seconds);
+}
+
+// What limits a plan is an enum the plan carries (and its reason names).
+TEST(plan_bound, local_plans_say_why_they_stay) {
+  planner_config cfg;
+  const auto devices = fleet(8, preset_like[2]);
+  gemm_problem tiny{16, 16, 16};
+  auto p = make_plan(tiny, devices, cfg);
+  EXPECT_TRUE(p.local);
+  EXPECT_EQ(p.bound, plan_bound::threshold);
+  EXPECT_EQ(make_plan(gemm_problem{0, 16, 16}, devices, cfg).bound, plan_bound::none);
+  gemm_problem big{2048, 2048, 2048};
+  EXPECT_EQ(make_plan(big, {}, cfg).bound, plan_bound::no_device);
+  // Devices too small for any tile.
+  EXPECT_EQ(make_plan(big, fleet(8, prof(1e12, 1e3, 1e9, 1e9, 0)), cfg).bound, plan_bound::memory);
+  // A PS faster than the whole fleet: the lower bound that lost names its
+  // limit, here the devices' FLOP/s together.
+  planner_config fast_ps = compute_bound_cfg();
+  fast_ps.ps_flops = 5e11;
+  p = make_plan(big, fleet(16, prof(1e10, 8e9, 1e12, 1e12, 0)), fast_ps);
+  ASSERT_TRUE(p.local);
+  EXPECT_EQ(p.bound, plan_bound::compute) << p.reason;
+  EXPECT_NE(p.reason.find("compute)"), std::string::npos) << p.reason;
+  // A PS far faster still: no grid's single tile can beat it.
+  fast_ps.ps_flops = 1e15;
+  p = make_plan(big, devices, fast_ps);
+  ASSERT_TRUE(p.local);
+  EXPECT_EQ(p.bound, plan_bound::one_tile) << p.reason;
+}
+
+TEST(plan_bound, split_plans_name_the_limit_of_their_predicted_time) {
+  gemm_problem g{4096, 4096, 4096};
+  // Fast devices behind a slow PS link: the PS's egress binds.
+  planner_config slow_link;
+  slow_link.ps_flops = 1e9;
+  slow_link.ps_egress = 1e8;
+  slow_link.ps_ingress = 1e12;
+  auto p = make_plan(g, fleet(16, prof(1e13, 8e9, 1e10, 1e10, 0)), slow_link);
+  ASSERT_FALSE(p.local) << p.reason;
+  EXPECT_EQ(p.bound, plan_bound::ps_egress) << p.reason;
+  EXPECT_NE(p.reason.find("bound by PS egress"), std::string::npos) << p.reason;
+  // Slow devices behind a fast PS: their compute binds.
+  p = make_plan(g, fleet(16, prof(1e9, 8e9, 1e10, 1e10, 0)), compute_bound_cfg());
+  ASSERT_FALSE(p.local) << p.reason;
+  EXPECT_EQ(p.bound, plan_bound::compute) << p.reason;
+  // Devices with a thin downlink: their downlink binds.
+  p = make_plan(g, fleet(16, prof(1e13, 8e9, 1e6, 1e10, 0)), compute_bound_cfg());
+  ASSERT_FALSE(p.local) << p.reason;
+  EXPECT_EQ(p.bound, plan_bound::device_downlink) << p.reason;
+  // Re-placing keeps telling the truth about the new placement.
+  auto again = replace_plan(p, fleet(4, prof(1e13, 8e9, 1e6, 1e10, 0)), compute_bound_cfg());
+  EXPECT_EQ(again.bound, plan_bound::device_downlink);
 }

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/planner/tiling.hpp"
+#include "actors/planner/cost_model.hpp"
 #include "actors/transport/admission.hpp"
 #include "actors/transport/bulk_channel.hpp"
 #include "kernels/gemm.hpp"

@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/planner/grid_search.hpp"
+#include "actors/planner/placement.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {

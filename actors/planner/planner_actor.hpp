@@ -1,6 +1,7 @@
 #pragma once
 // The planner: the fleet's registry (who joined, with which profile, who is
-// alive) and the source of GEMM plans. The arithmetic is in tiling.hpp; this
+// alive) and the source of GEMM plans. The arithmetic is in cost_model.hpp,
+// grid_search.hpp and placement.hpp; this
 // actor only keeps state and answers.
 
 #include <map>
@@ -9,7 +10,8 @@
 
 #include <caf/all.hpp>
 
-#include "actors/planner/tiling.hpp"
+#include "actors/planner/cost_model.hpp"
+#include "actors/planner/plan.hpp"
 #include "actors/transport/admission.hpp"
 #include "schema/messages.hpp"
 
@@ -49,7 +51,7 @@ typename Inspector::result_type inspect(Inspector& f, assignment& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, plan& x) {
-  return f(caf::meta::type_name("plan"), x.local, x.reason, x.problem, x.grid_m, x.grid_n,
+  return f(caf::meta::type_name("plan"), x.local, x.bound, x.reason, x.problem, x.grid_m, x.grid_n,
            x.grid_k, x.tiles, x.predicted_seconds, x.local_seconds, x.bytes_down, x.bytes_up,
            x.devices_used, x.grids_considered, x.grids_evaluated);
 }

@@ -1,4 +1,11 @@
-#include "actors/planner/tiling.hpp"
+// The grid search is one file of about 770 lines because its parts share one
+// inner loop: the lower bound of a grid, the simulation of its assignment
+// (grid_sim) and the search that decides which grids to simulate
+// (grid_search) all read the same per-device figures (`dev`) and the same
+// dimension splits, and make_plan drives them. Cut apart, each would expose
+// those internals for the sake of the others.
+
+#include "actors/planner/grid_search.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -15,23 +22,12 @@ namespace cleave {
 
 namespace {
 
-constexpr double inf = std::numeric_limits<double>::infinity();
-
-// The one formula for a tile's time, shared by predict_tile and the planner's
-// inner loop so that both give bit-identical numbers. Rates enter as
-// reciprocals (seconds per byte, per FLOP); latency is one way, and a tile
-// pays it twice: the task goes down, the result comes up.
-inline double tile_seconds(double latency, double inv_downlink, double inv_flops, double inv_uplink,
-                           uint64_t down, double flops, uint64_t up) {
-  return 2 * latency + static_cast<double>(down) * inv_downlink + flops * inv_flops +
-         static_cast<double>(up) * inv_uplink;
-}
-
 std::string fmt(const char* format, double a, double b = 0, double c = 0) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, format, a, b, c);
-  return buf;
+  return format_numbers(format, a, b, c);
 }
+
+
+constexpr double inf = std::numeric_limits<double>::infinity();
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -99,8 +95,11 @@ std::vector<dim_split> dim_candidates(int64_t size, int64_t align, int64_t max_p
   return out;
 }
 
-const char* const bound_names[] = {"compute",       "PS egress", "PS ingress", "device downlink",
-                                   "device uplink", "one tile",  "latency"};
+// The limits a grid's lower bound is made of, by the search's index.
+constexpr plan_bound bound_kinds[] = {plan_bound::compute,         plan_bound::ps_egress,
+                                      plan_bound::ps_ingress,      plan_bound::device_downlink,
+                                      plan_bound::device_uplink,   plan_bound::one_tile,
+                                      plan_bound::latency};
 
 // Min-heap entry (lazy deletion: valid while ver matches the device's).
 struct entry {
@@ -673,9 +672,10 @@ class grid_search {
   int lowest_kind_ = 0;
 };
 
-plan local_plan(const gemm_problem& g, double local_seconds, std::string reason) {
+plan local_plan(const gemm_problem& g, double local_seconds, plan_bound bound, std::string reason) {
   plan p;
   p.local = true;
+  p.bound = bound;
   p.problem = g;
   p.local_seconds = local_seconds;
   p.reason = std::move(reason);
@@ -683,60 +683,6 @@ plan local_plan(const gemm_problem& g, double local_seconds, std::string reason)
 }
 
 }  // namespace
-
-double gemm_problem::flops() const {
-  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-}
-
-int64_t tile::flops() const { return 2 * (m1 - m0) * (n1 - n0) * (k1 - k0); }
-uint64_t tile::a_bytes() const {
-  return gemm_element_bytes * static_cast<uint64_t>((m1 - m0) * (k1 - k0));
-}
-uint64_t tile::b_bytes() const {
-  return gemm_element_bytes * static_cast<uint64_t>((k1 - k0) * (n1 - n0));
-}
-uint64_t tile::c_bytes() const {
-  return gemm_element_bytes * static_cast<uint64_t>((m1 - m0) * (n1 - n0));
-}
-
-bool operator==(const tile& x, const tile& y) {
-  return x.m0 == y.m0 && x.m1 == y.m1 && x.n0 == y.n0 && x.n1 == y.n1 && x.k0 == y.k0 &&
-         x.k1 == y.k1;
-}
-
-bool usable(const device_profile& p) {
-  auto positive = [](double x) { return std::isfinite(x) && x > 0; };
-  return positive(p.flops) && positive(p.downlink) && positive(p.uplink) &&
-         std::isfinite(p.latency) && p.latency >= 0 && p.memory_bytes > 0;
-}
-
-fleet_share fair_share(const std::vector<device_view>& devices, const planner_config& cfg,
-                       int32_t sharers) {
-  fleet_share out{devices, cfg};
-  if (sharers <= 1) return out;
-  const double s = static_cast<double>(sharers);
-  for (auto& d : out.devices) {
-    d.profile.flops /= s;
-    d.profile.downlink /= s;
-    d.profile.uplink /= s;
-    d.profile.memory_bytes /= static_cast<uint64_t>(sharers);
-  }
-  out.cfg.ps_egress /= s;
-  out.cfg.ps_ingress /= s;
-  return out;
-}
-
-tile_cost predict_tile(const tile& t, const device_profile& p, bool a_cached, bool b_cached) {
-  tile_cost c;
-  c.bytes_down = (a_cached ? 0 : t.a_bytes()) + (b_cached ? 0 : t.b_bytes());
-  c.bytes_up = t.c_bytes();
-  c.seconds = usable(p) ? tile_seconds(p.latency, 1.0 / p.downlink, 1.0 / p.flops, 1.0 / p.uplink,
-                                       c.bytes_down, static_cast<double>(t.flops()), c.bytes_up)
-                        : inf;
-  return c;
-}
-
-uint64_t tile_working_set(const tile& t) { return t.a_bytes() + t.b_bytes() + t.c_bytes(); }
 
 std::vector<int64_t> split_edges(int64_t size, int64_t parts, int64_t align) {
   size = std::max<int64_t>(size, 0);
@@ -758,9 +704,9 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
   const auto [devices, cfg] = fair_share(fleet, fleet_cfg, g.sharers);
   const double total = g.flops();
   const double local_seconds = total / cfg.ps_flops;
-  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return local_plan(g, local_seconds, "empty product");
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return local_plan(g, local_seconds, plan_bound::none, "empty product");
   if (total < cfg.min_split_flops)
-    return local_plan(g, local_seconds,
+    return local_plan(g, local_seconds, plan_bound::threshold,
                       fmt("%.3g FLOPs below the split threshold %.3g", total, cfg.min_split_flops));
 
   // Usable devices, by id: the order ties are broken in.
@@ -772,11 +718,11 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
   }
   std::stable_sort(devs.begin(), devs.end(),
                    [](const dev& x, const dev& y) { return x.id < y.id; });
-  if (devs.empty()) return local_plan(g, local_seconds, "no usable device");
+  if (devs.empty()) return local_plan(g, local_seconds, plan_bound::no_device, "no usable device");
 
   grid_search search(g, devs, cfg);
   if (!search.any_fits())
-    return local_plan(g, local_seconds,
+    return local_plan(g, local_seconds, plan_bound::memory,
                       fmt("no device can hold a tile: the smallest needs %.3g bytes, the largest "
                           "device memory is %.3g bytes",
                           static_cast<double>(search.smallest_working_set()),
@@ -784,10 +730,11 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
   search.run(local_seconds);
   const auto* best = search.best();
   if (!best) {
-    plan p = local_plan(g, local_seconds,
+    const plan_bound bound = bound_kinds[search.lowest_bound_kind()];
+    plan p = local_plan(g, local_seconds, bound,
                         "distributed is not faster than local " + fmt("%.3g s", local_seconds) +
                             fmt(" (lowest bound found %.3g s: ", search.lowest_bound()) +
-                            bound_names[search.lowest_bound_kind()] + ")");
+                            to_string(bound) + ")");
     p.grids_considered = search.considered();
     p.grids_evaluated = search.evaluated();
     return p;
@@ -806,160 +753,20 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
   p.devices_used = best->r.devices_used;
   p.grids_considered = search.considered();
   p.grids_evaluated = search.evaluated();
+  p.bound = split_bound(p, devices, cfg);
   p.reason = "split " + std::to_string(p.grid_m) + "x" + std::to_string(p.grid_n) + "x" +
              std::to_string(p.grid_k) + " = " + std::to_string(p.tiles.size()) + " tiles over " +
              std::to_string(p.devices_used) +
-             " devices: " + fmt("%.3g s vs local %.3g s", p.predicted_seconds, local_seconds);
+             " devices: " + fmt("%.3g s vs local %.3g s", p.predicted_seconds, local_seconds) + ", bound by " +
+             to_string(p.bound);
   return p;
 }
-
-std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_problem& backward,
-                                const std::vector<device_view>& fleet,
-                                const planner_config& fleet_cfg, const plan* grad_input) {
-  const auto [alive, cfg] = fair_share(fleet, fleet_cfg, backward.sharers);
-  if (forward.local || forward.tiles.empty()) return std::nullopt;
-  if (role != gemm_role::grad_input && role != gemm_role::grad_weight) return std::nullopt;
-  // The forward shape, from its tiles; K must not be split.
-  int64_t fm = 0, fn = 0, fk = forward.tiles.front().t.k1;
-  for (const auto& a : forward.tiles) {
-    if (a.t.k0 != 0 || a.t.k1 != fk) return std::nullopt;
-    fm = std::max(fm, a.t.m1);
-    fn = std::max(fn, a.t.n1);
-  }
-  if (role == gemm_role::grad_input && (backward.m != fm || backward.n != fk || backward.k != fn))
-    return std::nullopt;
-  if (role == gemm_role::grad_weight && (backward.m != fk || backward.n != fn || backward.k != fm))
-    return std::nullopt;
-
-  std::map<int32_t, const device_view*> by_id;
-  for (const auto& v : alive) by_id.emplace(v.id, &v);
-  // dY blocks already sent by the grad_input plan: (m-range, n-range) -> device.
-  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int32_t>> dy_at;
-  if (role == gemm_role::grad_weight && grad_input && !grad_input->local)
-    for (const auto& a : grad_input->tiles) dy_at.emplace(a.t.m0, a.t.m1, a.t.k0, a.t.k1, a.device);
-
-  plan p;
-  p.local = false;
-  p.problem = backward;
-  p.problem.role = role;
-  p.local_seconds = backward.flops() / cfg.ps_flops;
-  std::map<int32_t, double> avail;
-  double max_finish = 0;
-  for (const auto& f : forward.tiles) {
-    auto it = by_id.find(f.device);
-    if (it == by_id.end() || !usable(it->second->profile)) return std::nullopt;
-    const device_view& v = *it->second;
-    assignment a;
-    a.device = f.device;
-    if (role == gemm_role::grad_input) {
-      a.t = tile{f.t.m0, f.t.m1, 0, fk, f.t.n0, f.t.n1};
-      a.a_cached = false;  // dY block
-      a.b_cached = true;   // W block, sent for the forward tile
-    } else {
-      a.t = tile{0, fk, f.t.n0, f.t.n1, f.t.m0, f.t.m1};
-      a.a_cached = true;  // X block, sent for the forward tile
-      a.b_cached = dy_at.count({f.t.m0, f.t.m1, f.t.n0, f.t.n1, f.device}) > 0;
-    }
-    if (v.profile.memory_bytes < tile_working_set(a.t)) return std::nullopt;
-    auto cost = predict_tile(a.t, v.profile, a.a_cached, a.b_cached);
-    auto [slot, fresh] = avail.emplace(f.device, std::max(0.0, v.ready_at));
-    slot->second += cost.seconds;
-    a.predicted_finish = slot->second;
-    max_finish = std::max(max_finish, a.predicted_finish);
-    p.bytes_down += cost.bytes_down;
-    p.bytes_up += cost.bytes_up;
-    p.tiles.push_back(a);
-  }
-  if (role == gemm_role::grad_input) {
-    p.grid_m = forward.grid_m;
-    p.grid_n = 1;
-    p.grid_k = forward.grid_n;
-  } else {
-    p.grid_m = 1;
-    p.grid_n = forward.grid_n;
-    p.grid_k = forward.grid_m;
-  }
-  p.devices_used = static_cast<int32_t>(avail.size());
-  p.predicted_seconds = std::max({max_finish, static_cast<double>(p.bytes_down) / cfg.ps_egress,
-                                  static_cast<double>(p.bytes_up) / cfg.ps_ingress});
-  p.reason = std::string("mirror of forward ") + std::to_string(forward.grid_m) + "x" +
-             std::to_string(forward.grid_n) + " placement (" +
-             (role == gemm_role::grad_input ? "W" : "X") + " blocks cached): " +
-             fmt("%.3g s vs local %.3g s", p.predicted_seconds, p.local_seconds);
-  return p;
-}
-
-plan replace_plan(const plan& p, const std::vector<device_view>& fleet,
-                  const planner_config& fleet_cfg) {
-  if (p.local) return p;
-  const auto [devices, cfg] = fair_share(fleet, fleet_cfg, p.problem.sharers);
-  plan out = p;
-  std::vector<size_t> order(p.tiles.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    return p.tiles[x].t.flops() > p.tiles[y].t.flops();
-  });
-  std::vector<const device_view*> by_id;
-  for (const auto& d : devices)
-    if (usable(d.profile)) by_id.push_back(&d);
-  std::sort(by_id.begin(), by_id.end(),
-            [](const device_view* x, const device_view* y) { return x->id < y->id; });
-  std::map<int32_t, double> avail;
-  for (const auto* d : by_id) avail[d->id] = std::max(0.0, d->ready_at);
-  std::set<int32_t> used;
-  out.bytes_down = out.bytes_up = 0;
-  double max_finish = 0;
-  for (size_t i : order) {
-    auto& a = out.tiles[i];
-    a.a_cached = a.b_cached = false;
-    a.device = -1;
-    a.predicted_finish = 0;
-    const device_view* best = nullptr;
-    tile_cost best_cost;
-    double best_finish = inf;
-    for (const auto* d : by_id) {
-      if (d->profile.memory_bytes < tile_working_set(a.t)) continue;
-      const auto cost = predict_tile(a.t, d->profile, false, false);
-      const double finish = avail[d->id] + cost.seconds;
-      if (finish < best_finish) {
-        best = d;
-        best_cost = cost;
-        best_finish = finish;
-      }
-    }
-    if (best == nullptr) continue;
-    a.device = best->id;
-    a.predicted_finish = avail[best->id] = best_finish;
-    used.insert(best->id);
-    max_finish = std::max(max_finish, best_finish);
-    out.bytes_down += best_cost.bytes_down;
-    out.bytes_up += best_cost.bytes_up;
-  }
-  out.devices_used = static_cast<int32_t>(used.size());
-  out.predicted_seconds = std::max({max_finish, static_cast<double>(out.bytes_down) / cfg.ps_egress,
-                                    static_cast<double>(out.bytes_up) / cfg.ps_ingress});
-  // The reason keeps what the plan was first made for, once.
-  const std::string marker = "; first planned as: ";
-  const auto at = p.reason.find(marker);
-  out.reason = "re-placed on " + std::to_string(used.size()) + " devices" + marker
-               + (at == std::string::npos ? p.reason : p.reason.substr(at + marker.size()));
-  return out;
-}
-
-double plan_seconds(const plan& p) { return p.local ? p.local_seconds : p.predicted_seconds; }
 
 double predict_sequence(const std::vector<gemm_problem>& gemms,
                         const std::vector<device_view>& devices, const planner_config& cfg) {
   double total = 0;
   for (const auto& g : gemms) total += plan_seconds(make_plan(g, devices, cfg));
   return total;
-}
-
-std::vector<std::pair<int32_t, uint64_t>> bytes_down_per_device(const plan& p) {
-  std::map<int32_t, uint64_t> m;
-  for (const auto& a : p.tiles)
-    m[a.device] += (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
-  return {m.begin(), m.end()};
 }
 
 }  // namespace cleave

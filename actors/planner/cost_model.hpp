@@ -1,0 +1,78 @@
+#pragma once
+// The planner's cost model: what a sub-GEMM tile costs a device, which
+// devices the planner may use at all, what PS shards planning at once may
+// count on, and what limits a split plan. Pure; grid_search.hpp and
+// placement.hpp plan with it, and emulated devices pace themselves by it.
+
+#include <cstdint>
+#include <vector>
+
+#include "actors/planner/plan.hpp"
+#include "schema/profile.hpp"
+
+namespace cleave {
+
+struct device_view {
+  int32_t id = 0;
+  device_profile profile;
+  double ready_at = 0;  // seconds from now until the device is idle
+};
+
+struct tile_cost {
+  double seconds = 0;
+  uint64_t bytes_down = 0, bytes_up = 0;
+};
+
+struct planner_config {
+  double ps_flops = 5e10;     // the PS's own GEMM rate
+  double ps_egress = 1.25e9;  // bytes/s the PS can send in total (shared by all devices)
+  double ps_ingress = 1.25e9;
+  double min_split_flops = 2.0 * 128 * 128 * 128;  // smaller GEMMs stay on the PS
+  int max_tiles_per_device = 4;
+  int64_t tile_align = 16;  // tile edges are multiples of this where possible
+  // Grid assignments simulated per plan (see make_plan); 0 simulates every
+  // grid whose bound can win (exact, slow for big fleets: for checking).
+  int search_budget = 256;
+};
+
+// Time a device needs for a tile: 2 x latency (one way each: task down,
+// result up) + bytes in / downlink + 2 m n k / flops + bytes out / uplink; a
+// cached operand costs no transfer. Emulated devices pace themselves by it.
+// A device with a non-positive or non-finite rate takes forever.
+tile_cost predict_tile(const tile& t, const device_profile& p, bool a_cached, bool b_cached);
+
+// Bytes a device must hold to compute the tile (A + B + C blocks).
+uint64_t tile_working_set(const tile& t);
+
+// Whether the planner can use a device at all (positive, finite rates).
+bool usable(const device_profile& p);
+
+// What one of `sharers` concurrent planners may count on: every device's
+// FLOP/s, links and memory, and the PS's egress and ingress, divided among
+// them (each shard has its own thread, so the PS's FLOP/s is not). make_plan,
+// mirror_plan and replace_plan apply it for problem.sharers > 1.
+struct fleet_share {
+  std::vector<device_view> devices;
+  planner_config cfg;
+};
+fleet_share fair_share(const std::vector<device_view>& devices, const planner_config& cfg,
+                       int32_t sharers);
+
+// The one formula for a tile's time, shared by predict_tile and the grid
+// search's inner loop so that both give bit-identical numbers. Rates enter
+// as reciprocals (seconds per byte, per FLOP); latency is one way, and a
+// tile pays it twice: the task goes down, the result comes up.
+inline double tile_seconds(double latency, double inv_downlink, double inv_flops, double inv_uplink,
+                           uint64_t down, double flops, uint64_t up) {
+  return 2 * latency + static_cast<double>(down) * inv_downlink + flops * inv_flops +
+         static_cast<double>(up) * inv_uplink;
+}
+
+// What limits a split plan's predicted time, on the devices it was planned
+// for: the PS's egress or ingress when bytes_down / ps_egress or bytes_up /
+// ps_ingress is its predicted time; otherwise the largest part (compute,
+// downlink, uplink or latency) of the tiles of the device that finishes last.
+plan_bound split_bound(const plan& p, const std::vector<device_view>& devices,
+                       const planner_config& cfg);
+
+}  // namespace cleave

@@ -1,0 +1,60 @@
+#include "actors/planner/plan.hpp"
+
+#include <cstdio>
+#include <map>
+
+namespace cleave {
+
+const char* to_string(plan_bound b) {
+  switch (b) {
+    case plan_bound::none: return "empty";
+    case plan_bound::threshold: return "split threshold";
+    case plan_bound::no_device: return "no usable device";
+    case plan_bound::memory: return "memory";
+    case plan_bound::compute: return "compute";
+    case plan_bound::ps_egress: return "PS egress";
+    case plan_bound::ps_ingress: return "PS ingress";
+    case plan_bound::device_downlink: return "device downlink";
+    case plan_bound::device_uplink: return "device uplink";
+    case plan_bound::one_tile: return "one tile";
+    case plan_bound::latency: return "latency";
+  }
+  return "unknown";
+}
+
+std::string format_numbers(const char* format, double a, double b, double c) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, format, a, b, c);
+  return buf;
+}
+
+double gemm_problem::flops() const {
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+}
+
+int64_t tile::flops() const { return 2 * (m1 - m0) * (n1 - n0) * (k1 - k0); }
+uint64_t tile::a_bytes() const {
+  return gemm_element_bytes * static_cast<uint64_t>((m1 - m0) * (k1 - k0));
+}
+uint64_t tile::b_bytes() const {
+  return gemm_element_bytes * static_cast<uint64_t>((k1 - k0) * (n1 - n0));
+}
+uint64_t tile::c_bytes() const {
+  return gemm_element_bytes * static_cast<uint64_t>((m1 - m0) * (n1 - n0));
+}
+
+bool operator==(const tile& x, const tile& y) {
+  return x.m0 == y.m0 && x.m1 == y.m1 && x.n0 == y.n0 && x.n1 == y.n1 && x.k0 == y.k0 &&
+         x.k1 == y.k1;
+}
+
+double plan_seconds(const plan& p) { return p.local ? p.local_seconds : p.predicted_seconds; }
+
+std::vector<std::pair<int32_t, uint64_t>> bytes_down_per_device(const plan& p) {
+  std::map<int32_t, uint64_t> m;
+  for (const auto& a : p.tiles)
+    m[a.device] += (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
+  return {m.begin(), m.end()};
+}
+
+}  // namespace cleave
