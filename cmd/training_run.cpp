@@ -8,7 +8,7 @@
 
 #include "actors/console/console_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
-#include "actors/ps/distributed_gemm.hpp"
+#include "actors/ps/engine/distributed_gemm.hpp"
 #include "actors/ps/runtime_report.hpp"
 #include "actors/ps/sharded_ps.hpp"
 #include "cmd/roles.hpp"
