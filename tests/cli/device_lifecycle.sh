@@ -4,14 +4,6 @@
 # waits for the next one.
 source "$(dirname "$0")/lib.sh"
 
-wait_port() {  # wait_port LOG: the port a process logged it listens on
-  for _ in $(seq 1 500); do
-    local p; p=$(grep -o "listening on port [0-9]*" "$1" 2>/dev/null | grep -o "[0-9]*$")
-    [[ -n $p ]] && { echo "$p"; return; }
-    sleep 0.02
-  done
-}
-
 train=(--model=mlp --hidden=64 --batch=32 --threads=1 --min-devices=1)
 
 # 1. The ps is killed mid-run: the device retries for 2 s, then exits 1.

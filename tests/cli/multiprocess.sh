@@ -10,15 +10,6 @@ source "$(dirname "$0")/lib.sh"
 cost=(--ps-egress=1e12 --ps-flops=1e9)  # make the planner split the mlp's GEMMs
 train=(--model=mlp --steps=200 --threads=1 --log-level=info --progress-seconds=30)
 
-# wait_port LOG: prints the port a process logged it listens on.
-wait_port() {
-  for _ in $(seq 1 500); do
-    local p; p=$(grep -o "listening on port [0-9]*" "$1" 2>/dev/null | grep -o "[0-9]*$")
-    [[ -n $p ]] && { echo "$p"; return; }
-    sleep 0.02
-  done
-}
-
 start_devices() {  # start_devices PORT [device flags...]
   local port=$1; shift
   for i in 1 2 3 4; do
