@@ -5,6 +5,7 @@
 #include <caf/io/middleman.hpp>
 
 #include "actors/detector/detector_actor.hpp"
+#include "actors/gateway/edge_gateway.hpp"
 #include "actors/planner/planner_actor.hpp"
 #include "actors/transport/bulk_channel.hpp"
 #include "schema/errors.hpp"
@@ -42,9 +43,9 @@ cleave_config::cleave_config() {
     .add(fleet, "fleet", "JSON fleet file for the in-process devices (see README)")
     .add(profile, "profile", "device preset: phone, edge, laptop, vm or fast")
     .add(ps_shards, "ps-shards", "parameter-server shards, each with its own thread and engine")
-    .add(listen, "listen", "--role=ps: [host:]port to accept devices on")
+    .add(listen, "listen", "--role=ps: [host:]port of the device edge (framed; devices join here); --role=planner or detector: [host:]port for the ps (BASP, server side only)")
     .add(admin, "admin", "--role=all or ps: [host:]port of the admin console (HTTP; host 127.0.0.1 unless given)")
-    .add(connect, "connect", "--role=device: host:port of the ps (or of the planner process)")
+    .add(connect, "connect", "--role=device: host:port of the ps's device edge")
     .add(planner, "planner", "--role=ps: host:port of a separate --role=planner process")
     .add(detector, "detector", "--role=planner: host:port of a separate --role=detector process")
     .add(min_devices, "min-devices", "devices to wait for before the first step")
@@ -53,10 +54,6 @@ cleave_config::cleave_config() {
     .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9)")
     .add(max_tiles_per_device, "max-tiles-per-device", "planner: most tiles of one GEMM per device (default 4)")
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)")
-    .add(bulk, "bulk", "--role=device: take tiles over the ps's bulk tensor channel")
-    .add(bulk_port, "bulk-port", "--role=ps: port of the bulk tensor channel (default: any free port)")
-    .add(ps_secret, "ps-secret", "--role=planner and --role=ps --bulk-host: the secret the ps proves to register its bulk channel")
-    .add(bulk_host, "bulk-host", "--role=ps with --planner: host the bulk channel listens on and devices reach")
     .add(churn, "churn", "--role=all: churn schedule file (JSON, see README)")
     .add(churn_rate, "churn-rate", "--role=all: random churn events per step, drawn from --seed")
     .add(speculate, "speculate", "copy a GEMM's unfinished tiles to idle devices past this x its predicted time (default 3, 0: off)")
@@ -68,6 +65,7 @@ cleave_config::cleave_config() {
   add_cleave_message_types(*this);
   add_planner_message_types(*this);
   add_detector_message_types(*this);
+  add_gateway_message_types(*this);
   transport::add_transport_message_types(*this);
   load<caf::io::middleman>();
 }

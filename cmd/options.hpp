@@ -46,20 +46,16 @@ class cleave_config : public caf::actor_system_config {
   int ps_shards = 1;
   static constexpr int max_ps_shards = 64;  // one thread each
   std::string admin;           // [host:]port of the admin console (HTTP)
-  std::string listen;          // --role=ps: [host:]port to publish on
-  std::string connect;         // --role=device: host:port of the ps (or planner)
+  std::string listen;          // --role=ps: the device edge; planner, detector: their BASP port
+  std::string connect;         // --role=device: host:port of the ps's device edge
   std::string planner;         // --role=ps: host:port of a separate planner process
   std::string detector;        // --role=planner: host:port of a separate detector process
-  std::string ps_secret;       // --role=planner / --role=ps --planner: proves the ps to the planner
   int min_devices = -1;        // default: --devices for role all, 1 for role ps
   double tile_timeout = 30;    // seconds before a tile is given to someone else
   double ps_flops = 5e10;      // the PS's own GEMM rate, for the cost model
   double ps_egress = 1.25e9;   // bytes/s the PS can send to the fleet
   int max_tiles_per_device = 4;  // planner: tiles of one GEMM a device may get
   double heartbeat = 0.1;      // seconds between device heartbeats
-  bool bulk = false;           // --role=device: tiles over the ps's bulk channel
-  int bulk_port = 0;           // --role=ps: port of the bulk channel (0: any free port)
-  std::string bulk_host;       // --role=ps with --planner: where the bulk channel listens
   double progress_seconds = 5;
   // churn and recovery
   std::string churn;           // --role=all: churn schedule file

@@ -42,7 +42,9 @@ int run_service(cleave_config& cfg) {
     stop(supervisor);
     return runtime_error("cannot listen on " + cfg.listen + ": " + sys.render(port.error()));
   }
-  spdlog::info("{}: listening on port {}", cfg.role, *port);
+  spdlog::info("{}: listening on port {} (BASP: for the ps and other server-side nodes, never devices)",
+               cfg.role, *port);
+  warn_if_exposed(endpoint->first, cfg.role == "planner" ? "the planner's BASP port" : "the detector's BASP port");
   stop_on_signals();
   while (!stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   spdlog::info("{}: stopping", cfg.role);

@@ -152,7 +152,7 @@ int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train
   std::vector<distributed_gemm*> fleet;
   for (uint32_t s = 0; s < eopts.shards; ++s) {
     eopts.shard = s;
-    engines.push_back(std::make_unique<distributed_gemm>(sys, run.planner, eopts, run.gateway));
+    engines.push_back(std::make_unique<distributed_gemm>(sys, run.planner, eopts));
     fleet.push_back(engines.back().get());
   }
   const int rc = train(cfg, opts, threads, run.devices, fleet, run.churn, run.console);

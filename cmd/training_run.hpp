@@ -15,7 +15,6 @@ namespace cleave {
 struct fleet_run {
   caf::actor planner;
   int devices = 0;             // emulated, or the quorum waited for: for the report
-  caf::actor gateway;          // the ps's bulk gateway; null without a bulk channel
   caf::actor churn;            // told every step (in-process churn); may be null
   // Finds the planner's successor after a restart (in-process: the
   // registry; a separate planner process: its address). Empty: a lost

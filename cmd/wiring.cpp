@@ -12,7 +12,6 @@
 
 #include "actors/console/console_actor.hpp"
 #include "actors/console/http_endpoint.hpp"
-#include "actors/ps/bulk_gateway.hpp"
 #include "cmd/roles.hpp"
 #include "schema/errors.hpp"
 
@@ -40,14 +39,10 @@ caf::actor registered(caf::actor_system& sys, const char* name) {
   return caf::actor_cast<caf::actor>(sys.registry().get(caf::atom_from_string(name)));
 }
 
-planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t bulk_port,
-                             const transport::admission_key& admission) {
+planner_options planner_opts(const cleave_config& cfg, int min_devices) {
   planner_options o;
-  o.bulk_port = bulk_port;
-  o.admission = admission;
   o.cost.ps_flops = cfg.ps_flops;
   o.cost.ps_egress = cfg.ps_egress;
-  o.ps_secret = cfg.ps_secret;
   o.cost.ps_ingress = cfg.ps_egress;
   o.cost.max_tiles_per_device = cfg.max_tiles_per_device;
   o.min_devices = min_devices;
@@ -63,11 +58,9 @@ detector_options detector_opts(const cleave_config& cfg) {
   return o;
 }
 
-std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices,
-                                      uint16_t bulk_port,
-                                      const transport::admission_key& admission) {
+std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices) {
   auto dopts = detector_opts(cfg);
-  auto popts = planner_opts(cfg, min_devices, bulk_port, admission);
+  auto popts = planner_opts(cfg, min_devices);
   auto starts = std::make_shared<int>(0);
   return {
     {"detector", [dopts](caf::local_actor* sup) { return sup->spawn(detector_actor, dopts); }},
@@ -112,23 +105,33 @@ caf::expected<caf::actor> start_console(caf::actor_system& sys, const cleave_con
   return console;
 }
 
-caf::expected<bulk_endpoint> open_bulk_endpoint(caf::actor_system& sys, const std::string& bind_host,
-                                                int port) {
-  if (port < 0 || port > 65535) return fail("--bulk-port must be in [0, 65535]");
-  bulk_endpoint out;
-  auto key = transport::make_admission_key();
-  if (!key) return key.error();
-  out.admission = *key;
-  out.gateway = sys.spawn(bulk_gateway, out.admission);
-  transport::bulk_options bopts;
-  bopts.bind_address = bind_host;
-  auto lst = transport::spawn_bulk_listener(sys, static_cast<uint16_t>(port), out.gateway, bopts);
+caf::expected<edge_endpoint> open_edge(caf::actor_system& sys, const cleave_config& cfg,
+                                       std::function<caf::actor()> planner) {
+  auto at = parse_endpoint(cfg.listen, "listen", true);
+  if (!at) return at.error();
+  edge_options eo;
+  eo.planner = std::move(planner);
+  eo.heartbeat_seconds = cfg.heartbeat;
+  edge_endpoint out;
+  out.gateway = sys.spawn(edge_gateway, eo);
+  transport::bulk_options bo;
+  bo.bind_address = at->first;
+  auto lst = transport::spawn_bulk_listener(sys, at->second, out.gateway, edge_channel_options(eo, bo));
   if (!lst) {
     caf::anon_send_exit(out.gateway, caf::exit_reason::user_shutdown);
-    return fail("cannot open the bulk channel: " + sys.render(lst.error()));
+    return fail("cannot listen for devices on " + cfg.listen + ": " + sys.render(lst.error()));
   }
   out.listener = *lst;
+  warn_if_exposed(at->first, "the device edge");
   return out;
+}
+
+void warn_if_exposed(const std::string& bind_host, const char* what) {
+  const bool loopback = bind_host == "localhost" || bind_host.rfind("127.", 0) == 0 || bind_host == "::1";
+  if (!loopback)
+    spdlog::warn("{} listens on {} without TLS: anyone who reaches it can read and forge its "
+                 "traffic; give TLS certificates or bind it to 127.0.0.1", what,
+                 bind_host.empty() ? "every interface" : bind_host);
 }
 
 void stop_on_signals() {
@@ -140,12 +143,16 @@ bool stop_requested() { return stop_flag; }
 
 caf::expected<caf::actor> reach(caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
                                 double patience) {
+  return reach(patience, [&] { return sys.middleman().remote_actor(at.first, at.second); });
+}
+
+caf::expected<caf::actor> reach(double patience, const std::function<caf::expected<caf::actor>()>& attempt) {
   const bool bounded = std::isfinite(patience);
   const auto give_up = std::chrono::steady_clock::now()
                        + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                          std::chrono::duration<double>(bounded ? patience : 0));
   for (;;) {
-    auto actor = sys.middleman().remote_actor(at.first, at.second);
+    auto actor = attempt();
     if (actor || stop_flag || (bounded && std::chrono::steady_clock::now() >= give_up)) return actor;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }

@@ -1,8 +1,8 @@
 #pragma once
 // What the roles' wiring shares: finding registered actors, the supervisor
 // and the control plane it starts (detector, planner), the admin console,
-// the ps's end of the bulk channel, reaching a published actor, and stopping
-// on SIGINT or SIGTERM.
+// the ps's device edge, reaching a published actor, and stopping on SIGINT
+// or SIGTERM.
 
 #include <functional>
 #include <string>
@@ -14,7 +14,7 @@
 #include "actors/detector/detector_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
 #include "actors/supervisor/supervisor.hpp"
-#include "actors/transport/admission.hpp"
+#include "actors/gateway/edge_gateway.hpp"
 #include "actors/transport/bulk_channel.hpp"
 #include "cmd/options.hpp"
 
@@ -23,14 +23,11 @@ namespace cleave {
 // The actor the registry names `name` (the supervisor's children), or null.
 caf::actor registered(caf::actor_system& sys, const char* name);
 
-planner_options planner_opts(const cleave_config& cfg, int min_devices, uint16_t bulk_port = 0,
-                             const transport::admission_key& admission = {});
+planner_options planner_opts(const cleave_config& cfg, int min_devices);
 detector_options detector_opts(const cleave_config& cfg);
 
 // The control-plane children every coordinator runs: detector, then planner.
-std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices,
-                                      uint16_t bulk_port = 0,
-                                      const transport::admission_key& admission = {});
+std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices);
 
 // Spawns a supervisor over `children` and returns once the registry names
 // them; the process exits when the supervisor gives up.
@@ -44,28 +41,32 @@ caf::expected<caf::actor> start_console(caf::actor_system& sys, const cleave_con
                                         std::function<caf::actor()> planner,
                                         std::function<caf::actor()> detector);
 
-// The ps's end of the bulk tensor channel: a listener and the gateway that
-// admits devices by their tickets and routes frames to the shards' engines.
-struct bulk_endpoint {
+// The ps's device edge (--listen): the framed listener devices join on and
+// the gateway behind it. No device ever reaches a BASP port.
+struct edge_endpoint {
   caf::actor gateway;
   transport::bulk_listener listener;
-  transport::admission_key admission;
   void close() const {
     caf::anon_send_exit(listener.channel, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
   }
 };
 
-caf::expected<bulk_endpoint> open_bulk_endpoint(caf::actor_system& sys, const std::string& bind_host,
-                                                int port);
+caf::expected<edge_endpoint> open_edge(caf::actor_system& sys, const cleave_config& cfg,
+                                       std::function<caf::actor()> planner);
+
+// Says so when a server listens beyond this host without TLS.
+void warn_if_exposed(const std::string& bind_host, const char* what);
 
 // SIGINT and SIGTERM set stop_requested() from now on.
 void stop_on_signals();
 bool stop_requested();
 
-// Connects to a published actor, retrying a refused connection until
-// `patience` seconds have passed (infinite: until it answers) or a stop is
-// requested.
+// Calls `attempt` (a connection) until it succeeds, `patience` seconds have
+// passed (infinite: until it does) or a stop is requested.
+caf::expected<caf::actor> reach(double patience, const std::function<caf::expected<caf::actor>()>& attempt);
+
+// A published actor (server side only: BASP) at `at`, with that patience.
 caf::expected<caf::actor> reach(caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
                                 double patience);
 

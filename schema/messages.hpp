@@ -21,7 +21,7 @@
 
 namespace cleave {
 
-inline constexpr uint32_t message_schema_version = 6;
+inline constexpr uint32_t message_schema_version = 7;
 
 // Largest operand or result block a peer accepts (elements): the planner never
 // makes a bigger tile, so anything larger is malformed.
@@ -44,7 +44,6 @@ using hang_atom = caf::atom_constant<caf::atom("hang")>;
 using slow_atom = caf::atom_constant<caf::atom("slow")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
-using bulk_atom = caf::atom_constant<caf::atom("bulk")>;
 // The ps to each device at the end of a run; the device answers ok_atom and
 // leaves (its process exits 0 unless --stay).
 using run_over_atom = caf::atom_constant<caf::atom("run_over")>;
@@ -166,22 +165,18 @@ typename Inspector::result_type inspect(Inspector& f, tile_miss& x) {
 }
 
 // A device asks to join: its profile and the schema version it speaks.
-// `bulk`: the device takes its tiles over the PS's bulk tensor channel
-// (schema/tile_codec.hpp) instead of as actor messages.
 // `preferred_id` (in-process fleets: the device's index) is granted when no
 // device ever had it, so a fleet's ids, and with them its plans, do not
 // depend on the order devices happened to join in.
 struct join_request {
   uint32_t schema_version = message_schema_version;
   device_profile profile;
-  bool bulk = false;
   int32_t preferred_id = -1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, join_request& x) {
-  return f(caf::meta::type_name("join_request"), x.schema_version, x.profile, x.bulk,
-           x.preferred_id);
+  return f(caf::meta::type_name("join_request"), x.schema_version, x.profile, x.preferred_id);
 }
 
 // What the detector publishes to its subscribers.

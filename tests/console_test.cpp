@@ -53,8 +53,8 @@ planner_view two_devices() {
   planner_view pv;
   pv.version = 7;
   pv.quorum = true;
-  pv.members = {fleet_member{0, {}, device_profile{"phone", 2e10, 2000000000, 5e7, 1e7, 0.02}, false},
-                fleet_member{3, {}, device_profile{"vm", 6e10, 4000000000, 1.25e8, 1.25e8, 0.001}, true}};
+  pv.members = {fleet_member{0, {}, device_profile{"phone", 2e10, 2000000000, 5e7, 1e7, 0.02}},
+                fleet_member{3, {}, device_profile{"vm", 6e10, 4000000000, 1.25e8, 1.25e8, 0.001}}};
   pv.suspected = {3};
   return pv;
 }
@@ -73,7 +73,6 @@ TEST(console_view, merges_the_registry_with_the_detector) {
   EXPECT_EQ(d[0]["state"], "alive");
   EXPECT_DOUBLE_EQ(d[0]["phi"].get<double>(), 0.5);
   EXPECT_EQ(d[1]["state"], "suspected");
-  EXPECT_EQ(d[1]["bulk"], true);
   EXPECT_EQ(d[2]["id"], 9);  // gone from the registry, still remembered as dead
   EXPECT_EQ(d[2]["state"], "dead");
   planner_view lost;

@@ -44,6 +44,17 @@ struct raw_client {
     return true;
   }
   bool write_all(const std::string& s) { return write_all(s.data(), s.size()); }
+  // Reads exactly n bytes; false on close, error or timeout.
+  bool read_exact(void* p, size_t n) {
+    auto c = static_cast<char*>(p);
+    while (n > 0) {
+      auto r = ::recv(fd, c, n, 0);
+      if (r <= 0) return false;
+      c += r;
+      n -= static_cast<size_t>(r);
+    }
+    return true;
+  }
   // Reads until the server closes (true) or the timeout passes (false);
   // what arrived meanwhile is kept in `received`.
   bool sees_close() {

@@ -31,7 +31,7 @@ engine_options timeout(double seconds, double speculate = 0) {
 caf::behavior black_hole(caf::event_based_actor* self, caf::actor planner, bool heartbeats) {
   self->request(planner, caf::infinite, join_atom::value,
                 join_request{message_schema_version, *preset_profile("fast")})
-    .then([=](welcome_atom, int32_t id, caf::actor detector, const std::string&, uint16_t, uint64_t) {
+    .then([=](welcome_atom, int32_t id, caf::actor detector) {
       if (heartbeats) self->send(self, tick_atom::value, id, detector);
     });
   return {
@@ -48,7 +48,7 @@ caf::behavior rogue_device(caf::event_based_actor* self, caf::actor planner, rog
   auto my_id = std::make_shared<int32_t>(-1);
   self->request(planner, caf::infinite, join_atom::value,
                 join_request{message_schema_version, *preset_profile("fast")})
-    .then([=](welcome_atom, int32_t id, caf::actor, const std::string&, uint16_t, uint64_t) { *my_id = id; });
+    .then([=](welcome_atom, int32_t id, caf::actor) { *my_id = id; });
   return {
     [=](tile_task& t) {
       tile_result r;
@@ -336,34 +336,6 @@ TEST_F(runtime, a_paced_device_counts_from_when_the_task_was_sent) {
   const double queued = seconds_to_answer(150, 1);  // sent 150 ms ago: 50 ms are left
   EXPECT_GE(queued, 0.0);
   EXPECT_LT(queued, 0.12);
-}
-
-// Devices reach the planner's port too: only a ps that knows the secret may
-// tell the planner where --bulk devices send their tiles.
-TEST(planner_bulk_registration, needs_the_ps_secret) {
-  config cfg;
-  caf::actor_system sys{cfg};
-  auto detector = sys.spawn(detector_actor, detector_options{});
-  planner_options po;
-  po.ps_secret = "s3cret";
-  auto planner = sys.spawn(planner_actor, po, detector);
-  planner_options open;
-  auto no_secret = sys.spawn(planner_actor, open, detector);
-  caf::scoped_actor self{sys};
-  const std::vector<uint8_t> key(32, 7);
-  auto registers = [&](const caf::actor& p, const std::string& secret) {
-    bool ok = false;
-    self->request(p, std::chrono::seconds(5), bulk_atom::value, secret, std::string{"127.0.0.1"},
-                  uint16_t{4300}, key)
-      .receive([&](caf::ok_atom) { ok = true; }, [](caf::error&) {});
-    return ok;
-  };
-  EXPECT_FALSE(registers(planner, "guess"));
-  EXPECT_FALSE(registers(planner, ""));
-  EXPECT_FALSE(registers(no_secret, ""));
-  EXPECT_TRUE(registers(planner, "s3cret"));
-  for (const auto& a : {planner, no_secret, detector})
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 TEST(supervised_runtime, a_crashed_planner_is_restarted_and_the_fleet_follows_it) {

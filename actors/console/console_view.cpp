@@ -20,7 +20,6 @@ nlohmann::json render_console(const nlohmann::json& training, const planner_view
                         {"downlink", m.profile.downlink},
                         {"uplink", m.profile.uplink},
                         {"latency", m.profile.latency},
-                        {"bulk", m.bulk},
                         {"state", suspected ? "suspected" : "alive"}};
     if (auto it = by_id.find(m.id); it != by_id.end()) {
       d["phi"] = it->second->phi;

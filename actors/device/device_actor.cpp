@@ -5,10 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/planner/cost_model.hpp"
-#include "actors/transport/admission.hpp"
-#include "actors/transport/bulk_channel.hpp"
 #include "kernels/gemm.hpp"
-#include "schema/tile_codec.hpp"
 
 namespace cleave {
 
@@ -43,41 +40,14 @@ const cached_block* resolve(device_state& st, operand& op, cached_block& scratch
   return &scratch;
 }
 
-// Where a task came from decides where its answer goes.
-struct reply_path {
-  caf::actor actor;  // an actor message back to the sender, or ...
-  bool bulk = false;  // ... a frame on the device's bulk channel
-};
-
-template <class T>
-void send_frame(device_actor_ptr self, frame_kind kind, const T& msg) {
-  transport::bulk_buffer buf(encoded_size(msg));
-  encode(msg, buf.payload());
-  self->request(self->state.bulk, caf::infinite, transport::bulk_send_atom::value,
-                static_cast<uint16_t>(kind), uint64_t{0}, std::move(buf))
-    .then([](transport::bulk_buffer&) {},
-          [=](caf::error& err) {
-            spdlog::warn("device {}: bulk send failed: {}", self->state.id, self->system().render(err));
-          });
-}
-
-void answer(device_actor_ptr self, const reply_path& to, tile_result res, caf::timespan delay) {
-  if (to.bulk)
-    send_frame(self, frame_result, res);  // real devices are not paced
-  else if (delay > caf::timespan{0})
-    self->delayed_send(to.actor, delay, std::move(res));
+void answer(device_actor_ptr self, const caf::actor& to, tile_result res, caf::timespan delay) {
+  if (delay > caf::timespan{0})
+    self->delayed_send(to, delay, std::move(res));
   else
-    self->send(to.actor, std::move(res));
+    self->send(to, std::move(res));
 }
 
-void report_miss(device_actor_ptr self, const reply_path& to, tile_miss miss) {
-  if (to.bulk)
-    send_frame(self, frame_miss, miss);
-  else
-    self->send(to.actor, miss);
-}
-
-void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
+void run_task(device_actor_ptr self, tile_task& task, const caf::actor& to) {
   auto& s = self->state;
   s.cache.enter_step(task.key.step);
   cached_block a_scratch, b_scratch;
@@ -86,7 +56,7 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
   const cached_block* b = resolve(s, task.b, b_scratch, b_hit);
   for (auto [blk, op] : {std::pair{a, &task.a}, {b, &task.b}}) {
     if (blk == nullptr && !op->carries_values()) {
-      report_miss(self, to, tile_miss{task.key, s.id, op->key});
+      self->send(to, tile_miss{task.key, s.id, op->key});
       return;
     }
   }
@@ -131,44 +101,18 @@ void run_task(device_actor_ptr self, tile_task& task, const reply_path& to) {
   answer(self, to, std::move(res), delay);
 }
 
-// Opens the device's bulk channel to the PS and introduces itself.
-caf::error open_bulk(device_actor_ptr self, const std::string& host, uint16_t port, uint64_t ticket) {
-  auto& s = self->state;
-  auto ch = transport::connect_bulk(self->system(), host, port, caf::actor{self});
-  if (!ch) return ch.error();
-  s.bulk = *ch;
-  const auto bytes = transport::encode_device_hello({s.id, ticket});
-  std::vector<char> hello(bytes.begin(), bytes.end());
-  self->request(s.bulk, caf::infinite, transport::bulk_send_atom::value,
-                static_cast<uint16_t>(frame_hello), uint64_t{0}, std::move(hello))
-    .then([](std::vector<char>&) {}, [](caf::error&) {});
-  return caf::none;
-}
-
 // Asks `planner` for a place in the fleet; heartbeats start on the welcome.
 void join(device_actor_ptr self, caf::actor planner) {
   auto& st = self->state;
   st.planner = planner;
   self->monitor(planner);
-  const bool bulk = !st.opts.bulk_host.empty();
   self->request(planner, caf::infinite, join_atom::value,
-                join_request{message_schema_version, st.opts.profile, bulk, st.opts.fleet_index})
+                join_request{message_schema_version, st.opts.profile, st.opts.fleet_index})
     .then(
-      [=](welcome_atom, int32_t id, caf::actor detector, const std::string& bulk_host,
-          uint16_t bulk_port, uint64_t ticket) {
+      [=](welcome_atom, int32_t id, caf::actor detector) {
         auto& s = self->state;
         s.id = id;
         s.detector = detector;
-        if (bulk) {
-          // The ps's channel may live elsewhere than the planner the device joined.
-          const std::string& host = bulk_host.empty() ? s.opts.bulk_host : bulk_host;
-          if (auto err = open_bulk(self, host, bulk_port, ticket)) {
-            spdlog::error("device {}: cannot open the bulk channel to {}:{}: {}", id, host,
-                          bulk_port, self->system().render(err));
-            self->quit(err);
-            return;
-          }
-        }
         spdlog::debug("device {} ({}) joined", id, s.opts.profile.name);
         if (!s.ticking) {
           s.ticking = true;
@@ -239,17 +183,10 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
         self->quit(caf::exit_reason::kill);
         return;
       }
-      run_task(self, task, reply_path{caf::actor_cast<caf::actor>(self->current_sender()), false});
+      run_task(self, task, caf::actor_cast<caf::actor>(self->current_sender()));
     },
-    [=](transport::bulk_frame_atom, transport::bulk_frame& f) {
-      auto task = f.kind == frame_task ? decode_task(f.payload.data(), f.payload.size())
-                                       : caf::expected<tile_task>{caf::sec::unexpected_message};
-      if (task)
-        run_task(self, *task, reply_path{{}, true});
-      else
-        spdlog::warn("device {}: refusing a bulk frame: {}", self->state.id,
-                     self->system().render(task.error()));
-      return std::move(f.payload);
+    [=](heartbeat_atom, double seconds) {  // the job's interval, from the edge's welcome
+      if (seconds > 0 && seconds <= 60) self->state.opts.heartbeat_seconds = seconds;
     },
     [=](caf::get_atom) { return self->state.id; },
     [=](run_over_atom) {
@@ -279,11 +216,6 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
         return;
       }
       self->state.slowdown = factor;
-    },
-    [=](transport::bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
-    [=](transport::bulk_closed_atom, uint64_t, const std::string& reason) {
-      spdlog::warn("device {}: bulk channel closed ({}); leaving", self->state.id, reason);
-      self->quit(caf::exit_reason::user_shutdown);
     },
   };
 }

@@ -6,7 +6,9 @@
 // makes it silent, (slow_atom, factor) slows its pacing, (crash_atom) makes
 // it die on its next tile, with that tile in hand. (get_atom) answers its
 // fleet id. (run_over_atom) ends it with exit_reason::normal: any other exit
-// reason means it lost its planner or its bulk channel, or was refused.
+// reason means it lost its planner or was refused. A remote device's planner
+// and detector are its edge link (edge_link.hpp), which carries everything
+// over the device edge's frames; the actor does not know the difference.
 
 #include <functional>
 
@@ -22,7 +24,6 @@ struct device_options {
   bool paced = true;                  // delay replies to follow the profile
   double heartbeat_seconds = 0.1;
   uint64_t cache_bytes = 0;           // 0: half the declared memory, at most 1 GiB
-  std::string bulk_host;              // non-empty: take tiles over the PS's bulk channel there
   int32_t fleet_index = -1;           // in-process fleets: asked for as the device's id
   // In-process fleets: finds the planner's successor after a restart (the
   // registry's "planner"); without it a device leaves with its planner.
@@ -37,7 +38,6 @@ struct device_state {
   caf::actor detector;
   bool ticking = false;       // the heartbeat loop is running
   caf::timestamp busy_until;  // paced work already promised
-  caf::actor bulk;            // the bulk channel to the PS, when used
   bool hung = false;          // emulated churn: silent, no heartbeats, no answers
   double slowdown = 1;        // emulated churn: paced times multiplied by this
   bool crash_on_task = false;  // emulated churn: die on receiving the next tile

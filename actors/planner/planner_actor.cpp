@@ -70,7 +70,7 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
   });
   return {
     [=](join_atom, const join_request& req)
-      -> caf::result<welcome_atom, int32_t, caf::actor, std::string, uint16_t, uint64_t> {
+      -> caf::result<welcome_atom, int32_t, caf::actor> {
       auto& st = self->state;
       if (req.schema_version != message_schema_version)
         return fail("schema version " + std::to_string(req.schema_version) + " is not "
@@ -84,16 +84,13 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
         id = st.next_id++;
       }
       st.ever_used.insert(id);
-      if (req.bulk && st.opts.bulk_port == 0)
-        return fail("this ps has no bulk channel; join without --bulk");
-      st.alive[id] = fleet_member{id, device, req.profile, req.bulk};
+      st.alive[id] = fleet_member{id, device, req.profile};
       ++st.version;
       self->send(st.detector, watch_atom::value, id, device);
       spdlog::debug("planner: device {} ({}) joined; {} alive", id, req.profile.name,
                     st.alive.size());
       answer_waiters(self);
-      const uint64_t ticket = st.opts.bulk_port != 0 ? transport::bulk_ticket(st.opts.admission, id) : 0;
-      return {welcome_atom::value, id, st.detector, st.opts.bulk_host, st.opts.bulk_port, ticket};
+      return {welcome_atom::value, id, st.detector};
     },
     [=](event_atom, const fleet_event& ev) {
       auto& st = self->state;
@@ -106,27 +103,6 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       for (auto& sub : st.subscribers) self->send(sub, event_atom::value, ev);
     },
     [=](subscribe_atom, caf::actor sub) { self->state.subscribers.push_back(std::move(sub)); },
-    [=](bulk_atom, const std::string& secret, const std::string& host, uint16_t port,
-        const std::vector<uint8_t>& key) -> caf::result<caf::ok_atom> {
-      auto& st = self->state;
-      if (st.opts.ps_secret.empty())
-        return fail("this planner takes no bulk channel: start it and the ps with the same --ps-secret");
-      if (!transport::same_secret(secret, st.opts.ps_secret)) {
-        spdlog::warn("planner: refused a bulk channel registration with a wrong secret");
-        return fail("wrong --ps-secret");
-      }
-      if (host.empty() || host.size() > 255 || port == 0 || key.size() != st.opts.admission.bytes.size())
-        return fail("bulk channel registration needs a host, a port and a "
-                    + std::to_string(st.opts.admission.bytes.size()) + "-byte key");
-      if (st.opts.bulk_port != 0)
-        spdlog::warn("planner: the bulk channel {}:{} replaces {}:{}", host, port,
-                     st.opts.bulk_host, st.opts.bulk_port);
-      st.opts.bulk_host = host;
-      st.opts.bulk_port = port;
-      std::copy(key.begin(), key.end(), st.opts.admission.bytes.begin());
-      spdlog::info("planner: devices joining with --bulk take tiles at {}:{}", host, port);
-      return caf::ok_atom::value;
-    },
     [=](fleet_atom) {
       auto rp = self->make_response_promise();
       self->state.waiting_for_fleet.push_back(rp);

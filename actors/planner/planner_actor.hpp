@@ -12,7 +12,6 @@
 
 #include "actors/planner/cost_model.hpp"
 #include "actors/planner/plan.hpp"
-#include "actors/transport/admission.hpp"
 #include "schema/messages.hpp"
 
 namespace cleave {
@@ -25,12 +24,11 @@ struct fleet_member {
   int32_t id = -1;
   caf::actor handle;
   device_profile profile;
-  bool bulk = false;  // tiles go over the bulk channel
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, fleet_member& x) {
-  return f(caf::meta::type_name("fleet_member"), x.id, x.handle, x.profile, x.bulk);
+  return f(caf::meta::type_name("fleet_member"), x.id, x.handle, x.profile);
 }
 
 template <class Inspector>
@@ -59,16 +57,6 @@ typename Inspector::result_type inspect(Inspector& f, plan& x) {
 struct planner_options {
   planner_config cost;
   int min_devices = 0;  // fleet requests wait until this many devices joined
-  // The PS's bulk tensor channel, told to joining devices (port 0: none; an
-  // empty host: the address the device reached the planner at).
-  std::string bulk_host;
-  uint16_t bulk_port = 0;
-  // Shared with the PS's bulk gateway: a device's ticket proves its id there.
-  transport::admission_key admission;
-  // A ps in another process proves it knows this to register its bulk
-  // channel; devices reach the planner's port too and must not. Empty: no
-  // registration is taken.
-  std::string ps_secret;
 };
 
 struct planner_state {
@@ -86,9 +74,8 @@ struct planner_state {
 };
 
 // Messages:
-//   (join_atom, join_request)            -> (welcome_atom, id, detector, bulk_host, bulk_port, ticket)
-//                                           from a device; the ticket is 0 when there is no bulk channel
-//   (bulk_atom, secret, host, port, key bytes) -> ok: a ps in another process registers its bulk channel
+//   (join_atom, join_request)            -> (welcome_atom, id, detector)
+//                                           from a device actor, or a remote device's proxy
 //   (event_atom, fleet_event)                                              from the detector
 //   (subscribe_atom, actor)              the actor receives every fleet event after the planner acted on it
 //   (fleet_atom)                         -> (version, vector<fleet_member>) once min_devices joined;

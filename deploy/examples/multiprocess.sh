@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's multi-process example: a ps that hosts its planner and
-# detector, and three devices that take their tiles over the ps's bulk
-# channel, each its own process on this machine. At the end of the run the
+# detector, and three devices that join its device edge (framed, never
+# BASP), each its own process on this machine. At the end of the run the
 # ps tells the devices, and they exit 0; nothing is left running.
 #
 #   bash deploy/examples/multiprocess.sh [path/to/cleave] [report.json]
@@ -39,12 +39,12 @@ done
 
 devices=()
 for i in 1 2 3; do
-  "$CLEAVE" --role=device --connect=127.0.0.1:"$port" --bulk --profile=fast --threads=1 \
+  "$CLEAVE" --role=device --connect=127.0.0.1:"$port" --profile=fast --threads=1 \
     > "$LOGS/device-$i.log" 2>&1 &
   devices+=("$!")
   pids+=("$!")
 done
-echo "devices: 3 processes joined 127.0.0.1:$port with --bulk"
+echo "devices: 3 processes joined the device edge at 127.0.0.1:$port"
 
 ps_rc=0
 wait "$ps" || ps_rc=$?

@@ -27,8 +27,8 @@ expect_refusal "unknown dataset" --dataset=cifar
 expect_refusal "/nonexistent/dir" --data-dir=/nonexistent/dir
 expect_refusal "--resume needs --checkpoint-dir" --resume
 expect_refusal "--devices must be >= 0" --devices=-1
-expect_refusal "--bulk-host is for a ps with --planner" --role=ps --listen=127.0.0.1:0 --bulk-host=127.0.0.1
-expect_refusal "--bulk-host needs --ps-secret" --role=ps --planner=127.0.0.1:1 --bulk-host=127.0.0.1
+expect_refusal "unknown flag '--bulk'" --role=device --connect=127.0.0.1:1 --bulk
+expect_refusal "--listen: '127.0.0.1:99999' has no valid port" --role=ps --listen=127.0.0.1:99999
 expect_refusal "--ps-shards must be in [1, 64], got 0" --ps-shards=0
 expect_refusal "--ps-shards must be in [1, 64], got 65" --ps-shards=65
 expect_refusal "--log-level" --log-level=loud

@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Separate processes on loopback: detector, planner, ps and 4 devices train
-# the mlp for 200 steps with exactly the loss trajectory of the in-process run
-# (tiles as CAF messages, then as bulk frames through the channel the ps
-# registered with the planner); then a ps that hosts its own planner and detector
-# does the same with devices that take their tiles over the bulk channel,
-# with one PS shard and with two.
+# the mlp for 200 steps with exactly the loss trajectory of the in-process run;
+# then a ps that hosts its own planner and detector does the same, with one PS
+# shard and with two. Devices join the ps's device edge (frames, never BASP)
+# in every case; the planner and detector speak BASP to the ps only.
 source "$(dirname "$0")/lib.sh"
 
 cost=(--ps-egress=1e12 --ps-flops=1e9)  # make the planner split the mlp's GEMMs
@@ -21,46 +20,37 @@ start_devices() {  # start_devices PORT [device flags...]
 "$CLEAVE" --role=all --devices=4 --profile=fast "${cost[@]}" "${train[@]}" --log-level=warn \
   --report="$WORK/inproc.json" || fail "in-process run failed"
 
-# 1. detector, planner, ps and devices: seven processes. With `bulk`, the ps
-# registers its bulk channel with the planner and the devices take their
-# tiles there.
-separate() {  # separate NAME [bulk]
-  local name=$1 bulk=${2:-}
+# 1. detector, planner, ps and devices: seven processes.
+separate() {  # separate NAME
+  local name=$1
   "$CLEAVE" --role=detector --listen=127.0.0.1:0 > "$WORK/$name-detector.log" 2>&1 &
   local det=$!
   local dport; dport=$(wait_port "$WORK/$name-detector.log")
   "$CLEAVE" --role=planner --listen=127.0.0.1:0 --detector="127.0.0.1:$dport" --min-devices=4 "${cost[@]}" \
-    --ps-secret=multiprocess-test > "$WORK/$name-planner.log" 2>&1 &
+    > "$WORK/$name-planner.log" 2>&1 &
   local pln=$!
   local pport; pport=$(wait_port "$WORK/$name-planner.log")
   [[ -n $dport && -n $pport ]] || { fail "$name: detector or planner did not start"; return; }
-  local ps_flags=() device_flags=()
-  [[ $bulk == bulk ]] && ps_flags=(--bulk-host=127.0.0.1 --ps-secret=multiprocess-test) && device_flags=(--bulk)
-  timeout 300 "$CLEAVE" --role=ps --planner="127.0.0.1:$pport" "${ps_flags[@]}" "${train[@]}" \
+  timeout 300 "$CLEAVE" --role=ps --planner="127.0.0.1:$pport" --listen=127.0.0.1:0 "${train[@]}" \
     --report="$WORK/$name.json" > "$WORK/$name.log" 2>&1 &
   local ps=$!
-  # Devices join once the ps has registered its channel (or at once without one).
-  for _ in $(seq 1 500); do grep -q "ps: using the planner" "$WORK/$name.log" && break; sleep 0.02; done
-  [[ $bulk == bulk ]] && for _ in $(seq 1 500); do
-    grep -q "bulk channel registered" "$WORK/$name.log" && break; sleep 0.02
-  done
-  start_devices "$pport" "${device_flags[@]}"
+  local port; port=$(wait_port "$WORK/$name.log")
+  start_devices "$port"
   wait $ps || fail "$name ps failed: $(tail -3 "$WORK/$name.log")"
   kill -TERM $pln $det; wait $pln $det 2>/dev/null
   wait  # the ps told the devices the run is over
 }
 separate split
-separate split-bulk bulk
 
-# 2. the default: the ps hosts planner and detector; tiles travel as bulk
-# frames, which the gateway routes to the shard that sent the task.
+# 2. the default: the ps hosts planner and detector; each device's proxy
+# returns a result to the shard whose engine sent the task.
 hosted() {  # hosted NAME [ps flags...]
   local name=$1; shift
   "$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices=4 "${cost[@]}" "${train[@]}" "$@" \
     --report="$WORK/$name.json" > "$WORK/$name.log" 2>&1 &
   local ps=$!
   local port; port=$(wait_port "$WORK/$name.log")
-  start_devices "$port" --bulk
+  start_devices "$port"
   timeout 300 tail --pid=$ps -f /dev/null
   wait $ps || fail "$name ps failed: $(tail -3 "$WORK/$name.log")"
   wait  # the ps told the devices the run is over
@@ -70,7 +60,7 @@ hosted hosted-2-shards --ps-shards=2
 "$CLEAVE" --role=all --devices=4 --profile=fast "${cost[@]}" "${train[@]}" --log-level=warn \
   --ps-shards=2 --report="$WORK/inproc-2-shards.json" || fail "in-process run with 2 shards failed"
 
-for run in split split-bulk hosted hosted-2-shards; do
+for run in split hosted hosted-2-shards; do
   ref=$WORK/inproc.json
   [[ $run == *-2-shards ]] && ref=$WORK/inproc-2-shards.json
   verdict=$(python3 - "$ref" "$WORK/$run.json" <<'PY'

@@ -5,9 +5,9 @@
 # checkpoint; restarted with --resume on the same port, the devices
 # reconnect by themselves and training finishes with the model an
 # uninterrupted run gives. (3) A separate planner process gets SIGKILL
-# mid-training and is restarted on its port: the ps finds it again and
-# registers its bulk channel with it again, the --bulk devices rejoin, and
-# the loss trajectory is the undisturbed one.
+# mid-training and is restarted on its port: the ps's engines and the
+# devices' proxies find it again, and the loss trajectory is the undisturbed
+# one.
 source "$(dirname "$0")/lib.sh"
 
 cost=(--ps-egress=1e12 --ps-flops=1e9)  # make the planner split the mlp's GEMMs
@@ -55,7 +55,7 @@ ck=(--checkpoint-dir="$WORK/ck" --checkpoint-every=100)
 ps2=$!
 wait_for 20 has_port "$WORK/ps2.log" || fail "ps did not start: $(cat "$WORK/ps2.log")"
 port=$(port_of "$WORK/ps2.log")
-start_devices "$port" "$WORK/dev2" --bulk --reconnect-seconds=60
+start_devices "$port" "$WORK/dev2" --reconnect-seconds=60
 wait_for 60 compgen -G "$WORK/ck/checkpoint-*.clvck" > /dev/null || fail "no checkpoint was written"
 kill -9 $ps2
 wait $ps2 2>/dev/null
@@ -73,17 +73,16 @@ wait 2>/dev/null
 "$CLEAVE" --role=detector --listen=127.0.0.1:0 > "$WORK/det3.log" 2>&1 &
 det3=$!
 wait_for 20 has_port "$WORK/det3.log" || fail "detector did not start: $(cat "$WORK/det3.log")"
-planner3=(--role=planner --detector="127.0.0.1:$(port_of "$WORK/det3.log")" --min-devices=4 "${cost[@]}"
-          --ps-secret=planner-restart-test)
+planner3=(--role=planner --detector="127.0.0.1:$(port_of "$WORK/det3.log")" --min-devices=4 "${cost[@]}")
 "$CLEAVE" "${planner3[@]}" --listen=127.0.0.1:0 > "$WORK/pln3a.log" 2>&1 &
 pln3=$!
 wait_for 20 has_port "$WORK/pln3a.log" || fail "planner did not start: $(cat "$WORK/pln3a.log")"
 pport=$(port_of "$WORK/pln3a.log")
-"$CLEAVE" --role=ps --planner="127.0.0.1:$pport" --bulk-host=127.0.0.1 --ps-secret=planner-restart-test \
+"$CLEAVE" --role=ps --planner="127.0.0.1:$pport" --listen=127.0.0.1:0 \
   "${train[@]}" --report="$WORK/planner-restart.json" > "$WORK/ps4.log" 2>&1 &
 ps4=$!
-wait_for 30 grep -q "bulk channel registered" "$WORK/ps4.log" || fail "the ps did not register: $(tail -3 "$WORK/ps4.log")"
-start_devices "$pport" "$WORK/dev3" --bulk --reconnect-seconds=60
+wait_for 30 has_port "$WORK/ps4.log" || fail "the ps did not start: $(tail -3 "$WORK/ps4.log")"
+start_devices "$(port_of "$WORK/ps4.log")" "$WORK/dev3" --reconnect-seconds=60
 wait_for 60 grep -q "training mlp" "$WORK/ps4.log" || fail "training did not start"
 sleep 0.5
 kill -9 $pln3
@@ -92,7 +91,7 @@ wait $pln3 2>/dev/null
 pln3=$!
 timeout 300 tail --pid=$ps4 -f /dev/null
 wait $ps4 || fail "the ps failed after its planner was killed: $(tail -3 "$WORK/ps4.log")"
-grep -q "registered again" "$WORK/ps4.log" || fail "the ps never registered with the restarted planner (killed too late?)"
+grep -q "following the restarted planner" "$WORK/ps4.log" || fail "the ps never followed the restarted planner (killed too late?)"
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 kill -TERM $pln3 $det3 2>/dev/null
 wait 2>/dev/null

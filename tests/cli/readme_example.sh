@@ -15,6 +15,6 @@ codes=$(grep -o "device exit codes: [0-9 ]*" <<<"$out" | cut -d: -f2 | xargs)
 lag=$(grep -o "exited [0-9.]* s after the ps" <<<"$out" | grep -o "[0-9.]*")
 [[ -n $lag ]] && python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 10 else 1)" "$lag" \
   && echo "ok: the devices were gone ${lag} s after the ps" || fail "devices exited ${lag:-?} s after the ps"
-left=$(pgrep -f -- "--connect=127.0.0.1:.* --bulk --profile=fast" || true)
+left=$(pgrep -f -- "--connect=127.0.0.1:.* --profile=fast" || true)
 [[ -z $left ]] && echo "ok: no device process left" || fail "device processes left: $left"
 finish

@@ -24,12 +24,11 @@ bool stays_here(const plan& p) { return p.local || p.tiles.empty(); }
 }  // namespace
 
 distributed_gemm::distributed_gemm(caf::actor_system& sys, caf::actor planner,
-                                   engine_options opts, caf::actor gateway)
-    : self_(sys), gateway_(std::move(gateway)), opts_(opts),
+                                   engine_options opts)
+    : self_(sys), opts_(opts),
       fleet_(self_, std::move(planner), opts_.find_planner, opts_.stop_on_failure, acc_) {
   const auto me = caf::actor_cast<caf::actor>(self_);
   self_->send(fleet_.planner(), subscribe_atom::value, me);
-  if (gateway_) self_->send(gateway_, subscribe_atom::value, me, opts_.shard, opts_.shards);
 }
 
 void distributed_gemm::finish_step() {

@@ -53,8 +53,8 @@ struct engine_options {
   // it (the registry's "planner"). Without it a lost planner ends the run.
   std::function<caf::actor()> find_planner;
   // This engine is shard `shard` of `shards` (--ps-shards): its GEMM ids are
-  // seq * shards + shard, so results find their shard through the bulk
-  // gateway. Shards multiply at the same time, so a GEMM the planner keeps
+  // seq * shards + shard, so tile keys never collide between shards.
+  // Shards multiply at the same time, so a GEMM the planner keeps
   // local runs on one thread instead of widening Eigen's process-wide pool.
   uint32_t shard = 0;
   uint32_t shards = 1;
@@ -62,10 +62,7 @@ struct engine_options {
 
 class distributed_gemm final : public gemm_engine<float> {
  public:
-  // gateway: the PS's bulk gateway (actors/ps/bulk_gateway.hpp), or null when
-  // no device takes tiles over the bulk channel.
-  distributed_gemm(caf::actor_system& sys, caf::actor planner, engine_options opts,
-                   caf::actor gateway = {});
+  distributed_gemm(caf::actor_system& sys, caf::actor planner, engine_options opts);
 
   // Refreshes the fleet from the planner and starts a new idempotency epoch.
   // Fleet events (a device dead, suspected, joined) are acted on as they
@@ -176,7 +173,6 @@ class distributed_gemm final : public gemm_engine<float> {
   void reassign(gemm_call& call, pending_tile& p);
 
   caf::scoped_actor self_;
-  caf::actor gateway_;
   engine_options opts_;
   runtime_accounts acc_;
   fleet_client fleet_;

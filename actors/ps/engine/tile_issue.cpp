@@ -104,10 +104,7 @@ void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
   if (std::find(p.given.begin(), p.given.end(), dev) == p.given.end()) p.given.push_back(dev);
   const auto& member = fleet_.members().at(dev);
   msg.sent_at_ns = caf::make_timestamp().time_since_epoch().count();
-  if (member.bulk && gateway_)
-    self_->send(gateway_, task_atom::value, dev, std::move(msg));
-  else
-    self_->send(member.handle, std::move(msg));
+  self_->send(member.handle, std::move(msg));
 }
 
 bool distributed_gemm::accept(pending_tile& p, tile_result& r) {

@@ -1,0 +1,122 @@
+#include "actors/device/edge_link.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "schema/edge_codec.hpp"
+#include "schema/errors.hpp"
+#include "schema/messages.hpp"
+#include "schema/tile_codec.hpp"
+
+namespace cleave {
+
+using namespace transport;
+
+namespace {
+
+using link_ptr = caf::stateful_actor<edge_link_state>*;
+using channel_atom = caf::atom_constant<caf::atom("channel")>;
+
+template <class Payload>
+void send_frame(link_ptr self, edge_kind kind, Payload payload) {
+  self->request(self->state.channel, caf::infinite, bulk_send_atom::value, static_cast<uint16_t>(kind),
+                uint64_t{0}, std::move(payload))
+    .then([](Payload&) {},
+          [=](caf::error& err) { spdlog::debug("edge link: send failed: {}", describe(err)); });
+}
+
+template <class T>
+void send_encoded(link_ptr self, edge_kind kind, const T& msg) {
+  bulk_buffer buf(encoded_size(msg));
+  encode(msg, buf.payload());
+  send_frame(self, kind, std::move(buf));
+}
+
+void on_frame(link_ptr self, bulk_frame& f) {
+  auto& st = self->state;
+  switch (f.kind) {
+    case edge_welcome: {
+      auto w = decode_welcome(f.payload.data(), f.payload.size());
+      if (!w || st.welcomed || !st.joining.pending()) {
+        spdlog::warn("edge link: ignoring a welcome: {}", w ? "not asked for" : describe(w.error()));
+        return;
+      }
+      st.welcomed = true;
+      // The job's detector expects its own interval, whatever the device was started with.
+      self->send(st.device, heartbeat_atom::value, w->heartbeat_seconds);
+      st.joining.deliver(welcome_atom::value, w->device, caf::actor{self});
+      return;
+    }
+    case edge_refused: {
+      auto reason = decode_refusal(f.payload.data(), f.payload.size());
+      const auto why = "the ps refused this device: " + (reason ? *reason : describe(reason.error()));
+      if (st.joining.pending()) st.joining.deliver(fail(why));
+      self->quit(fail(why));
+      return;
+    }
+    case edge_task: {
+      auto task = decode_task(f.payload.data(), f.payload.size());
+      if (!task) {
+        spdlog::warn("edge link: refusing a task frame: {}", describe(task.error()));
+        return;
+      }
+      if (st.device) self->send(st.device, std::move(*task));
+      return;
+    }
+    case edge_run_over:
+      if (!st.device) return self->quit();
+      self->request(st.device, std::chrono::seconds(5), run_over_atom::value)
+        .then([=](caf::ok_atom) { self->quit(); }, [=](caf::error&) { self->quit(); });
+      return;
+    default:
+      spdlog::warn("edge link: ignoring a frame of kind {}", f.kind);
+  }
+}
+
+caf::behavior edge_link(link_ptr self, edge_link_options opts) {
+  self->state.opts = std::move(opts);
+  return {
+    [=](channel_atom, caf::actor channel) {
+      self->state.channel = std::move(channel);
+      self->link_to(self->state.channel);
+    },
+    [=](join_atom, const join_request& req) {
+      auto& st = self->state;
+      st.device = caf::actor_cast<caf::actor>(self->current_sender());
+      st.joining = self->make_response_promise();
+      st.welcomed = false;
+      send_frame(self, edge_join, encode(edge_join_msg{req.schema_version, req.profile, st.opts.token}));
+      return st.joining;
+    },
+    [=](heartbeat_atom, int32_t) { send_frame(self, edge_heartbeat, std::vector<char>{}); },
+    [=](const tile_result& res) { send_encoded(self, edge_result, res); },
+    [=](const tile_miss& miss) { send_encoded(self, edge_miss, miss); },
+    [=](bulk_frame_atom, bulk_frame& f) {
+      on_frame(self, f);
+      return std::move(f.payload);
+    },
+    [=](bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
+    [=](bulk_closed_atom, uint64_t, const std::string& reason) {
+      auto why = fail("the connection to the ps closed: " + reason);
+      if (self->state.joining.pending()) self->state.joining.deliver(why);
+      self->quit(why);
+    },
+  };
+}
+
+}  // namespace
+
+caf::expected<caf::actor> connect_edge(caf::actor_system& sys, edge_link_options opts) {
+  const auto host = opts.host;
+  const auto port = opts.port;
+  auto channel_opts = opts.channel;
+  auto link = sys.spawn(edge_link, std::move(opts));
+  auto channel = connect_bulk(sys, host, port, link, channel_opts);
+  if (!channel) {
+    caf::anon_send_exit(link, caf::exit_reason::user_shutdown);
+    return channel.error();
+  }
+  caf::anon_send(link, channel_atom::value, *channel);
+  return link;
+}
+
+}  // namespace cleave

@@ -1,0 +1,172 @@
+#include "actors/gateway/device_proxy.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "actors/transport/bulk_channel.hpp"
+#include "schema/errors.hpp"
+#include "schema/tile_codec.hpp"
+
+namespace cleave {
+
+using namespace transport;
+
+namespace {
+
+using proxy_ptr = caf::stateful_actor<device_proxy_state>*;
+
+void send_frame(proxy_ptr self, edge_kind kind, bulk_buffer buf) {
+  auto& o = self->state.opts;
+  self->request(o.channel, caf::infinite, bulk_send_atom::value, o.conn, static_cast<uint16_t>(kind),
+                uint64_t{0}, std::move(buf))
+    .then([](bulk_buffer&) {},
+          [=](caf::error& err) {
+            spdlog::debug("edge: send to device {} failed: {}", self->state.id, describe(err));
+          });
+}
+
+void send_small(proxy_ptr self, edge_kind kind, const std::vector<char>& payload) {
+  bulk_buffer buf(payload.size());
+  std::copy(payload.begin(), payload.end(), buf.payload());
+  send_frame(self, kind, std::move(buf));
+}
+
+// A refused frame; past the limit the device is dropped.
+void strike(proxy_ptr self, const std::string& why) {
+  auto& st = self->state;
+  ++st.strikes;
+  spdlog::warn("edge: device {} ({}): {} (strike {} of {})", st.id, st.opts.peer, why, st.strikes,
+               st.opts.max_strikes);
+  if (st.strikes >= st.opts.max_strikes)
+    self->quit(fail("dropped after " + std::to_string(st.strikes) + " refused frames"));
+}
+
+// Asks the planner for a place in the fleet in the device's name.
+void join_planner(proxy_ptr self, bool first) {
+  auto& st = self->state;
+  auto planner = st.opts.planner ? st.opts.planner() : caf::actor{};
+  if (!planner) {
+    send_small(self, edge_refused, encode_refusal("no planner is running; try again later"));
+    self->quit(fail("no planner to join"));
+    return;
+  }
+  if (planner != st.planner) {
+    st.planner = planner;
+    self->monitor(planner);  // a restarted planner is joined again (the down handler)
+  }
+  join_request req{st.join.schema_version, st.join.profile, -1};
+  self->request(st.planner, std::chrono::seconds(30), join_atom::value, req)
+    .then(
+      [=](welcome_atom, int32_t id, caf::actor detector) {
+        auto& s = self->state;
+        if (s.id >= 0) spdlog::info("edge: device {} ({}) joined again as {}", s.id, s.opts.peer, id);
+        s.id = id;
+        s.detector = std::move(detector);
+        if (first) {
+          spdlog::info("edge: device {} ({}) joined from {}", id, s.join.profile.name, s.opts.peer);
+          send_small(self, edge_welcome, encode(edge_welcome_msg{id, s.opts.heartbeat_seconds}));
+        }
+      },
+      [=](caf::error& err) {
+        const auto reason = describe(err);
+        spdlog::warn("edge: refused the device at {}: {}", self->state.opts.peer, reason);
+        send_small(self, edge_refused, encode_refusal(reason));
+        self->quit(fail("refused: " + reason));
+      });
+}
+
+void on_result(proxy_ptr self, const bulk_frame& f) {
+  auto& st = self->state;
+  auto res = decode_result(f.payload.data(), f.payload.size());
+  if (!res) return strike(self, describe(res.error()));
+  auto it = st.pending.find(res->key);
+  if (it == st.pending.end())
+    return strike(self, "a result for a tile it was not given (step " + std::to_string(res->key.step)
+                          + ", gemm " + std::to_string(res->key.gemm) + ", tile "
+                          + std::to_string(res->key.tile) + ")");
+  if (res->rows != it->second.rows || res->cols != it->second.cols)
+    return strike(self, "a " + std::to_string(res->rows) + "x" + std::to_string(res->cols)
+                          + " result for a " + std::to_string(it->second.rows) + "x"
+                          + std::to_string(it->second.cols) + " tile");
+  res->device = st.id;
+  self->send(it->second.engine, std::move(*res));
+  st.pending.erase(it);
+}
+
+void on_miss(proxy_ptr self, const bulk_frame& f) {
+  auto& st = self->state;
+  auto miss = decode_miss(f.payload.data(), f.payload.size());
+  if (!miss) return strike(self, describe(miss.error()));
+  auto it = st.pending.find(miss->key);
+  if (it == st.pending.end()
+      || (miss->operand_key != it->second.a_key && miss->operand_key != it->second.b_key))
+    return strike(self, "a miss for a tile or block it was not given");
+  miss->device = st.id;
+  self->send(it->second.engine, *miss);
+  st.pending.erase(it);
+}
+
+}  // namespace
+
+caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_options opts,
+                           edge_join_msg join) {
+  self->state.opts = std::move(opts);
+  self->state.join = std::move(join);
+  if (self->state.opts.gateway) self->monitor(self->state.opts.gateway);
+  self->set_down_handler([=](const caf::down_msg& msg) {
+    auto& st = self->state;
+    if (msg.source == st.opts.gateway.address()) return self->quit(msg.reason);
+    if (msg.source != st.planner.address()) return;
+    spdlog::info("edge: device {}'s planner is gone; joining its successor", st.id);
+    st.detector = nullptr;
+    self->send(self, rejoin_atom::value, 0);
+  });
+  join_planner(self, true);
+  return {
+    [=](bulk_frame_atom, bulk_frame& f) {
+      if (f.kind == edge_result)
+        on_result(self, f);
+      else if (f.kind == edge_miss)
+        on_miss(self, f);
+      else
+        strike(self, std::string{"an unexpected "} + to_string(static_cast<edge_kind>(f.kind)) + " frame");
+      return std::move(f.payload);
+    },
+    [=](heartbeat_atom) {
+      auto& st = self->state;
+      if (st.detector && st.id >= 0) self->send(st.detector, heartbeat_atom::value, st.id);
+    },
+    [=](tile_task& task) {
+      auto& st = self->state;
+      const int64_t m = task.a.trans ? task.a.cols : task.a.rows;
+      const int64_t n = task.b.trans ? task.b.rows : task.b.cols;
+      if (st.pending.size() >= st.opts.max_pending) st.pending.erase(st.pending.begin());
+      st.pending[task.key] = pending_tile{caf::actor_cast<caf::actor>(self->current_sender()), m, n,
+                                          task.a.key, task.b.key};
+      bulk_buffer buf(encoded_size(task));
+      encode(task, buf.payload());
+      send_frame(self, edge_task, std::move(buf));
+    },
+    [=](run_over_atom) {
+      send_small(self, edge_run_over, {});
+      return caf::ok_atom::value;
+    },
+    [=](rejoin_atom, int attempt) {
+      auto& st = self->state;
+      auto next = st.opts.planner ? st.opts.planner() : caf::actor{};
+      if (next && next != st.planner)
+        join_planner(self, false);
+      else if (attempt < 100)
+        self->delayed_send(self, std::chrono::milliseconds(50), rejoin_atom::value, attempt + 1);
+      else
+        self->quit(fail("its planner is gone and none came back"));
+    },
+    [=](join_atom) {
+      spdlog::info("edge: device {} was declared dead while connected; joining it again",
+                   self->state.id);
+      self->state.detector = nullptr;
+      join_planner(self, false);
+    },
+  };
+}
+
+}  // namespace cleave

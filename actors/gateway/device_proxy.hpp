@@ -1,0 +1,70 @@
+#pragma once
+// A remote device's stand-in on the server side. The planner, the detector
+// and the PS engines talk to it exactly as to a device actor: it joins the
+// planner in the device's name, forwards its heartbeats to the detector,
+// turns tile tasks into frames on the device's connection and the device's
+// result frames back into tile_result messages for the engine that sent the
+// task. When the connection closes the proxy exits, and the detector's
+// monitor on it declares the device dead.
+//
+// The device is not trusted: a result or miss is taken only for a task this
+// proxy issued and not yet answered, with the task's shape; the device id in
+// a frame is ignored (the proxy knows whom it speaks for). Every refused
+// frame is a strike, and past max_strikes the proxy exits, which drops the
+// connection.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include <caf/all.hpp>
+
+#include "schema/edge_codec.hpp"
+#include "schema/messages.hpp"
+
+namespace cleave {
+
+struct proxy_options {
+  uint64_t conn = 0;                    // the device's connection on `channel`
+  caf::actor channel;                   // the edge listener's broker
+  caf::actor gateway;                   // the proxy speaks for its connection: it ends with it
+  std::function<caf::actor()> planner;  // the current planner (it may restart)
+  double heartbeat_seconds = 0.1;
+  uint32_t max_strikes = 64;
+  size_t max_pending = 4096;            // tasks awaiting an answer; the oldest are forgotten past it
+  std::string peer;                     // "addr:port", for logs
+};
+
+struct pending_tile {
+  caf::actor engine;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  uint64_t a_key = 0;
+  uint64_t b_key = 0;
+};
+
+struct device_proxy_state {
+  proxy_options opts;
+  edge_join_msg join;
+  int32_t id = -1;  // -1 until the planner welcomed the device
+  caf::actor planner;
+  caf::actor detector;
+  std::map<tile_key, pending_tile> pending;
+  uint32_t strikes = 0;
+  static inline const char* name = "cleave.device_proxy";
+};
+
+// Messages:
+//   (bulk_frame_atom, bulk_frame) request  a result or miss frame from the device;
+//                                          replies with the payload buffer
+//   (heartbeat_atom)                       the device heartbeated
+//   tile_task                              from an engine: sent to the device
+//   (run_over_atom) -> ok                  tells the device the run is over
+//   (join_atom)                            from the detector: join again under a new id
+// A planner that goes away is looked for again (opts.planner) for 5 s and
+// joined under a new id; past that the proxy exits and the device is dropped.
+caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_options opts,
+                           edge_join_msg join);
+
+}  // namespace cleave

@@ -1,0 +1,97 @@
+#pragma once
+// The server side of the device edge: the only door devices have. It owns the
+// edge listener (actors/transport: capped frames through a broker the
+// project owns; devices never reach a BASP port), admits a connection when
+// its first frame is a valid join, and spawns a device_proxy that stands for
+// the device before the planner, the detector and the PS engines. Those
+// actors keep their interfaces: to them a remote device is an actor like any
+// other.
+//
+// What the gateway enforces, per connection:
+//   - every frame's payload is capped by its kind before it is read
+//     (edge_payload_cap, applied by the channel);
+//   - a join within handshake_timeout of connecting, else it is closed;
+//   - an admitted device that sends nothing for idle_timeout is closed;
+//   - a rate limit (rate_limit.hpp): past its burst a device's credit is
+//     held back, so its sends block; far past its rate it is dropped;
+//   - frames its proxy refuses are strikes, and too many drop it.
+// Every drop is logged with its reason and counted (edge_counters).
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include <caf/all.hpp>
+
+#include "actors/gateway/device_proxy.hpp"
+#include "actors/gateway/rate_limit.hpp"
+#include "actors/transport/bulk_channel.hpp"
+
+namespace cleave {
+
+struct edge_options {
+  std::function<caf::actor()> planner;  // the current planner (it may restart)
+  double heartbeat_seconds = 0.1;
+  caf::timespan handshake_timeout = std::chrono::seconds(10);
+  caf::timespan idle_timeout = std::chrono::seconds(30);
+  rate_limit_options rate;
+  uint32_t max_strikes = 64;
+  uint64_t max_tile_bytes = uint64_t{256} << 20;
+};
+
+// What the gateway has seen since it started.
+struct edge_counters {
+  uint64_t connections = 0;
+  uint64_t admitted = 0;
+  uint64_t refused = 0;            // a bad or missing join
+  uint64_t handshake_timeouts = 0;
+  uint64_t idle_timeouts = 0;
+  uint64_t throttled_frames = 0;
+  uint64_t dropped_flooding = 0;   // past the rate limit
+  uint64_t dropped_misbehaving = 0;  // past the strikes, or a protocol violation
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, edge_counters& x) {
+  return f(caf::meta::type_name("edge_counters"), x.connections, x.admitted, x.refused,
+           x.handshake_timeouts, x.idle_timeouts, x.throttled_frames, x.dropped_flooding,
+           x.dropped_misbehaving);
+}
+
+struct edge_connection {
+  std::string peer;
+  caf::timestamp opened;
+  caf::timestamp last_frame;
+  caf::actor proxy;  // null until the join frame
+  rate_limiter limiter;
+};
+
+// A frame's credit held back from a throttled device.
+struct held_credit {
+  caf::typed_response_promise<std::vector<char>> rp;
+  std::vector<char> payload;
+};
+
+using credit_atom = caf::atom_constant<caf::atom("credit")>;
+
+struct edge_gateway_state {
+  edge_options opts;
+  caf::actor channel;
+  std::map<uint64_t, edge_connection> conns;
+  std::map<caf::actor_addr, uint64_t> conn_of_proxy;
+  edge_counters counters;
+  std::map<uint64_t, held_credit> held;
+  uint64_t next_held = 0;
+  static inline const char* name = "cleave.edge_gateway";
+};
+
+// Messages: the bulk channel's sink messages; (caf::get_atom) -> edge_counters.
+caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_options opts);
+
+// The channel options the edge needs: the per-kind caps.
+transport::bulk_options edge_channel_options(const edge_options& opts, transport::bulk_options base = {});
+
+void add_gateway_message_types(caf::actor_system_config& cfg);
+
+}  // namespace cleave
