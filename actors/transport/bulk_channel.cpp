@@ -39,6 +39,10 @@ size_t byte_size(const payload_buffer& p) {
   return std::visit([](const auto& v) { return byte_size(v); }, p);
 }
 
+// Frames at least this large wait for an empty pending-write buffer under
+// TLS (see pump); smaller ones are appended at once.
+constexpr size_t tls_batch_bytes = size_t{64} << 10;
+
 struct outgoing {
   uint16_t kind;
   uint64_t tag;
@@ -166,6 +170,12 @@ void pump(bulk_broker* self, connection& c) {
                         std::to_string(c.peer_max_payload) + " bytes"));
     } else if (!c.sw.can_send(len)) {
       break;
+    } else if (c.io.is_tls() && len >= tls_batch_bytes && !c.io.pending().empty()) {
+      // Encrypt large frames into an empty pending buffer only: it keeps the
+      // capacity of earlier frames (CAF swaps it with the in-flight one), so
+      // the ciphertext never reallocates and is never copied, and encryption
+      // of this frame overlaps the socket's write of the previous one.
+      break;  // resumes on data_transferred_msg
     } else if (auto bb = std::get_if<bulk_buffer>(&o.payload); bb && c.io.is_tls()) {
       // Encryption copies anyway: write header and payload through the
       // session and hand the buffer back emptied, capacity kept for reuse.
