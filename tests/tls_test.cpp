@@ -231,6 +231,24 @@ TEST(TlsSession, HandshakeThenDataBothWays) {
     got.insert(got.end(), buf, buf + *n);
   }
   EXPECT_TRUE(std::equal(got.begin(), got.end(), up.begin()) && got.size() == 100000);
+
+  // Two pushes before any pull: the first one's bytes are kept, not lost.
+  wire.clear();
+  got.clear();
+  ASSERT_FALSE(client.write(up.data(), 50000, wire));
+  {
+    std::vector<char> first(wire.begin(), wire.begin() + 20000);
+    ASSERT_FALSE(server.push(first.data(), first.size()));
+    ASSERT_FALSE(server.push(wire.data() + 20000, wire.size() - 20000));
+    std::fill(first.begin(), first.end(), 0);  // the session copied what it borrowed
+  }
+  for (;;) {
+    auto n = server.pull(buf, sizeof(buf));
+    ASSERT_TRUE(n) << describe(n.error());
+    if (*n == 0) break;
+    got.insert(got.end(), buf, buf + *n);
+  }
+  EXPECT_TRUE(got.size() == 50000 && std::equal(got.begin(), got.end(), up.begin()));
 }
 
 TEST(TlsSession, ClientWithoutCertificateRefused) {

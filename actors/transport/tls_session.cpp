@@ -180,6 +180,42 @@ int sink_create(BIO* b) {
   return 1;
 }
 
+// The read side: OpenSSL reads ciphertext in place from the bytes the
+// caller pushed (the socket's read buffer in the channel), saving the copy
+// into a memory BIO. Empty means "more to come" (retry), never EOF.
+int source_read(BIO* b, char* out, int len) {
+  auto s = static_cast<tls_session*>(BIO_get_data(b));
+  BIO_clear_retry_flags(b);
+  auto n = s->take_ciphertext(out, len > 0 ? static_cast<size_t>(len) : 0);
+  if (n == 0) {
+    BIO_set_retry_read(b);
+    return -1;
+  }
+  return static_cast<int>(n);
+}
+
+long source_ctrl(BIO* b, int cmd, long, void*) {
+  switch (cmd) {
+    case BIO_CTRL_PENDING:
+      return static_cast<long>(static_cast<tls_session*>(BIO_get_data(b))->ciphertext_buffered());
+    case BIO_CTRL_FLUSH:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+BIO_METHOD* source_method() {
+  static BIO_METHOD* m = [] {
+    auto meth = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "cleave span source");
+    BIO_meth_set_read(meth, source_read);
+    BIO_meth_set_ctrl(meth, source_ctrl);
+    BIO_meth_set_create(meth, sink_create);
+    return meth;
+  }();
+  return m;
+}
+
 BIO_METHOD* sink_method() {
   static BIO_METHOD* m = [] {
     auto meth = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "cleave vector sink");
@@ -319,7 +355,7 @@ tls_session::tls_session(std::shared_ptr<const tls_context> ctx, const std::stri
     failed_ = true;
     return;
   }
-  in_ = BIO_new(BIO_s_mem());
+  in_ = BIO_new(source_method());
   auto out = BIO_new(sink_method());
   if (!in_ || !out) {
     BIO_free(in_);
@@ -329,7 +365,7 @@ tls_session::tls_session(std::shared_ptr<const tls_context> ctx, const std::stri
     return;
   }
   SSL_set_app_data(ssl_, this);
-  BIO_set_mem_eof_return(in_, -1);  // empty means "more to come", not EOF
+  BIO_set_data(in_, this);
   BIO_set_data(out, this);
   SSL_set_bio(ssl_, in_, out);  // ssl_ owns both now
   if (ctx_->side() == tls_side::server) {
@@ -410,17 +446,39 @@ caf::error tls_session::step_handshake() {
   return failure(ret, "handshake");
 }
 
+size_t tls_session::take_ciphertext(char* out, size_t max) {
+  if (own_pos_ < own_.size()) {
+    auto n = std::min(max, own_.size() - own_pos_);
+    std::memcpy(out, own_.data() + own_pos_, n);
+    own_pos_ += n;
+    if (own_pos_ == own_.size()) {
+      own_.clear();
+      own_pos_ = 0;
+    }
+    return n;
+  }
+  auto n = std::min(max, src_len_);
+  if (n > 0) std::memcpy(out, src_, n);
+  src_ += n;
+  src_len_ -= n;
+  return n;
+}
+
 caf::error tls_session::push(const char* data, size_t size) {
   if (failed_) return fail("TLS: session already failed");
   ERR_clear_error();
-  while (size > 0) {
-    int n = BIO_write(in_, data, static_cast<int>(std::min<size_t>(size, INT_MAX)));
-    if (n <= 0) {
-      failed_ = true;
-      return fail("TLS: cannot buffer received bytes: " + take_openssl_errors());
-    }
-    data += n;
-    size -= static_cast<size_t>(n);
+  if (src_len_ > 0 || own_pos_ < own_.size()) {
+    // Pushed again before everything was pulled: keep the rest, and the new
+    // bytes behind it, in our own buffer (the channel never does this).
+    own_.erase(own_.begin(), own_.begin() + static_cast<std::ptrdiff_t>(own_pos_));
+    own_pos_ = 0;
+    own_.insert(own_.end(), src_, src_ + src_len_);
+    own_.insert(own_.end(), data, data + size);
+    src_ = nullptr;
+    src_len_ = 0;
+  } else {
+    src_ = data;
+    src_len_ = size;
   }
   return step_handshake();
 }
@@ -441,7 +499,7 @@ caf::error tls_session::feed(const char* data, size_t size, std::vector<char>& p
   for (;;) {
     // Plaintext is at most the ciphertext buffered (plus one partial record).
     auto old = plain.size();
-    auto room = std::max<size_t>(static_cast<size_t>(BIO_ctrl_pending(in_)), 16384) + 16384;
+    auto room = std::max<size_t>(ciphertext_buffered(), 16384) + 16384;
     plain.resize(old + room);
     auto n = pull(plain.data() + old, room);
     if (!n) {

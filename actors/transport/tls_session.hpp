@@ -95,7 +95,9 @@ class tls_session {
   // The same in two steps, for a reader that wants plaintext straight in its
   // own buffer and only as much as it can take: push() ciphertext (drives
   // the handshake), then pull() until it returns 0 (nothing decryptable
-  // buffered). Ciphertext not yet pulled stays buffered in the session.
+  // left). push() borrows `data` to save a copy: it must stay valid until
+  // pull() has returned 0 (by then every byte of it is consumed) or the next
+  // push(), which copies what is left.
   caf::error push(const char* data, size_t size);
   caf::expected<size_t> pull(char* dst, size_t max);
 
@@ -114,8 +116,10 @@ class tls_session {
   // Subject CN of the verified peer certificate, empty if none.
   std::string peer_name() const;
 
-  // The write BIO's target; public only for the BIO callbacks.
+  // For the BIO callbacks only: where ciphertext goes, where it comes from.
   std::vector<char>* sink() const { return sink_; }
+  size_t take_ciphertext(char* out, size_t max);
+  size_t ciphertext_buffered() const { return src_len_ + (own_.size() - own_pos_); }
 
  private:
   caf::error step_handshake();
@@ -123,7 +127,11 @@ class tls_session {
 
   std::shared_ptr<const tls_context> ctx_;
   SSL* ssl_ = nullptr;
-  BIO* in_ = nullptr;                // memory BIO: ciphertext received
+  BIO* in_ = nullptr;                // reads ciphertext from src_, then own_
+  const char* src_ = nullptr;        // borrowed ciphertext (push)
+  size_t src_len_ = 0;
+  std::vector<char> own_;            // ciphertext kept across pushes (rare)
+  size_t own_pos_ = 0;
   std::vector<char> out_;            // ciphertext to send, between calls
   std::vector<char>* sink_ = &out_;  // where the write BIO appends
   std::vector<char> held_;           // plaintext written before the handshake completed
