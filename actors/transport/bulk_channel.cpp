@@ -1,9 +1,10 @@
 // The bulk channel's broker: one connection state machine (header, hello,
 // payload read directly or in chunks), its receive and send windows, its
-// send queue and the broker's behavior. It stays one file of about 500 lines
+// send queue and the broker's behavior. It stays one file of about 600 lines
 // because all of these read and write the same `connection` record inside
 // one actor's handlers; cut apart, each part would need that record's
-// internals. Frame encoding and checks live in frame.cpp.
+// internals. Frame encoding and checks live in frame.cpp; how bytes meet the
+// socket (plaintext or TLS) in bulk_io.cpp.
 #include "actors/transport/bulk_channel.hpp"
 
 #include <sys/socket.h>
@@ -20,6 +21,7 @@
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/transport/bulk_io.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave::transport {
@@ -36,6 +38,10 @@ size_t byte_size(const bulk_buffer& b) { return b.size(); }
 size_t byte_size(const payload_buffer& p) {
   return std::visit([](const auto& v) { return byte_size(v); }, p);
 }
+
+// Frames at least this large wait for an empty pending-write buffer under
+// TLS (see pump); smaller ones are appended at once.
+constexpr size_t tls_batch_bytes = size_t{64} << 10;
 
 struct outgoing {
   uint16_t kind;
@@ -61,6 +67,7 @@ struct connection {
   std::deque<outgoing> queue;
   uint64_t queued_bytes = 0;
   size_t at_sink = 0;  // frames delivered whose reply is pending
+  detail::byte_path io;
   clock_type::time_point last_progress;
   explicit connection(uint64_t window) : rw(window) {}
 };
@@ -99,20 +106,32 @@ connection* find_conn(bulk_broker* self, uint64_t id) {
   return i == self->state.conns.end() ? nullptr : &i->second;
 }
 
-void write_frame_header(bulk_broker* self, connection& c, const frame_header& h) {
-  auto bytes = encode_header(h);
-  self->write(c.hdl, bytes.size(), bytes.data());
+// A TLS session that cannot encrypt is broken for good: shut the socket so
+// CAF reports the close and drop() runs from the connection_closed handler,
+// instead of dropping the connection in the middle of a caller's loop.
+void send_bytes(connection& c, const char* data, size_t size) {
+  if (auto err = c.io.write(data, size)) {
+    spdlog::warn("bulk channel: connection {} ({}): {}", c.id, c.peer, describe(err));
+    ::shutdown(native_fd(c.hdl), SHUT_RDWR);
+  }
 }
 
-void expect_header(bulk_broker* self, connection& c) {
+void write_frame_header(connection& c, const frame_header& h) {
+  auto bytes = encode_header(h);
+  send_bytes(c, bytes.data(), bytes.size());
+}
+
+void expect_header(connection& c) {
   c.rd = read_state::header;
-  self->configure_read(c.hdl, caf::io::receive_policy::exactly(frame_header_size));
+  c.io.expect(frame_header_size);
 }
 
 // Removes a connection: notify the sink, fail queued sends, close the socket
 // unless the peer already did. `c` is dangling afterwards.
+enum class close_how { abort, tls_alert };
+
 void drop(bulk_broker* self, connection& c, const std::string& reason, bool malformed,
-          bool already_closed = false) {
+          bool already_closed = false, close_how how = close_how::abort) {
   auto& st = self->state;
   if (malformed)
     spdlog::warn("bulk channel: closing connection {} ({}): {}", c.id, c.peer, reason);
@@ -121,13 +140,16 @@ void drop(bulk_broker* self, connection& c, const std::string& reason, bool malf
   for (auto& o : c.queue) o.rp.deliver(fail("bulk connection " + std::to_string(c.id) + " closed: " + reason));
   auto id = c.id;
   auto hdl = c.hdl;
+  // A refused TLS handshake gets the alert saying why: a few bytes, written
+  // and flushed before the (graceful) close.
+  if (how == close_how::tls_alert && !already_closed) c.io.send_alert();
   st.by_hdl.erase(hdl.id());
   st.conns.erase(id);
   if (!already_closed) {
     // A misbehaving peer gets no graceful drain: shut the socket down so
     // CAF's pending writes to it fail and their buffers are released now,
     // even if the peer never reads again.
-    if (malformed) ::shutdown(native_fd(hdl), SHUT_RDWR);
+    if (malformed && how == close_how::abort) ::shutdown(native_fd(hdl), SHUT_RDWR);
     self->close(hdl);
   }
   self->send(st.sink, bulk_closed_atom::value, id, reason);
@@ -148,7 +170,24 @@ void pump(bulk_broker* self, connection& c) {
                         std::to_string(c.peer_max_payload) + " bytes"));
     } else if (!c.sw.can_send(len)) {
       break;
-    } else if (auto bb = std::get_if<bulk_buffer>(&o.payload)) {
+    } else if (c.io.is_tls() && len >= tls_batch_bytes && !c.io.pending().empty()) {
+      // Encrypt large frames into an empty pending buffer only: it keeps the
+      // capacity of earlier frames (CAF swaps it with the in-flight one), so
+      // the ciphertext never reallocates and is never copied, and encryption
+      // of this frame overlaps the socket's write of the previous one.
+      break;  // resumes on data_transferred_msg
+    } else if (auto bb = std::get_if<bulk_buffer>(&o.payload); bb && c.io.is_tls()) {
+      // Encryption copies anyway: write header and payload through the
+      // session and hand the buffer back emptied, capacity kept for reuse.
+      auto& bytes = bb->storage();
+      if (bytes.size() < frame_header_size) bytes.resize(frame_header_size);
+      encode_header(frame_header{o.kind, len, o.tag}, bytes.data());
+      send_bytes(c, bytes.data(), bytes.size());
+      bytes.clear();
+      c.sw.sent(len);
+      wrote = true;
+      o.rp.deliver(std::move(*bb));
+    } else if (bb) {
       auto& out = self->wr_buf(c.hdl);
       if (!out.empty()) break;  // resumes on data_transferred_msg
       auto& bytes = bb->storage();
@@ -160,11 +199,11 @@ void pump(bulk_broker* self, connection& c) {
       wrote = true;
       o.rp.deliver(std::move(*bb));
     } else {
-      write_frame_header(self, c, frame_header{o.kind, len, o.tag});
+      write_frame_header(c, frame_header{o.kind, len, o.tag});
       std::visit(
         [&](auto& v) {
           if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, bulk_buffer>) {
-            if (len > 0) self->write(c.hdl, len, reinterpret_cast<const char*>(v.data()));
+            if (len > 0) send_bytes(c, reinterpret_cast<const char*>(v.data()), len);
             // The bytes are in the write buffer: hand the caller its buffer back.
             o.rp.deliver(std::move(v));
           }
@@ -176,7 +215,7 @@ void pump(bulk_broker* self, connection& c) {
     c.queued_bytes -= len;
     c.queue.pop_front();
   }
-  if (wrote) self->flush(c.hdl);
+  if (wrote) c.io.flush();
 }
 
 void recycle(bulk_broker* self, std::vector<char>&& buf) {
@@ -195,11 +234,11 @@ void on_consumed(bulk_broker* self, uint64_t id, uint64_t len) {
   c->rw.consumed(len);
   // Unsent bytes beyond what the peer's window admits (plus slack for credit
   // frames) mean the peer stopped reading: do not buffer for it forever.
-  if (self->wr_buf(c->hdl).size() > c->sw.window() + c->peer_max_payload + (uint64_t{1} << 20))
+  if (c->io.pending().size() > c->sw.window() + c->peer_max_payload + (uint64_t{1} << 20))
     return drop(self, *c, "peer stopped reading: unsent bytes exceed its window", true);
   if (auto credit = c->rw.take_credit(c->at_sink == 0)) {
-    write_frame_header(self, *c, frame_header{kind_credit, 0, credit});
-    self->flush(c->hdl);
+    write_frame_header(*c, frame_header{kind_credit, 0, credit});
+    c->io.flush();
   }
 }
 
@@ -247,7 +286,7 @@ void on_header(bulk_broker* self, connection& c, std::vector<char>& buf) {
         if (h->length != hello_payload_size)
           return drop(self, c, "hello with a " + std::to_string(h->length) + "-byte payload", true);
         c.rd = read_state::hello;
-        self->configure_read(c.hdl, caf::io::receive_policy::exactly(hello_payload_size));
+        c.io.expect(hello_payload_size);
         return;
       case kind_credit:
         if (!c.hello_received) return drop(self, c, "credit before hello", true);
@@ -274,13 +313,60 @@ void on_header(bulk_broker* self, connection& c, std::vector<char>& buf) {
   if (h->length <= opts.chunk_bytes) {
     c.rd = read_state::payload_direct;
     offer_pooled_buffer(self, buf, h->length);
-    self->configure_read(c.hdl, caf::io::receive_policy::exactly(h->length));
+    c.io.expect(h->length);
   } else {
     c.rd = read_state::payload_chunked;
     c.remaining = h->length;
     c.assembling.clear();
     c.assembling.reserve(h->length);  // address space only until bytes arrive
-    self->configure_read(c.hdl, caf::io::receive_policy::exactly(opts.chunk_bytes));
+    c.io.expect(opts.chunk_bytes);
+  }
+}
+
+// One unit the state machine asked for (header, hello, payload, chunk) is in
+// `buf`: CAF's read buffer, or the TLS path's unit buffer.
+void on_unit(bulk_broker* self, connection* c, std::vector<char>& buf) {
+  auto& st = self->state;
+  c->last_progress = clock_type::now();
+  switch (c->rd) {
+    case read_state::header:
+      return on_header(self, *c, buf);
+    case read_state::hello: {
+      auto h = decode_hello(buf.data(), buf.size());
+      if (!h) return drop(self, *c, "malformed hello: " + describe(h.error()), true);
+      c->hello_received = true;
+      c->peer_max_payload = h->max_payload;
+      c->sw.open(h->receive_window);
+      expect_header(*c);
+      return pump(self, *c);
+    }
+    case read_state::payload_direct: {
+      std::vector<char> payload;
+      payload.swap(buf);  // zero-copy: the read buffer becomes the frame
+      expect_header(*c);
+      return deliver(self, *c, c->pending.kind, c->pending.tag, std::move(payload));
+    }
+    case read_state::payload_chunked: {
+      c->assembling.insert(c->assembling.end(), buf.begin(), buf.end());
+      c->remaining -= buf.size();
+      if (c->remaining > 0) {
+        auto next = std::min<uint64_t>(c->remaining, st.opts.chunk_bytes);
+        c->io.expect(next);
+        return;
+      }
+      expect_header(*c);
+      return deliver(self, *c, c->pending.kind, c->pending.tag, std::move(c->assembling));
+    }
+  }
+}
+
+void announce(bulk_broker* self, connection& c) {
+  auto& st = self->state;
+  self->send(st.sink, bulk_opened_atom::value, caf::actor_cast<caf::actor>(self), c.id, c.peer);
+  if (c.io.is_tls()) {
+    auto name = c.io.tls()->session.peer_name();
+    spdlog::debug("bulk channel: connection {} ({}): TLS peer '{}'", c.id, c.peer, name);
+    self->send(st.sink, bulk_peer_atom::value, c.id, std::move(name));
   }
 }
 
@@ -288,43 +374,35 @@ void on_data(bulk_broker* self, caf::io::new_data_msg& msg) {
   auto& st = self->state;
   auto i = st.by_hdl.find(msg.handle.id());
   if (i == st.by_hdl.end()) return;
-  auto c = find_conn(self, i->second);
+  auto id = i->second;
+  auto c = find_conn(self, id);
   if (!c) return;
-  c->last_progress = clock_type::now();
-  switch (c->rd) {
-    case read_state::header:
-      return on_header(self, *c, msg.buf);
-    case read_state::hello: {
-      auto h = decode_hello(msg.buf.data(), msg.buf.size());
-      if (!h) return drop(self, *c, "malformed hello: " + describe(h.error()), true);
-      c->hello_received = true;
-      c->peer_max_payload = h->max_payload;
-      c->sw.open(h->receive_window);
-      expect_header(self, *c);
-      return pump(self, *c);
-    }
-    case read_state::payload_direct: {
-      std::vector<char> payload;
-      payload.swap(msg.buf);  // zero-copy: the read buffer becomes the frame
-      expect_header(self, *c);
-      return deliver(self, *c, c->pending.kind, c->pending.tag, std::move(payload));
-    }
-    case read_state::payload_chunked: {
-      c->assembling.insert(c->assembling.end(), msg.buf.begin(), msg.buf.end());
-      c->remaining -= msg.buf.size();
-      if (c->remaining > 0) {
-        auto next = std::min<uint64_t>(c->remaining, st.opts.chunk_bytes);
-        self->configure_read(c->hdl, caf::io::receive_policy::exactly(next));
-        return;
-      }
-      expect_header(self, *c);
-      return deliver(self, *c, c->pending.kind, c->pending.tag, std::move(c->assembling));
-    }
-  }
+  if (!c->io.is_tls()) return on_unit(self, c, msg.buf);
+  // Ciphertext: the read buffer stays CAF's (at_most reads reuse it).
+  auto err = c->io.receive(
+    msg.buf,
+    [&] {
+      c->last_progress = clock_type::now();
+      announce(self, *c);
+      return true;
+    },
+    [&](std::vector<char>& unit) {
+      on_unit(self, c, unit);
+      return (c = find_conn(self, id)) != nullptr;
+    });
+  // Before the handshake the peer gets the alert saying why (a few bytes, so
+  // the graceful close cannot hang on a peer that does not read); after it,
+  // a broken session is a hostile peer like any other: abort.
+  if (err && (c = find_conn(self, id)))
+    drop(self, *c, describe(err), true, false,
+         c->io.handshake_done() ? close_how::abort : close_how::tls_alert);
 }
 
 // Registers a fresh connection, sends our hello, starts reading headers.
-void start_connection(bulk_broker* self, caf::io::connection_handle hdl) {
+// With TLS the hello waits in the session for the handshake, and the sink
+// hears of the connection only once the peer's certificate is verified.
+void start_connection(bulk_broker* self, caf::io::connection_handle hdl,
+                      const std::string& peer_host = {}) {
   auto& st = self->state;
   auto id = st.next_id++;
   auto [it, inserted] = st.conns.emplace(id, connection{st.opts.receive_window});
@@ -336,12 +414,16 @@ void start_connection(bulk_broker* self, caf::io::connection_handle hdl) {
   st.by_hdl.emplace(hdl.id(), id);
   tune_socket(hdl, st.opts);
   self->ack_writes(hdl, true);  // completion events drive zero-copy sends
-  write_frame_header(self, c, frame_header{kind_hello, hello_payload_size, 0});
+  std::unique_ptr<detail::tls_link> tls;
+  if (st.opts.tls) tls = std::make_unique<detail::tls_link>(st.opts.tls, peer_host);
+  c.io = detail::byte_path(self, hdl, std::move(tls));
+  c.io.start();
+  write_frame_header(c, frame_header{kind_hello, hello_payload_size, 0});
   auto hb = encode_hello(hello{st.opts.receive_window, st.opts.max_payload});
-  self->write(hdl, hb.size(), hb.data());
-  self->flush(hdl);
-  expect_header(self, c);
-  self->send(st.sink, bulk_opened_atom::value, caf::actor_cast<caf::actor>(self), id, c.peer);
+  send_bytes(c, hb.data(), hb.size());
+  c.io.flush();
+  expect_header(c);
+  if (!c.io.is_tls()) announce(self, c);
 }
 
 caf::response_promise enqueue_send(bulk_broker* self, uint64_t conn, uint16_t kind, uint64_t tag,
@@ -459,9 +541,15 @@ caf::behavior bulk_behavior(bulk_broker* self) {
         bool mid = !c.hello_received || c.rd != read_state::header;
         if (mid && now - c.last_progress > st.opts.stall_timeout) stalled.push_back(kv.first);
       }
+      auto ms = std::to_string(
+        std::chrono::duration_cast<std::chrono::milliseconds>(st.opts.stall_timeout).count());
       for (auto id : stalled)
         if (auto c = find_conn(self, id))
-          drop(self, *c, "stalled: no progress for " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(st.opts.stall_timeout).count()) + " ms inside a frame or handshake", true);
+          drop(self, *c,
+               c->io.handshake_done()
+                 ? "stalled: no progress for " + ms + " ms inside a frame or handshake"
+                 : "stalled: TLS handshake not completed within " + ms + " ms",
+               true);
       schedule_tick(self);
     },
   };
@@ -476,15 +564,18 @@ caf::behavior listener_fun(bulk_broker* self, caf::io::doorman_ptr dm, caf::acto
 }
 
 caf::behavior client_fun(bulk_broker* self, caf::io::connection_handle hdl, caf::actor sink,
-                         bulk_options opts) {
+                         bulk_options opts, std::string host) {
   self->state.sink = std::move(sink);
   self->state.opts = std::move(opts);
   self->state.client = true;
-  start_connection(self, hdl);
+  start_connection(self, hdl, host);
   return bulk_behavior(self);
 }
 
-caf::error check_options(const bulk_options& o) {
+caf::error check_options(const bulk_options& o, tls_side side) {
+  if (o.tls && o.tls->side() != side)
+    return fail(side == tls_side::server ? "bulk listener needs a server TLS context"
+                                         : "bulk client needs a client TLS context");
   if (o.receive_window == 0) return fail("bulk_options.receive_window must be > 0");
   if (o.chunk_bytes == 0) return fail("bulk_options.chunk_bytes must be > 0");
   return caf::none;
@@ -501,7 +592,7 @@ void add_transport_message_types(caf::actor_system_config& cfg) {
 caf::expected<bulk_listener> spawn_bulk_listener(caf::actor_system& sys, uint16_t port,
                                                  caf::actor sink, bulk_options opts) {
   if (!sink) return fail("bulk listener needs a sink actor");
-  if (auto err = check_options(opts)) return err;
+  if (auto err = check_options(opts, tls_side::server)) return err;
   auto& mm = sys.middleman();
   const char* in = opts.bind_address.empty() ? nullptr : opts.bind_address.c_str();
   auto dm = mm.backend().new_tcp_doorman(port, in, opts.reuse_address);
@@ -523,8 +614,8 @@ caf::expected<uint16_t> open_bulk_listener(caf::actor_system& sys, uint16_t port
 caf::expected<caf::actor> connect_bulk(caf::actor_system& sys, const std::string& host,
                                        uint16_t port, caf::actor sink, bulk_options opts) {
   if (!sink) return fail("bulk channel needs a sink actor");
-  if (auto err = check_options(opts)) return err;
-  auto channel = sys.middleman().spawn_client(client_fun, host, port, std::move(sink), std::move(opts));
+  if (auto err = check_options(opts, tls_side::client)) return err;
+  auto channel = sys.middleman().spawn_client(client_fun, host, port, std::move(sink), std::move(opts), host);
   if (!channel)
     return fail("cannot connect bulk channel to " + host + ":" + std::to_string(port) + ": " +
                 caf::to_string(channel.error()));

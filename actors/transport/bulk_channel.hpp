@@ -12,7 +12,15 @@
 //
 // Messages a sink receives:
 //   (bulk_opened_atom, caf::actor channel, uint64_t conn, std::string peer)
-//       a connection is up (peer = "addr:port").
+//       a connection is up (peer = "addr:port"). With TLS (bulk_options::tls)
+//       only once its handshake has completed and the peer's certificate is
+//       verified; a connection refused at the handshake is never opened (the
+//       sink sees only its bulk_closed, with the reason).
+//   (bulk_peer_atom, uint64_t conn, std::string name)
+//       TLS only, right after bulk_opened: the subject CN of the peer's
+//       verified certificate (empty if the peer presented none, which only a
+//       listener with require_peer_cert == false admits). Sinks of TLS
+//       channels must handle it.
 //   (bulk_frame_atom, bulk_frame)   sent as a request
 //       one frame. The payload arrives zero-copy (the broker's read buffer is
 //       moved into the message). The sink's reply returns window credit to
@@ -46,6 +54,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,6 +67,7 @@
 #include <caf/timespan.hpp>
 
 #include "actors/transport/frame.hpp"
+#include "actors/transport/tls_session.hpp"
 
 namespace cleave::transport {
 
@@ -65,6 +75,7 @@ using bulk_frame_atom = caf::atom_constant<caf::atom("bulk_frame")>;
 using bulk_send_atom = caf::atom_constant<caf::atom("bulk_send")>;
 using bulk_opened_atom = caf::atom_constant<caf::atom("bulk_open")>;
 using bulk_closed_atom = caf::atom_constant<caf::atom("bulk_close")>;
+using bulk_peer_atom = caf::atom_constant<caf::atom("bulk_peer")>;
 
 struct bulk_frame {
   uint16_t kind = 0;
@@ -158,6 +169,15 @@ struct bulk_options {
   // hand it back). The window bounds what is out at the sink, so a pool of
   // one window lets a steady stream run without allocating. 0 disables.
   uint64_t pool_bytes = uint64_t{64} << 20;
+  // TLS for every connection of the channel (null: plaintext). A listener
+  // needs a server context (make_tls_context(..., tls_side::server)), a
+  // client a client context; connect_bulk verifies that the server's
+  // certificate names the host it dials (deploy/ca.sh issue ... server
+  // --san NAME). Frames, their checks and caps are the same inside TLS; the
+  // handshake must complete within stall_timeout of the TCP connect, and a
+  // peer that fails it is closed with the reason ("certificate revoked",
+  // "unknown CA", "no certificate", ...) in the log and in bulk_closed.
+  std::shared_ptr<const tls_context> tls;
 };
 
 // Registers bulk_frame (and std::vector<float>) with CAF; call on the config

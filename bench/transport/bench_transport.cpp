@@ -1,15 +1,19 @@
 // bench_transport: tensor throughput between two processes on loopback, side
 // by side in one run: (a) raw TCP, blocking write/read of length-prefixed
 // messages; (b) the bulk channel (CAF broker, frames) carrying float tensors;
-// (c) CAF BASP: std::vector<float> sent to a remote actor, for reference.
+// (c) CAF BASP: std::vector<float> sent to a remote actor, for reference;
+// (d) with --tls, the bulk channel over TLS 1.3 (bulk_options::tls).
 //
-//   bench_transport server            prints "READY <raw> <bulk> <basp>" and
+//   bench_transport server            prints "READY <raw> <bulk> <basp> <tls>" and
 //                                     serves until killed or its parent exits
-//   bench_transport client <raw> <bulk> <basp> [options]
+//   bench_transport client <raw> <bulk> <basp> [<tls>] [options]
 //       --host H --rounds N --mib M (message size) --frames F (per bulk/raw
 //       measurement) --basp-frames F --inflight K --no-basp
 //       --copy (bulk sends std::vector<float>, copied once by the channel,
-//       instead of a zero-copy bulk_buffer)
+//       instead of a zero-copy bulk_buffer) --tls (measure TLS bulk too)
+// TLS needs BENCH_TLS_DIR: a deploy/ca.sh directory with certificates
+// "bench-server" (server) and "bench-client" (device); run.sh makes one. The
+// server's TLS port is 0 without it.
 //
 // The bulk producer keeps K sends in flight and reuses the buffers the channel
 // returns; the bulk sink replies with each payload so the receiving broker
@@ -157,6 +161,7 @@ caf::behavior bulk_sink(caf::event_based_actor* self) {
   auto frames = std::make_shared<uint64_t>(0);
   return {
     [=](bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
+    [=](bulk_peer_atom, uint64_t, const std::string&) {},
     [=](bulk_closed_atom, uint64_t, const std::string&) {},
     [=](bulk_frame_atom, bulk_frame& f) -> std::vector<char> {
       if (f.kind == kind_tensor) {
@@ -177,6 +182,7 @@ caf::behavior bulk_sink(caf::event_based_actor* self) {
 caf::behavior ack_sink(caf::event_based_actor*, std::shared_ptr<std::promise<uint64_t>>* slot) {
   return {
     [=](bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
+    [=](bulk_peer_atom, uint64_t, const std::string&) {},
     [=](bulk_closed_atom, uint64_t, const std::string& reason) {
       std::fprintf(stderr, "bulk channel closed: %s\n", reason.c_str());
     },
@@ -275,6 +281,16 @@ caf::behavior basp_producer(caf::event_based_actor* self, caf::actor remote,
   };
 }
 
+// The TLS context for one side from BENCH_TLS_DIR, or null without it.
+std::shared_ptr<const tls_context> bench_tls(tls_side side) {
+  auto dir = std::getenv("BENCH_TLS_DIR");
+  if (!dir || !*dir) return nullptr;
+  std::string d = dir, name = side == tls_side::server ? "bench-server" : "bench-client";
+  auto ctx = make_tls_context({d + "/" + name + ".pem", d + "/" + name + ".key", d + "/ca.pem", d + "/crl.pem"}, side);
+  if (!ctx) die("TLS: " + caf::to_string(ctx.error()));
+  return *ctx;
+}
+
 void configure(caf::actor_system_config& cfg) {
   cfg.load<caf::io::middleman>();
   // Experiment knobs (defaults: CAF's own).
@@ -299,16 +315,27 @@ int run_server() {
   if (auto v = std::getenv("BENCH_SOCKBUF")) opts.socket_buffer_bytes = std::atoi(v);
   auto lst = spawn_bulk_listener(sys, 0, sink, opts);
   if (!lst) die("bulk listen: " + caf::to_string(lst.error()));
+  uint16_t tls_port = 0;
+  caf::actor tls_channel;
+  if (auto ctx = bench_tls(tls_side::server)) {
+    auto topts = opts;
+    topts.tls = ctx;
+    auto tl = spawn_bulk_listener(sys, 0, sink, topts);
+    if (!tl) die("TLS bulk listen: " + caf::to_string(tl.error()));
+    tls_port = tl->port;
+    tls_channel = tl->channel;
+  }
   auto basp = sys.spawn(basp_sink);
   auto bp = sys.middleman().publish(basp, 0, "127.0.0.1");
   if (!bp) die("publish: " + caf::to_string(bp.error()));
-  std::printf("READY %u %u %u\n", raw_port, lst->port, *bp);
+  std::printf("READY %u %u %u %u\n", raw_port, lst->port, *bp, tls_port);
   std::fflush(stdout);
   // Serve until the parent (run.sh) goes away or we are killed.
   auto parent = ::getppid();
   while (::getppid() == parent) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(lst->channel, caf::exit_reason::user_shutdown);
+  if (tls_channel) caf::anon_send_exit(tls_channel, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(basp, caf::exit_reason::user_shutdown);
   ::shutdown(lfd, SHUT_RDWR);
   std::_Exit(0);  // the raw thread may be blocked in accept
@@ -328,7 +355,11 @@ int run_client(int argc, char** argv) {
   int rounds = 5, mib = 4, frames = 256, basp_frames = 24, inflight = 4;
   bool basp = true;
   bool zero_copy = true;
-  for (int i = 5; i < argc; ++i) {
+  bool tls = false;
+  uint16_t tls_port = 0;
+  int first_opt = 5;
+  if (argc > 5 && argv[5][0] != '-') tls_port = uint16_t(std::atoi(argv[first_opt++]));
+  for (int i = first_opt; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] {
       if (i + 1 >= argc) die("missing value for " + a);
@@ -342,6 +373,7 @@ int run_client(int argc, char** argv) {
     else if (a == "--inflight") inflight = std::stoi(next());
     else if (a == "--no-basp") basp = false;
     else if (a == "--copy") zero_copy = false;
+    else if (a == "--tls") tls = true;
     else die("unknown option " + a);
   }
   caf::actor_system_config cfg;
@@ -362,6 +394,21 @@ int run_client(int argc, char** argv) {
   if (!ch) die("bulk connect: " + caf::to_string(ch.error()));
   auto prod = sys.spawn(producer, *ch, tensor, zero_copy);
 
+  // The same channel over TLS, to the server's TLS listener.
+  std::shared_ptr<std::promise<uint64_t>> tls_ack_slot;
+  caf::actor tls_sink, tls_ch, tls_prod;
+  if (tls) {
+    if (tls_port == 0) die("--tls: the server has no TLS port (set BENCH_TLS_DIR, or use run.sh)");
+    auto topts = opts;
+    topts.tls = bench_tls(tls_side::client);
+    if (!topts.tls) die("--tls needs BENCH_TLS_DIR");
+    tls_sink = sys.spawn(ack_sink, &tls_ack_slot);
+    auto c = connect_bulk(sys, host, tls_port, tls_sink, topts);
+    if (!c) die("TLS bulk connect: " + caf::to_string(c.error()));
+    tls_ch = *c;
+    tls_prod = sys.spawn(producer, tls_ch, tensor, zero_copy);
+  }
+
   caf::actor basp_prod;
   std::shared_ptr<std::promise<void>> basp_slot;
   if (basp) {
@@ -370,11 +417,12 @@ int run_client(int argc, char** argv) {
     basp_prod = sys.spawn(basp_producer, *remote, std::make_shared<std::vector<float>>(tensor), &basp_slot);
   }
 
-  auto bulk_round = [&] {
-    ack_slot = std::make_shared<std::promise<uint64_t>>();
-    auto fut = ack_slot->get_future();
+  auto bulk_round = [&](bool over_tls = false) {
+    auto& slot = over_tls ? tls_ack_slot : ack_slot;
+    slot = std::make_shared<std::promise<uint64_t>>();
+    auto fut = slot->get_future();
     auto t0 = clock_type::now();
-    caf::anon_send(prod, go_atom::value, frames, inflight);
+    caf::anon_send(over_tls ? tls_prod : prod, go_atom::value, frames, inflight);
     auto got = fut.get();
     std::chrono::duration<double> dt = clock_type::now() - t0;
     if (got != uint64_t(frames)) die("bulk: server counted " + std::to_string(got) + " frames");
@@ -399,16 +447,20 @@ int run_client(int argc, char** argv) {
     auto f = frames;
     frames = std::max(1, frames / 8);
     bulk_round();
+    if (tls) bulk_round(true);
     frames = f;
   }
-  std::vector<double> raw_v, bulk_v, basp_v, ratio_v;
+  std::vector<double> raw_v, bulk_v, basp_v, ratio_v, tls_v, tls_ratio_v;
   for (int r = 1; r <= rounds; ++r) {
-    // Alternate which goes first, so drift does not favour one side.
-    double raw_mbs, bulk_mbs;
+    // Alternate which goes first, so drift does not favour one side; raw
+    // runs once per round and both bulk paths are compared with it.
+    double raw_mbs, bulk_mbs, tls_mbs = 0;
     if (r % 2) {
       raw_mbs = raw_round(raw_fd, tensor, frames);
       bulk_mbs = bulk_round();
+      if (tls) tls_mbs = bulk_round(true);
     } else {
+      if (tls) tls_mbs = bulk_round(true);
       bulk_mbs = bulk_round();
       raw_mbs = raw_round(raw_fd, tensor, frames);
     }
@@ -417,22 +469,33 @@ int run_client(int argc, char** argv) {
     bulk_v.push_back(bulk_mbs);
     basp_v.push_back(basp_mbs);
     ratio_v.push_back(bulk_mbs / raw_mbs);
-    std::printf("round %d: raw %8.1f MB/s  bulk %8.1f MB/s  basp %7.1f MB/s  bulk/raw %.3f%s\n", r,
+    tls_v.push_back(tls_mbs);
+    tls_ratio_v.push_back(tls_mbs / raw_mbs);
+    std::printf("round %d: raw %8.1f MB/s  bulk %8.1f MB/s  basp %7.1f MB/s  bulk/raw %.3f%s%s\n", r,
                 raw_mbs, bulk_mbs, basp_mbs, bulk_mbs / raw_mbs,
-                basp ? ("  basp/raw " + std::to_string(basp_mbs / raw_mbs).substr(0, 5)).c_str() : "");
+                basp ? ("  basp/raw " + std::to_string(basp_mbs / raw_mbs).substr(0, 5)).c_str() : "",
+                tls ? ("  tls " + std::to_string(tls_mbs).substr(0, 7) + " MB/s  tls/raw " +
+                       std::to_string(tls_mbs / raw_mbs).substr(0, 5)).c_str()
+                    : "");
     std::fflush(stdout);
   }
   std::printf("median: raw %.1f MB/s  bulk %.1f MB/s  basp %.1f MB/s  bulk/raw %.3f (min %.3f, max %.3f)\n",
               median(raw_v), median(bulk_v), median(basp_v), median(ratio_v),
               *std::min_element(ratio_v.begin(), ratio_v.end()),
               *std::max_element(ratio_v.begin(), ratio_v.end()));
+  if (tls)
+    std::printf("median TLS: tls bulk %.1f MB/s  tls/raw %.3f (min %.3f, max %.3f)  tls/bulk %.3f\n",
+                median(tls_v), median(tls_ratio_v), *std::min_element(tls_ratio_v.begin(), tls_ratio_v.end()),
+                *std::max_element(tls_ratio_v.begin(), tls_ratio_v.end()), median(tls_v) / median(bulk_v));
   ::close(raw_fd);
   caf::anon_send_exit(prod, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(*ch, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(client_sink, caf::exit_reason::user_shutdown);
   if (basp_prod) caf::anon_send_exit(basp_prod, caf::exit_reason::user_shutdown);
+  for (auto& a : {tls_prod, tls_ch, tls_sink})
+    if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   std::fflush(stdout);
-  std::_Exit(median(ratio_v) >= 0.5 ? 0 : 2);
+  std::_Exit(median(ratio_v) >= 0.5 && (!tls || median(tls_ratio_v) >= 0.5) ? 0 : 2);
 }
 
 }  // namespace
@@ -441,8 +504,8 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "server") return run_server();
   if (argc >= 2 && std::string(argv[1]) == "client") return run_client(argc, argv);
   std::fprintf(stderr,
-               "usage: bench_transport server | client <raw-port> <bulk-port> <basp-port> "
+               "usage: bench_transport server | client <raw-port> <bulk-port> <basp-port> [<tls-port>] "
                "[--host H] [--rounds N] [--mib M] [--frames F] [--basp-frames F] "
-               "[--inflight K] [--no-basp]\n");
+               "[--inflight K] [--no-basp] [--copy] [--tls]\n");
   return 1;
 }
