@@ -19,6 +19,7 @@ class writer {
     p_ += sizeof(T);
   }
   void floats(const std::vector<float>& v) {
+    if (v.empty()) return;  // data() may be null, and memcpy from null is UB even for 0 bytes
     std::memcpy(p_, v.data(), v.size() * sizeof(float));
     p_ += v.size() * sizeof(float);
   }
@@ -49,6 +50,7 @@ class reader {
   bool floats(std::vector<float>& v, int64_t n) {
     if (n < 0 || static_cast<uint64_t>(n) > left_ / sizeof(float)) return false;
     v.resize(static_cast<size_t>(n));
+    if (n == 0) return true;  // data() may be null, and memcpy to null is UB even for 0 bytes
     std::memcpy(v.data(), p_, static_cast<size_t>(n) * sizeof(float));
     p_ += n * sizeof(float);
     left_ -= static_cast<size_t>(n) * sizeof(float);
