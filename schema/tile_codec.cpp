@@ -1,78 +1,22 @@
 #include "schema/tile_codec.hpp"
 
-#include <cstring>
-
+#include "schema/byte_io.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {
 
 namespace {
 
-static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE-754 floats");
-
-class writer {
- public:
-  explicit writer(char* out) : p_(out) {}
-  template <class T>
-  void put(T v) {
-    std::memcpy(p_, &v, sizeof(T));
-    p_ += sizeof(T);
-  }
-  void floats(const std::vector<float>& v) {
-    if (v.empty()) return;  // data() may be null, and memcpy from null is UB even for 0 bytes
-    std::memcpy(p_, v.data(), v.size() * sizeof(float));
-    p_ += v.size() * sizeof(float);
-  }
-  // The frame buffer is not float-aligned: the block is copied row by row.
-  void block(const operand& op) {
-    if (!op.data.empty()) return floats(op.data);
-    const float* src = op.shared->data() + op.offset;
-    const size_t row = static_cast<size_t>(op.cols) * sizeof(float);
-    for (int64_t r = 0; r < op.rows; ++r, p_ += row) std::memcpy(p_, src + r * op.ld, row);
-  }
-
- private:
-  char* p_;
-};
-
-class reader {
- public:
-  reader(const char* data, size_t size) : p_(data), left_(size) {}
-  template <class T>
-  bool get(T& v) {
-    if (left_ < sizeof(T)) return false;
-    std::memcpy(&v, p_, sizeof(T));
-    p_ += sizeof(T);
-    left_ -= sizeof(T);
-    return true;
-  }
-  // Checked against what is left before the vector is sized.
-  bool floats(std::vector<float>& v, int64_t n) {
-    if (n < 0 || static_cast<uint64_t>(n) > left_ / sizeof(float)) return false;
-    v.resize(static_cast<size_t>(n));
-    if (n == 0) return true;  // data() may be null, and memcpy to null is UB even for 0 bytes
-    std::memcpy(v.data(), p_, static_cast<size_t>(n) * sizeof(float));
-    p_ += n * sizeof(float);
-    left_ -= static_cast<size_t>(n) * sizeof(float);
-    return true;
-  }
-  size_t left() const { return left_; }
-
- private:
-  const char* p_;
-  size_t left_;
-};
-
 constexpr size_t key_bytes = 8 + 4 + 4;
 constexpr size_t operand_head_bytes = 8 + 8 + 8 + 1 + 1;
 
-void put_key(writer& w, const tile_key& k) {
+void put_key(byte_writer& w, const tile_key& k) {
   w.put(k.step);
   w.put(k.gemm);
   w.put(k.tile);
 }
 
-bool get_key(reader& r, tile_key& k) { return r.get(k.step) && r.get(k.gemm) && r.get(k.tile); }
+bool get_key(byte_reader& r, tile_key& k) { return r.get(k.step) && r.get(k.gemm) && r.get(k.tile); }
 
 // Values an operand puts on the wire: its data, or its snapshot window.
 size_t value_count(const operand& op) {
@@ -80,17 +24,22 @@ size_t value_count(const operand& op) {
   return op.window_valid() ? static_cast<size_t>(op.rows * op.cols) : 0;
 }
 
-void put_operand(writer& w, const operand& op) {
+void put_operand(byte_writer& w, const operand& op) {
   w.put(op.key);
   w.put(op.rows);
   w.put(op.cols);
   w.put(static_cast<uint8_t>(op.trans));
   const bool values = value_count(op) > 0;
   w.put(static_cast<uint8_t>(values));
-  if (values) w.block(op);
+  if (!values) return;
+  if (!op.data.empty()) return w.floats(op.data);
+  // A snapshot window is strided: row by row into the (unaligned) frame.
+  const float* src = op.shared->data() + op.offset;
+  const size_t row = static_cast<size_t>(op.cols) * sizeof(float);
+  for (int64_t r = 0; r < op.rows; ++r) w.raw(src + r * op.ld, row);
 }
 
-caf::error get_operand(reader& r, operand& op, const char* which) {
+caf::error get_operand(byte_reader& r, operand& op, const char* which) {
   uint8_t trans = 0, has_data = 0;
   if (!(r.get(op.key) && r.get(op.rows) && r.get(op.cols) && r.get(trans) && r.get(has_data)))
     return fail(std::string{"tile frame: truncated operand "} + which);
@@ -110,14 +59,14 @@ size_t encoded_size(const tile_task& t) {
 }
 
 void encode(const tile_task& t, char* out) {
-  writer w(out);
+  byte_writer w(out);
   put_key(w, t.key);
   put_operand(w, t.a);
   put_operand(w, t.b);
 }
 
 caf::expected<tile_task> decode_task(const char* data, size_t size) {
-  reader r(data, size);
+  byte_reader r(data, size);
   tile_task t;
   if (!get_key(r, t.key)) return fail("tile frame: truncated task key");
   if (auto err = get_operand(r, t.a, "a")) return err;
@@ -131,7 +80,7 @@ size_t encoded_size(const tile_result& res) {
 }
 
 void encode(const tile_result& res, char* out) {
-  writer w(out);
+  byte_writer w(out);
   put_key(w, res.key);
   w.put(res.device);
   w.put(res.cache_hits);
@@ -142,7 +91,7 @@ void encode(const tile_result& res, char* out) {
 }
 
 caf::expected<tile_result> decode_result(const char* data, size_t size) {
-  reader r(data, size);
+  byte_reader r(data, size);
   tile_result res;
   if (!(get_key(r, res.key) && r.get(res.device) && r.get(res.cache_hits) && r.get(res.rows)
         && r.get(res.cols) && r.get(res.busy_seconds)))
@@ -157,14 +106,14 @@ caf::expected<tile_result> decode_result(const char* data, size_t size) {
 size_t encoded_size(const tile_miss&) { return key_bytes + 4 + 8; }
 
 void encode(const tile_miss& m, char* out) {
-  writer w(out);
+  byte_writer w(out);
   put_key(w, m.key);
   w.put(m.device);
   w.put(m.operand_key);
 }
 
 caf::expected<tile_miss> decode_miss(const char* data, size_t size) {
-  reader r(data, size);
+  byte_reader r(data, size);
   tile_miss m;
   if (!(get_key(r, m.key) && r.get(m.device) && r.get(m.operand_key)) || r.left() != 0)
     return fail("miss frame: malformed");

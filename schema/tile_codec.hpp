@@ -1,5 +1,5 @@
 #pragma once
-// Tile tasks and results as raw bulk frames (actors/transport): fixed
+// Tile tasks and results as frames of the device edge (edge_codec.hpp): fixed
 // little-endian fields followed by the float payloads, so a 4 MiB operand
 // crosses the wire as one memcpy instead of CAF's element-wise serialisation.
 // Decoding checks every length against the frame before touching a byte.
@@ -12,8 +12,6 @@
 #include "schema/messages.hpp"
 
 namespace cleave {
-
-enum frame_kind : uint16_t { frame_hello = 1, frame_task = 2, frame_result = 3, frame_miss = 4 };
 
 size_t encoded_size(const tile_task& t);
 void encode(const tile_task& t, char* out);

@@ -558,6 +558,52 @@ TEST(BulkChannel, GarbageAndProtocolViolationsCloseOnlyThatConnection) {
   ASSERT_TRUE(col->wait([&] { return !col->frames.empty() && col->frames.back().tag == 33; }));
 }
 
+TEST(BulkChannel, PerKindCapClosesBeforeThePayloadIsRead) {
+  node n;
+  auto col = std::make_shared<collector>();
+  bulk_options opts;
+  opts.max_payload = 1 << 20;
+  // Kind 9 carries small control-ish frames; kind 5 may not exceed max_payload.
+  opts.max_payload_for_kind = [](uint16_t kind) -> uint64_t {
+    return kind == 9 ? 1000 : ~uint64_t{0};
+  };
+  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  ASSERT_TRUE(lst);
+  n.actors.push_back(lst->channel);
+  {  // one byte over kind 9's cap: closed on the header, no payload sent at all
+    raw_client bad(lst->port);
+    send_hello(bad);
+    auto h = encode_header(frame_header{9, 1001, 0});
+    ASSERT_TRUE(bad.write_all(h.data(), h.size()));
+    EXPECT_TRUE(bad.sees_close());
+    ASSERT_TRUE(col->wait([&] { return col->closed.size() == 1; }));
+    std::lock_guard<std::mutex> lk(col->mx);
+    auto& reason = col->closed[0].second;
+    EXPECT_NE(reason.find("kind 9"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("cap of 1000"), std::string::npos) << reason;
+  }
+  {  // min(max_payload, kind cap): kind 5's unlimited cap still meets max_payload
+    raw_client bad(lst->port);
+    send_hello(bad);
+    auto h = encode_header(frame_header{5, (1 << 20) + 1, 0});
+    ASSERT_TRUE(bad.write_all(h.data(), h.size()));
+    EXPECT_TRUE(bad.sees_close());
+    ASSERT_TRUE(col->wait([&] { return col->closed.size() == 2; }));
+  }
+  // At the cap, and other kinds up to max_payload, pass.
+  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  ASSERT_TRUE(ch);
+  n.actors.push_back(*ch);
+  ASSERT_FALSE(send_frame(*n.sys, *ch, 9, 1, pattern(1000, 1)));
+  ASSERT_FALSE(send_frame(*n.sys, *ch, 5, 2, pattern(1 << 20, 2)));
+  ASSERT_TRUE(col->wait([&] { return col->frames.size() == 2; }));
+  // A channel peer over the kind cap loses its connection like a raw one.
+  ASSERT_FALSE(send_frame(*n.sys, *ch, 9, 3, pattern(1001, 3)));  // in the socket: sent
+  ASSERT_TRUE(col->wait([&] { return col->closed.size() == 3; }));
+  std::lock_guard<std::mutex> lk(col->mx);
+  EXPECT_NE(col->closed[2].second.find("kind 9"), std::string::npos) << col->closed[2].second;
+}
+
 TEST(BulkChannel, ConnectionLimitAndCloseNotification) {
   node n;
   auto col = std::make_shared<collector>();

@@ -259,6 +259,15 @@ void on_header(bulk_broker* self, connection& c, std::vector<char>& buf) {
     }
   }
   if (!c.hello_received) return drop(self, c, "data frame before hello", true);
+  if (opts.max_payload_for_kind) {
+    auto cap = std::min(opts.max_payload, opts.max_payload_for_kind(h->kind));
+    if (h->length > cap)
+      return drop(self, c,
+                  "frame of kind " + std::to_string(h->kind) + " claims " +
+                    std::to_string(h->length) + " bytes, over kind " + std::to_string(h->kind) +
+                    "'s cap of " + std::to_string(cap) + " bytes",
+                  true);
+  }
   if (auto err = c.rw.admit(h->length)) return drop(self, c, describe(err), true);
   if (h->length == 0) return deliver(self, c, h->kind, h->tag, {});
   c.pending = *h;

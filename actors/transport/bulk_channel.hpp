@@ -45,6 +45,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -120,6 +121,15 @@ struct bulk_options {
   // before anything is allocated. Advertised to the peer, whose sends over it
   // fail locally instead.
   uint64_t max_payload = default_max_payload;
+  // Tighter caps per data kind (empty: only max_payload applies). A header's
+  // length is checked against min(max_payload, max_payload_for_kind(kind))
+  // before any read is configured, so a kind that only ever carries small
+  // frames cannot be used to make the receiver buffer max_payload bytes. Over
+  // the cap closes the connection with a reason naming kind and cap. Not
+  // advertised to the peer (hello carries max_payload only), and never called
+  // for the channel's control kinds (>= first_reserved_kind). Called on the
+  // broker's thread: keep it cheap and non-blocking.
+  std::function<uint64_t(uint16_t kind)> max_payload_for_kind;
   // Receive window advertised to the peer (bytes of payload + 4 KiB per frame
   // delivered to the sink and not yet replied to).
   uint64_t receive_window = uint64_t{64} << 20;

@@ -1,0 +1,77 @@
+#pragma once
+// Fixed little-endian fields in and out of a frame's payload, for the codecs
+// of the device edge (tile_codec, edge_codec). The reader checks every length
+// against what is left before it sizes anything: a frame's bytes come from a
+// socket.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace cleave {
+
+static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE-754 floats");
+
+class byte_writer {
+ public:
+  explicit byte_writer(char* out) : p_(out) {}
+  template <class T>
+  void put(T v) {
+    std::memcpy(p_, &v, sizeof(T));
+    p_ += sizeof(T);
+  }
+  void raw(const void* src, size_t n) {
+    if (n > 0) std::memcpy(p_, src, n);
+    p_ += n;
+  }
+  void floats(const std::vector<float>& v) { raw(v.data(), v.size() * sizeof(float)); }
+  // A u16 length, then the bytes (callers keep strings under their caps).
+  void text(const std::string& s) {
+    put(static_cast<uint16_t>(s.size()));
+    raw(s.data(), s.size());
+  }
+  char* position() { return p_; }
+  void skip(size_t n) { p_ += n; }
+
+ private:
+  char* p_;
+};
+
+class byte_reader {
+ public:
+  byte_reader(const char* data, size_t size) : p_(data), left_(size) {}
+  template <class T>
+  bool get(T& v) {
+    if (left_ < sizeof(T)) return false;
+    std::memcpy(&v, p_, sizeof(T));
+    p_ += sizeof(T);
+    left_ -= sizeof(T);
+    return true;
+  }
+  bool floats(std::vector<float>& v, int64_t n) {
+    if (n < 0 || static_cast<uint64_t>(n) > left_ / sizeof(float)) return false;
+    v.resize(static_cast<size_t>(n));
+    if (n > 0) std::memcpy(v.data(), p_, static_cast<size_t>(n) * sizeof(float));
+    p_ += n * sizeof(float);
+    left_ -= static_cast<size_t>(n) * sizeof(float);
+    return true;
+  }
+  // A u16 length of at most max_bytes, then the bytes.
+  bool text(std::string& s, size_t max_bytes) {
+    uint16_t n = 0;
+    if (!get(n) || n > max_bytes || n > left_) return false;
+    s.assign(p_, n);
+    p_ += n;
+    left_ -= n;
+    return true;
+  }
+  size_t left() const { return left_; }
+
+ private:
+  const char* p_;
+  size_t left_;
+};
+
+}  // namespace cleave

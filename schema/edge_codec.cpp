@@ -1,0 +1,105 @@
+#include "schema/edge_codec.hpp"
+
+#include <algorithm>
+
+#include "schema/byte_io.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+const char* to_string(edge_kind k) {
+  switch (k) {
+    case edge_join: return "join";
+    case edge_welcome: return "welcome";
+    case edge_refused: return "refused";
+    case edge_heartbeat: return "heartbeat";
+    case edge_task: return "task";
+    case edge_result: return "result";
+    case edge_miss: return "miss";
+    case edge_run_over: return "run_over";
+    case edge_leave: return "leave";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr size_t profile_fixed_bytes = 8 + 8 + 8 + 8 + 8;
+constexpr size_t join_fixed_bytes = 4 + 2 + profile_fixed_bytes + 2;
+
+}  // namespace
+
+uint64_t edge_payload_cap(uint16_t kind, uint64_t max_tile_bytes) {
+  switch (kind) {
+    case edge_join: return join_fixed_bytes + max_profile_name + max_token_bytes;
+    case edge_welcome: return 4 + 8;
+    case edge_refused: return 2 + max_reason_bytes;
+    case edge_task:
+    case edge_result: return max_tile_bytes;
+    case edge_miss: return 8 + 4 + 4 + 4 + 8;
+    default: return 0;  // heartbeat, run_over, leave and unknown kinds
+  }
+}
+
+std::vector<char> encode(const edge_join_msg& m) {
+  const std::string name = m.profile.name.substr(0, max_profile_name);
+  const std::string token = m.token.substr(0, max_token_bytes);
+  std::vector<char> out(join_fixed_bytes + name.size() + token.size());
+  byte_writer w(out.data());
+  w.put(m.schema_version);
+  w.text(name);
+  w.put(m.profile.flops);
+  w.put(m.profile.memory_bytes);
+  w.put(m.profile.downlink);
+  w.put(m.profile.uplink);
+  w.put(m.profile.latency);
+  w.text(token);
+  return out;
+}
+
+caf::expected<edge_join_msg> decode_join(const char* data, size_t size) {
+  byte_reader r(data, size);
+  edge_join_msg m;
+  auto& p = m.profile;
+  if (!(r.get(m.schema_version) && r.text(p.name, max_profile_name) && r.get(p.flops)
+        && r.get(p.memory_bytes) && r.get(p.downlink) && r.get(p.uplink) && r.get(p.latency)
+        && r.text(m.token, max_token_bytes)))
+    return fail("join frame: truncated, or a name or token over its cap");
+  if (r.left() != 0) return fail("join frame: " + std::to_string(r.left()) + " trailing bytes");
+  return m;
+}
+
+std::vector<char> encode(const edge_welcome_msg& m) {
+  std::vector<char> out(4 + 8);
+  byte_writer w(out.data());
+  w.put(m.device);
+  w.put(m.heartbeat_seconds);
+  return out;
+}
+
+caf::expected<edge_welcome_msg> decode_welcome(const char* data, size_t size) {
+  byte_reader r(data, size);
+  edge_welcome_msg m;
+  if (!(r.get(m.device) && r.get(m.heartbeat_seconds)) || r.left() != 0)
+    return fail("welcome frame: malformed");
+  if (!(m.heartbeat_seconds > 0 && m.heartbeat_seconds <= 60))
+    return fail("welcome frame: heartbeat interval out of range");
+  return m;
+}
+
+std::vector<char> encode_refusal(const std::string& reason) {
+  const std::string cut = reason.substr(0, max_reason_bytes);
+  std::vector<char> out(2 + cut.size());
+  byte_writer w(out.data());
+  w.text(cut);
+  return out;
+}
+
+caf::expected<std::string> decode_refusal(const char* data, size_t size) {
+  byte_reader r(data, size);
+  std::string reason;
+  if (!r.text(reason, max_reason_bytes) || r.left() != 0) return fail("refused frame: malformed");
+  return reason;
+}
+
+}  // namespace cleave

@@ -1,0 +1,77 @@
+#pragma once
+// The device edge's protocol: every message a device and the ps exchange, as
+// frames of the project's channel (actors/transport/frame.hpp). Devices never
+// speak CAF's BASP; these frames are all they can send, and each kind has a
+// payload cap the channel enforces before it allocates anything
+// (edge_payload_cap). Payloads are fixed little-endian fields
+// (schema/byte_io.hpp); decoding checks every length against the frame.
+//
+//   device -> ps                         ps -> device
+//   join       version, profile, token   welcome   id, heartbeat interval
+//   heartbeat  (empty)                   refused   reason
+//   result     tile_codec                task      tile_codec
+//   miss       tile_codec                run_over  (empty)
+//   leave      (empty)
+//
+// A connection's first frame must be a join; the ps answers welcome or
+// refused (and closes). A device that the detector declared dead while it
+// kept heartbeating is joined again by the ps under a new id; the device
+// does not need to know.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "schema/messages.hpp"
+#include "schema/profile.hpp"
+
+namespace cleave {
+
+enum edge_kind : uint16_t {
+  edge_join = 1,
+  edge_welcome = 2,
+  edge_refused = 3,
+  edge_heartbeat = 4,
+  edge_task = 5,
+  edge_result = 6,
+  edge_miss = 7,
+  edge_run_over = 8,
+  edge_leave = 9,
+};
+
+const char* to_string(edge_kind k);
+
+// The largest payload a frame of `kind` may carry; 0 for kinds that carry
+// none, and for unknown kinds (whose frames are refused anyway).
+// `max_tile_bytes` caps tasks and results.
+uint64_t edge_payload_cap(uint16_t kind, uint64_t max_tile_bytes);
+
+inline constexpr size_t max_profile_name = 64;
+inline constexpr size_t max_token_bytes = 256;
+inline constexpr size_t max_reason_bytes = 512;
+
+struct edge_join_msg {
+  uint32_t schema_version = message_schema_version;
+  device_profile profile;
+  std::string token;  // a one-time join token, when the job uses them
+};
+
+struct edge_welcome_msg {
+  int32_t device = -1;
+  double heartbeat_seconds = 0;  // the interval the job's detector expects
+};
+
+std::vector<char> encode(const edge_join_msg& m);
+caf::expected<edge_join_msg> decode_join(const char* data, size_t size);
+
+std::vector<char> encode(const edge_welcome_msg& m);
+caf::expected<edge_welcome_msg> decode_welcome(const char* data, size_t size);
+
+// A refusal's reason, cut to max_reason_bytes.
+std::vector<char> encode_refusal(const std::string& reason);
+caf::expected<std::string> decode_refusal(const char* data, size_t size);
+
+}  // namespace cleave
