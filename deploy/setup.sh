@@ -32,6 +32,8 @@ PACKAGES=(
   "dataset-fashion-mnist|the mlp's data (/usr/share/datasets/fashion-mnist)"
   "fortunes|the gpt's text (/usr/share/games/fortunes)"
   "docker-compose|validates deploy/docker-compose.yml in the tests"
+  "clang|builds the fuzz targets (tests/fuzz/) with ASan and UBSan"
+  "libfuzzer-14-dev|libFuzzer for clang 14: the fuzz targets' engine"
 )
 
 list_packages() {

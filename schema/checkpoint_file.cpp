@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <regex>
@@ -152,6 +153,30 @@ caf::expected<std::string> write_checkpoint(const std::string& dir, const checkp
   return final_path;
 }
 
+namespace {
+
+// Magic, version and length against the whole file's size, before anything
+// is allocated for the payload.
+caf::error check_header(const char* header, uint64_t file_size, const std::string& name) {
+  if (file_size < header_bytes)
+    return fail(name + ": truncated checkpoint (" + std::to_string(file_size)
+                + " bytes, smaller than its header)");
+  if (std::memcmp(header, magic, 8) != 0) return fail(name + ": not a Cleave checkpoint (bad magic)");
+  uint32_t version = 0;
+  uint64_t len = 0;
+  std::memcpy(&version, header + 8, 4);
+  std::memcpy(&len, header + 16, 8);
+  if (version != format_version)
+    return fail(name + ": checkpoint format version " + std::to_string(version)
+                + ", this build reads version " + std::to_string(format_version));
+  if (len != file_size - header_bytes || len % sizeof(capnp::word) != 0)
+    return fail(name + ": truncated or padded checkpoint: header promises " + std::to_string(len)
+                + " payload bytes, file holds " + std::to_string(file_size - header_bytes));
+  return caf::none;
+}
+
+}  // namespace
+
 caf::expected<checkpoint> read_checkpoint(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return fail("cannot open checkpoint " + path + ": " + errno_text());
@@ -162,29 +187,36 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return fail("cannot stat checkpoint " + path + ": " + errno_text());
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
-  if (file_size < header_bytes)
-    return fail(path + ": truncated checkpoint (" + std::to_string(file_size)
-                + " bytes, smaller than its header)");
   char header[header_bytes];
-  if (!read_all(fd, header, header_bytes)) return fail(path + ": cannot read header");
-  if (std::memcmp(header, magic, 8) != 0) return fail(path + ": not a Cleave checkpoint (bad magic)");
-  uint32_t version = 0;
+  if (file_size >= header_bytes && !read_all(fd, header, header_bytes))
+    return fail(path + ": cannot read header");
+  if (auto err = check_header(header, file_size, path)) return err;
+  // Word-aligned, so read_checkpoint_bytes reads the payload in place.
+  auto words = kj::heapArray<capnp::word>(file_size / sizeof(capnp::word));
+  auto* bytes = reinterpret_cast<char*>(words.begin());
+  std::memcpy(bytes, header, header_bytes);
+  if (!read_all(fd, bytes + header_bytes, file_size - header_bytes))
+    return fail(path + ": read failed: " + errno_text());
+  return read_checkpoint_bytes(bytes, file_size, path);
+}
+
+caf::expected<checkpoint> read_checkpoint_bytes(const char* data, size_t size,
+                                                const std::string& name) {
+  if (auto err = check_header(data, size, name)) return err;
   uint32_t crc = 0;
-  uint64_t len = 0;
-  std::memcpy(&version, header + 8, 4);
-  std::memcpy(&crc, header + 12, 4);
-  std::memcpy(&len, header + 16, 8);
-  if (version != format_version)
-    return fail(path + ": checkpoint format version " + std::to_string(version)
-                + ", this build reads version " + std::to_string(format_version));
-  // The header's length must match the file exactly: checked before allocating.
-  if (len != file_size - header_bytes || len % sizeof(capnp::word) != 0)
-    return fail(path + ": truncated or padded checkpoint: header promises " + std::to_string(len)
-                + " payload bytes, file holds " + std::to_string(file_size - header_bytes));
-  auto words = kj::heapArray<capnp::word>(len / sizeof(capnp::word));
-  if (!read_all(fd, words.begin(), len)) return fail(path + ": read failed: " + errno_text());
-  if (crc_of(words.begin(), len) != crc)
-    return fail(path + ": checksum mismatch (the file is corrupt)");
+  std::memcpy(&crc, data + 12, 4);
+  const size_t len = size - header_bytes;
+  const char* payload = data + header_bytes;
+  if (crc_of(payload, len) != crc) return fail(name + ": checksum mismatch (the file is corrupt)");
+  kj::Array<capnp::word> copy;
+  kj::ArrayPtr<const capnp::word> words;
+  if (reinterpret_cast<uintptr_t>(payload) % alignof(capnp::word) == 0) {
+    words = kj::arrayPtr(reinterpret_cast<const capnp::word*>(payload), len / sizeof(capnp::word));
+  } else {
+    copy = kj::heapArray<capnp::word>(len / sizeof(capnp::word));
+    std::memcpy(copy.begin(), payload, len);
+    words = copy.asPtr();
+  }
 
   checkpoint ck;
   try {
@@ -205,7 +237,7 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
     for (auto p : root.getParameters()) {
       parameter_state ps;
       ps.name = p.getName().cStr();
-      const std::string what = path + ": parameter " + ps.name;
+      const std::string what = name + ": parameter " + ps.name;
       auto value = decode_tensor(p.getValue(), what);
       if (!value) return value.error();
       auto m = decode_tensor(p.getAdamM(), what + " (AdamW m)");
@@ -218,7 +250,7 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
       ck.parameters.push_back(std::move(ps));
     }
   } catch (const kj::Exception& e) {
-    return fail(path + ": malformed checkpoint message: " + e.getDescription().cStr());
+    return fail(name + ": malformed checkpoint message: " + e.getDescription().cStr());
   }
   return ck;
 }

@@ -12,6 +12,7 @@
 // a crash at any instant leaves the previous checkpoint intact. Readers check
 // the header, length and CRC before trusting a byte.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -48,6 +49,11 @@ caf::expected<std::string> write_checkpoint(const std::string& dir, const checkp
                                             int keep = 2);
 
 caf::expected<checkpoint> read_checkpoint(const std::string& path);
+
+// What read_checkpoint does once the file is in memory: the same checks in
+// the same order, `name` (the path) leading every error. The fuzzer's entry.
+caf::expected<checkpoint> read_checkpoint_bytes(const char* data, size_t size,
+                                                const std::string& name = "checkpoint");
 
 // Checkpoint files in dir, newest (highest step) first. Missing dir: empty.
 std::vector<std::string> list_checkpoints(const std::string& dir);

@@ -70,7 +70,13 @@ std::vector<device_profile> default_fleet(int n) {
 }
 
 caf::expected<std::vector<device_profile>> read_fleet_file(const std::string& path) {
-  auto parsed = read_json_file(path, "fleet file");
+  auto text = read_small_file(path, "fleet file");
+  if (!text) return text.error();
+  return parse_fleet(*text, path);
+}
+
+caf::expected<std::vector<device_profile>> parse_fleet(std::string_view text, const std::string& path) {
+  auto parsed = parse_json(text, path);
   if (!parsed) return parsed.error();
   const nlohmann::json& doc = *parsed;
   if (!doc.is_object() || !doc.contains("devices") || !doc["devices"].is_array())

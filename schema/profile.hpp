@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/expected.hpp>
@@ -44,6 +45,8 @@ caf::expected<device_profile> preset_profile(const std::string& name);
 std::vector<std::string> preset_names();
 
 caf::expected<std::vector<device_profile>> read_fleet_file(const std::string& path);
+// A fleet file's text; `name` (the path) leads every error.
+caf::expected<std::vector<device_profile>> parse_fleet(std::string_view text, const std::string& name);
 
 // n devices cycling through phone, edge, laptop, vm.
 std::vector<device_profile> default_fleet(int n);

@@ -44,6 +44,7 @@ caf::expected<tensor> decode_tensor(Tensor::Reader in, const std::string& what) 
   tensor t(static_cast<int64_t>(rows), static_cast<int64_t>(cols));
   auto* dst = reinterpret_cast<capnp::byte*>(t.data());
   for (auto chunk : chunks) {
+    if (chunk.size() == 0) continue;  // an empty tensor's data() is null: memcpy to null is UB
     std::memcpy(dst, chunk.begin(), chunk.size());
     dst += chunk.size();
   }

@@ -183,6 +183,22 @@ TEST(tensor_codec, chunk_lengths_must_match_shape) {
   EXPECT_NE(describe(back.error()).find("needs 24 bytes, found 20"), std::string::npos);
 }
 
+// Found by tests/fuzz/fuzz_checkpoint: an empty tensor with an empty chunk
+// once memcpy'd into the tensor's null data() (undefined behaviour).
+TEST(tensor_codec, empty_tensor_with_empty_chunks_decodes) {
+  capnp::MallocMessageBuilder msg;
+  auto t = msg.initRoot<Tensor>();
+  t.setRows(0);
+  t.setCols(3);
+  auto chunks = t.initChunks(2);
+  chunks.init(0, 0);
+  chunks.init(1, 0);
+  auto back = decode_tensor(t.asReader(), "w");
+  ASSERT_TRUE(back) << describe(back.error());
+  EXPECT_EQ(back->size(), 0);
+  EXPECT_EQ(back->cols(), 3);
+}
+
 TEST(tensor_codec, absurd_shape_is_refused) {
   capnp::MallocMessageBuilder msg;
   auto t = msg.initRoot<Tensor>();

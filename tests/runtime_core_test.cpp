@@ -245,6 +245,34 @@ TEST(tile_codec, round_trips_and_refuses_malformed_frames) {
   EXPECT_FALSE(decode_result(rb.data(), rb.size() - 4));
 }
 
+// Found by tests/fuzz/fuzz_tile: a block with no elements (0 x N) whose flag
+// says it carries values, and an empty result, once memcpy'd to or from a
+// null data() (undefined behaviour, reported by UBSan).
+TEST(tile_codec, empty_blocks_decode_and_round_trip) {
+  tile_task t;
+  t.a.rows = 0;
+  t.a.cols = 5;
+  t.b.rows = 3;
+  t.b.cols = 0;
+  std::vector<char> buf(encoded_size(t));
+  encode(t, buf.data());
+  buf[16 + 8 + 8 + 8 + 1] = 1;  // operand a: "values follow", none do
+  auto back = decode_task(buf.data(), buf.size());
+  ASSERT_TRUE(back) << describe(back.error());
+  EXPECT_TRUE(back->a.data.empty());
+  EXPECT_EQ(back->a.cols, 5);
+
+  tile_result r;
+  r.rows = 0;
+  r.cols = 7;
+  std::vector<char> rb(encoded_size(r));
+  encode(r, rb.data());
+  auto rback = decode_result(rb.data(), rb.size());
+  ASSERT_TRUE(rback) << describe(rback.error());
+  EXPECT_TRUE(rback->data.empty());
+  EXPECT_EQ(rback->cols, 7);
+}
+
 // An in-process operand is a window of the PS's snapshot; on the wire (bulk
 // frame or CAF serialisation) it must be exactly the block's values.
 TEST(operand, a_snapshot_window_travels_as_its_block) {

@@ -42,7 +42,15 @@ caf::error churn_schedule::apply(fleet_state& fleet, churn_event& ev) {
 
 caf::expected<churn_schedule> churn_schedule::from_file(const std::string& path,
                                                         int initial_devices) {
-  auto parsed = read_json_file(path, "churn file");
+  auto text = read_small_file(path, "churn file");
+  if (!text) return text.error();
+  return from_text(*text, path, initial_devices);
+}
+
+caf::expected<churn_schedule> churn_schedule::from_text(std::string_view text,
+                                                        const std::string& path,
+                                                        int initial_devices) {
+  auto parsed = parse_json(text, path);
   if (!parsed) return parsed.error();
   const auto& doc = *parsed;
   if (!doc.is_object() || !doc.contains("events") || !doc["events"].is_array())

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/expected.hpp>
@@ -51,6 +52,9 @@ class churn_schedule {
   // Reads and checks a schedule: every event names a device that exists and
   // is still alive at that point, steps never go backwards.
   static caf::expected<churn_schedule> from_file(const std::string& path, int initial_devices);
+  // The same from the file's text; `name` (the path) leads every error.
+  static caf::expected<churn_schedule> from_text(std::string_view text, const std::string& name,
+                                                 int initial_devices);
 
   // rate: expected events per step. Each event is die, hang, slow or join
   // with equal odds, aimed at a live device; at least one device stays alive

@@ -1,0 +1,146 @@
+// Writes the seed corpora, a few valid inputs per target, with the project's
+// own encoders so the seeds follow the formats:  fuzz_seeds tests/fuzz/corpus
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "actors/transport/frame.hpp"
+#include "schema/checkpoint_file.hpp"
+#include "schema/edge_codec.hpp"
+#include "schema/tile_codec.hpp"
+
+namespace fs = std::filesystem;
+using namespace cleave;
+
+namespace {
+
+fs::path root;
+
+void seed(const std::string& target, const std::string& name, const std::string& bytes) {
+  fs::create_directories(root / target);
+  std::ofstream(root / target / name, std::ios::binary) << bytes;
+}
+
+std::string header(uint16_t kind, uint64_t length, uint64_t tag) {
+  auto h = transport::encode_header({kind, length, tag});
+  return std::string(h.data(), h.size());
+}
+
+std::string hello(uint64_t window, uint64_t max_payload) {
+  auto b = transport::encode_hello({window, max_payload});
+  return header(transport::kind_hello, b.size(), 0) + std::string(b.data(), b.size());
+}
+
+template <class T>
+std::string encoded(char selector, const T& v) {
+  std::string out(encoded_size(v), '\0');
+  encode(v, out.data());
+  return selector + out;
+}
+
+operand block(int64_t rows, int64_t cols, bool values) {
+  operand op;
+  op.key = 0x1234 + static_cast<uint64_t>(rows);
+  op.rows = rows;
+  op.cols = cols;
+  if (values)
+    for (int64_t i = 0; i < rows * cols; ++i) op.data.push_back(0.5f * static_cast<float>(i));
+  return op;
+}
+
+void frames() {
+  // Two leading bytes: the payload cap (1 << 20) and our window (4 x 4096).
+  const std::string pre = {20, 2};
+  seed("frame", "hello", pre + hello(1 << 16, 1 << 20));
+  seed("frame", "data_then_credit", pre + hello(1 << 16, 1 << 20) + header(2, 5, 1) + "abcde"
+                                         + header(transport::kind_credit, 0, 0) + header(3, 0, 6));
+  std::string many = pre + hello(8192, 1 << 20);
+  for (uint64_t i = 0; i < 6; ++i) many += header(2, 8, i) + std::string(8, static_cast<char>(i));
+  seed("frame", "many_small", many);
+}
+
+void tiles() {
+  tile_task t;
+  t.key = {7, 2, 3};
+  t.a = block(2, 3, true);
+  t.b = block(3, 2, false);
+  t.b.trans = true;
+  seed("tile", "task", encoded(0, t));
+  tile_result r;
+  r.key = {7, 2, 3};
+  r.device = 4;
+  r.rows = 2;
+  r.cols = 2;
+  r.data = {1, 2, 3, 4};
+  r.busy_seconds = 0.25;
+  r.cache_hits = 1;
+  seed("tile", "result", encoded(1, r));
+  seed("tile", "miss", encoded(2, tile_miss{{7, 2, 3}, 4, 0x1234}));
+}
+
+std::string bytes(const std::vector<char>& v) { return std::string(v.data(), v.size()); }
+
+void edge() {
+  edge_join_msg join;
+  join.profile = {"rpi", 2e9, uint64_t{1} << 30, 1.25e7, 2.5e6, 0.005};
+  join.token = "one-time-token";
+  seed("edge", "join", '\0' + bytes(encode(join)));
+  seed("edge", "welcome", '\1' + bytes(encode(edge_welcome_msg{5, 0.1})));
+  seed("edge", "refused", '\2' + bytes(encode_refusal("schema version 3, the ps speaks 4")));
+}
+
+void checkpoints() {
+  checkpoint ck;
+  ck.model.kind = "mlp";
+  ck.model.inputs = 4;
+  ck.model.hidden = {3};
+  ck.model.classes = 2;
+  ck.dataset = "fashion-mnist";
+  ck.step = 12;
+  for (const char* name : {"w0", "b0"}) {
+    parameter_state p{name, tensor(2, 3), tensor(2, 3), tensor(2, 3)};
+    for (int64_t i = 0; i < 6; ++i) p.value.data()[i] = static_cast<float>(i);
+    ck.parameters.push_back(p);
+  }
+  const fs::path dir = fs::temp_directory_path() / "cleave-fuzz-seeds";
+  auto path = write_checkpoint(dir.string(), ck);
+  if (!path) return;
+  std::ifstream in(*path, std::ios::binary);
+  seed("checkpoint", "mlp", std::string(std::istreambuf_iterator<char>(in), {}));
+  fs::remove_all(dir);
+}
+
+void text() {
+  seed("fleet", "presets", R"({"devices": [{"preset": "phone", "count": 8},
+  {"preset": "laptop", "count": 2, "flops": 5e10}]})");
+  seed("fleet", "custom", R"({"devices": [{"name": "rpi", "flops": 2e9, "memory_bytes": 1e9,
+  "downlink": 1.25e7, "uplink": 2.5e6, "latency": 0.005, "count": 4}]})");
+  // The leading byte is the fleet's size at start (here 8).
+  seed("churn", "events", std::string(1, 8) + R"({"events": [
+  {"step": 1, "action": "die", "device": 3, "after_seconds": 0.01},
+  {"step": 2, "action": "hang", "device": 4},
+  {"step": 3, "action": "slow", "device": 5, "factor": 8},
+  {"step": 4, "action": "join", "profile": "fast"},
+  {"step": 5, "action": "crash", "device": 6}]})");
+  seed("http_head", "get", "GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\n\r\n");
+  seed("http_head", "status_query", "GET /status?pretty=1 HTTP/1.0\r\n\r\n");
+  seed("http_head", "partial", "POST /status HTTP/1.1\r\nContent-Length: 3\r\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  root = argv[1];
+  frames();
+  tiles();
+  edge();
+  checkpoints();
+  text();
+  return 0;
+}
