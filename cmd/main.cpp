@@ -91,6 +91,20 @@ int main(int argc, char** argv) {
   if (cfg.failure_policy != "continue" && cfg.failure_policy != "restart")
     return usage_error("--failure-policy must be continue or restart");
   if (!(cfg.reconnect_seconds >= 0)) return usage_error("--reconnect-seconds must be >= 0");
+  const int tls_parts = !cfg.tls_cert.empty() + !cfg.tls_key.empty() + !cfg.tls_ca.empty();
+  if (tls_parts != 0 && tls_parts != 3) return usage_error("--tls-cert, --tls-key and --tls-ca go together");
+  if (!cfg.tls_crl.empty() && tls_parts == 0) return usage_error("--tls-crl needs --tls-cert, --tls-key and --tls-ca");
+  if (!cfg.join_tokens.empty() && (!cfg.tls() || cfg.tls_ca_key.empty()))
+    return usage_error("--join-tokens needs --tls-cert, --tls-key, --tls-ca and --tls-ca-key (to sign certificates)");
+  if (!cfg.join_token.empty() && !cfg.tls())
+    return usage_error("--join-token needs --tls-cert, --tls-key and --tls-ca (where the certificate and key go)");
+  if (cfg.tls() && cfg.role == "all")
+    return usage_error("--tls-* secure links between processes; --role=all has none");
+  if (cfg.tls()) {  // CAF's mutual TLS for the server-side BASP links
+    cfg.openssl_certificate = cfg.tls_cert;
+    cfg.openssl_key = cfg.tls_key;
+    cfg.openssl_cafile = cfg.tls_ca;
+  }
   if (cfg.role == "all") {
     if (cfg.devices > 0 || !cfg.fleet.empty()) {
       shorten_omp_spins_for_emulated_devices(argv);

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
 
 #include "actors/detector/detector_actor.hpp"
 #include "actors/gateway/edge_gateway.hpp"
@@ -48,6 +49,14 @@ cleave_config::cleave_config() {
     .add(connect, "connect", "--role=device: host:port of the ps's device edge")
     .add(planner, "planner", "--role=ps: host:port of a separate --role=planner process")
     .add(detector, "detector", "--role=planner: host:port of a separate --role=detector process")
+    .add(tls_cert, "tls-cert", "this node's certificate (PEM, from deploy/ca.sh): TLS on the device edge and mutual TLS between servers")
+    .add(tls_key, "tls-key", "the private key of --tls-cert")
+    .add(tls_ca, "tls-ca", "the job's CA certificate: peers must be signed by it")
+    .add(tls_crl, "tls-crl", "--role=ps: the CA's revocation list; revoked devices are refused at the handshake")
+    .add(tls_ca_key, "tls-ca-key", "--role=ps with --join-tokens: the CA's private key, to sign devices' certificates")
+    .add(join_tokens, "join-tokens", "--role=ps: file of one-time tokens a device without a certificate may trade for one")
+    .add(join_token, "join-token", "--role=device: a one-time token to trade for a certificate, written to --tls-cert (with its key at --tls-key)")
+    .add(device_name, "device-name", "--role=device: the name in the certificate a join token buys (default: device-HOSTNAME)")
     .add(min_devices, "min-devices", "devices to wait for before the first step")
     .add(tile_timeout, "tile-timeout", "seconds before an unanswered tile is reassigned (default 30)")
     .add(ps_flops, "ps-flops", "the PS's own GEMM rate in FLOP/s, for the cost model (default 5e10)")
@@ -68,6 +77,7 @@ cleave_config::cleave_config() {
   add_gateway_message_types(*this);
   transport::add_transport_message_types(*this);
   load<caf::io::middleman>();
+  load<caf::openssl::manager>();  // used only with --tls-*: caf::openssl::publish and remote_actor
 }
 
 namespace {

@@ -50,6 +50,19 @@ class cleave_config : public caf::actor_system_config {
   std::string connect;         // --role=device: host:port of the ps's device edge
   std::string planner;         // --role=ps: host:port of a separate planner process
   std::string detector;        // --role=planner: host:port of a separate detector process
+  // TLS: this node's certificate and key and the job's CA (deploy/ca.sh),
+  // all three or none; the CA's revocation list is optional (the ps checks
+  // devices against it). With them the device edge runs over TLS and the
+  // server-side BASP over CAF's mutual TLS.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
+  std::string tls_crl;
+  std::string tls_ca_key;      // --role=ps: the CA's key, to sign certificates for join tokens
+  std::string join_tokens;     // --role=ps: a file of one-time join tokens (deploy/ca.sh tokens)
+  std::string join_token;      // --role=device: a token to trade for a certificate
+  std::string device_name;     // --role=device: the name in that certificate
+  bool tls() const { return !tls_cert.empty(); }
   int min_devices = -1;        // default: --devices for role all, 1 for role ps
   double tile_timeout = 30;    // seconds before a tile is given to someone else
   double ps_flops = 5e10;      // the PS's own GEMM rate, for the cost model

@@ -5,7 +5,11 @@
 // fleet back this way); past that the device exits 1 with one line. --stay
 // waits for the next run instead of exiting, however the last one ended.
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <limits>
 #include <thread>
 
@@ -13,33 +17,68 @@
 
 #include "actors/device/device_actor.hpp"
 #include "actors/device/edge_link.hpp"
+#include "actors/transport/certificates.hpp"
 #include "cmd/roles.hpp"
 #include "cmd/wiring.hpp"
 #include "kernels/gemm.hpp"
+#include "schema/atomic_file.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {
 
 namespace {
 
-// Runs the device actor until it leaves; true if the run ended (the ps said
-// so), false if it lost the ps or was refused. A stop request ends it too.
-bool serve(caf::actor_system& sys, const device_options& dopt, const caf::actor& link) {
+// Runs the device actor until it leaves, and says why it left: normal when
+// the ps ended the run; otherwise the ps was lost, or refused the device
+// (is_edge_refusal). A stop request ends it too.
+caf::error serve(caf::actor_system& sys, const device_options& dopt, const caf::actor& link) {
   auto device = sys.spawn(device_actor, dopt, link);
   caf::scoped_actor self{sys};
   self->monitor(device);
   bool gone = false;
-  bool run_over = false;
+  caf::error why = caf::exit_reason::user_shutdown;
   while (!gone && !stop_requested())
     self->receive(
       [&](const caf::down_msg& down) {
         gone = true;
-        run_over = down.reason == caf::exit_reason::normal;
+        why = down.reason;
       },
       caf::after(std::chrono::milliseconds(200)) >> [] {});
   if (!gone) self->send_exit(device, caf::exit_reason::user_shutdown);
   self->send_exit(link, caf::exit_reason::user_shutdown);
-  return run_over;
+  return why;
+}
+
+// A device with a join token and no certificate yet makes its key (written
+// to --tls-key, readable by its owner only) and a request, and trades the
+// token for a certificate at its first join (written to --tls-cert). Until
+// then it shows the ps no certificate.
+caf::error prepare_enrolment(const cleave_config& cfg, edge_link_options& lopt) {
+  std::string name = cfg.device_name;
+  if (name.empty()) {
+    char host[64] = {0};
+    ::gethostname(host, sizeof(host) - 1);
+    name = std::string{"device-"} + host;
+  }
+  auto made = transport::make_key_and_request(name);
+  if (!made) return made.error();
+  const mode_t old_mask = ::umask(077);
+  auto err = write_file_atomically(cfg.tls_key, {made->key_pem}, "device key");
+  ::umask(old_mask);
+  if (err) return err;
+  auto ctx = transport::make_tls_context({"", "", cfg.tls_ca, ""}, transport::tls_side::client);
+  if (!ctx) return ctx.error();
+  lopt.channel.tls = *ctx;
+  lopt.token = cfg.join_token;
+  lopt.csr = made->csr_pem;
+  lopt.on_certificate = [path = cfg.tls_cert](const std::string& pem) {
+    if (auto err = write_file_atomically(path, {pem}, "device certificate"))
+      spdlog::error("device: cannot keep the certificate the ps signed: {}", describe(err));
+    else
+      spdlog::info("device: the ps signed a certificate for this device; it is at {}", path);
+  };
+  spdlog::info("device: no certificate at {} yet; trading the join token for one as '{}'", cfg.tls_cert, name);
+  return caf::none;
 }
 
 }  // namespace
@@ -58,29 +97,64 @@ int run_device(cleave_config& cfg, int threads) {
   edge_link_options lopt;
   lopt.host = endpoint->first;
   lopt.port = endpoint->second;
+  const bool enrolling = !cfg.join_token.empty() && !std::filesystem::exists(cfg.tls_cert);
+  if (enrolling) {
+    if (auto err = prepare_enrolment(cfg, lopt)) return runtime_error(describe(err));
+  } else {
+    auto tls = edge_tls(cfg, transport::tls_side::client);
+    if (!tls) return usage_error(describe(tls.error()));
+    lopt.channel.tls = *tls;
+  }
+  lopt.welcomed = std::make_shared<std::atomic<bool>>(false);
   stop_on_signals();
+  using clock = std::chrono::steady_clock;
   const double forever = std::numeric_limits<double>::infinity();
-  double patience = cfg.reconnect_seconds;  // for the first connection
-  for (int joins = 0; !stop_requested(); ++joins) {
-    auto link = reach(patience, [&] { return connect_edge(sys, lopt); });
+  // The device keeps trying until this long after it was last in a fleet
+  // (or started): a connection the ps accepts but never welcomes does not
+  // count, or a ps that turns it away would keep it trying forever.
+  double patience = cfg.reconnect_seconds;
+  auto since = clock::now();
+  bool ever_joined = false;
+  std::string last_loss;
+  for (int attempt = 0; !stop_requested(); ++attempt) {
+    if (!lopt.csr.empty() && std::filesystem::exists(cfg.tls_cert)) {  // enrolled: show the certificate
+      auto tls = edge_tls(cfg, transport::tls_side::client);
+      if (!tls) return runtime_error(describe(tls.error()));
+      lopt.channel.tls = *tls;
+      lopt.token.clear();
+      lopt.csr.clear();
+      lopt.on_certificate = nullptr;
+    }
+    const double left = patience - std::chrono::duration<double>(clock::now() - since).count();
+    auto link = attempt > 0 && left <= 0 ? caf::expected<caf::actor>{fail(last_loss)}
+                                         : reach(std::max(left, 0.0), [&] { return connect_edge(sys, lopt); });
     if (!link) {
       if (stop_requested()) break;
-      if (joins == 0)
-        return runtime_error("cannot reach the ps at " + cfg.connect + ": " + describe(link.error()));
+      const auto why = describe(link.error());
+      if (!ever_joined) return runtime_error("cannot join the ps at " + cfg.connect + ": " + why);
       return runtime_error("the ps at " + cfg.connect + " went away without ending the run and did "
-                           "not come back within " + std::to_string(static_cast<int>(patience)) + " s");
+                           "not come back within " + std::to_string(static_cast<int>(patience))
+                           + " s");
     }
-    spdlog::info("device: {} {} as a '{}' device", joins == 0 ? "joined" : "rejoined",
+    spdlog::info("device: {} {} as a '{}' device", attempt == 0 ? "connected to" : "reconnected to",
                  cfg.connect, profile->name);
-    const bool run_over = serve(sys, dopt, *link);
+    lopt.welcomed->store(false);
+    const auto why = serve(sys, dopt, *link);
     if (stop_requested()) break;
+    if (is_edge_refusal(why)) return runtime_error(describe(why));
+    const bool run_over = why == caf::exit_reason::normal;
     if (run_over && !cfg.stay) {
       spdlog::info("device: the run is over; exiting");
       return 0;
     }
+    last_loss = describe(why);
     spdlog::info(run_over ? "device: the run is over; waiting for the next one (--stay)"
-                          : "device: the ps has gone or refused it; reconnecting");
-    patience = cfg.stay ? forever : cfg.reconnect_seconds;
+                          : "device: lost the ps ({}); reconnecting", last_loss);
+    if (lopt.welcomed->load()) {
+      ever_joined = true;
+      since = clock::now();
+      patience = cfg.stay ? forever : cfg.reconnect_seconds;
+    }
     // The ps that ended its run closes its port in a moment, and a refused
     // join must not turn into a tight loop against the ps.
     std::this_thread::sleep_for(std::chrono::milliseconds(run_over ? 1000 : 500));

@@ -5,7 +5,6 @@
 
 #include <mutex>
 
-#include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
 #include "cmd/roles.hpp"
@@ -45,7 +44,7 @@ int run_with_planner_process(cleave_config& cfg, const train_options& opts, int 
   auto at = parse_endpoint(cfg.planner, "planner", false);
   if (!at) return usage_error(describe(at.error()));
   caf::actor_system sys{cfg};
-  auto planner = sys.middleman().remote_actor(at->first, at->second);
+  auto planner = remote_service(sys, cfg, *at);
   if (!planner)
     return runtime_error("cannot reach the planner at " + cfg.planner + ": " + sys.render(planner.error()));
   spdlog::info("ps: using the planner at {}", cfg.planner);
@@ -54,7 +53,7 @@ int run_with_planner_process(cleave_config& cfg, const train_options& opts, int 
   caf::actor current = *planner;
   auto find_planner = [&]() -> caf::actor {
     std::lock_guard<std::mutex> guard{finding};
-    auto next = reach(sys, *at, 2.0);
+    auto next = reach(sys, cfg, *at, 2.0);
     if (next) current = *next;
     return next ? current : caf::actor{};
   };

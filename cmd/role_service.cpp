@@ -4,7 +4,6 @@
 #include <chrono>
 #include <thread>
 
-#include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
 #include "cmd/roles.hpp"
@@ -25,7 +24,7 @@ int run_service(cleave_config& cfg) {
   } else {
     auto at = parse_endpoint(cfg.detector, "detector", false);
     if (!at) return usage_error("--role=planner needs --detector=host:port: " + describe(at.error()));
-    auto detector = sys.middleman().remote_actor(at->first, at->second);
+    auto detector = remote_service(sys, cfg, *at);
     if (!detector)
       return runtime_error("cannot reach the detector at " + cfg.detector + ": "
                            + sys.render(detector.error()));
@@ -36,15 +35,13 @@ int run_service(cleave_config& cfg) {
   }
   auto supervisor = start_supervisor(sys, std::move(children));
   auto service = registered(sys, cfg.role.c_str());
-  const char* host = endpoint->first.empty() ? nullptr : endpoint->first.c_str();
-  auto port = sys.middleman().publish(service, endpoint->second, host, true);
+  auto port = publish_service(sys, cfg, service, *endpoint);
   if (!port) {
     stop(supervisor);
     return runtime_error("cannot listen on " + cfg.listen + ": " + sys.render(port.error()));
   }
-  spdlog::info("{}: listening on port {} (BASP: for the ps and other server-side nodes, never devices)",
-               cfg.role, *port);
-  warn_if_exposed(endpoint->first, cfg.role == "planner" ? "the planner's BASP port" : "the detector's BASP port");
+  spdlog::info("{}: listening on port {} (BASP{}: for the ps and other server-side nodes, never devices)",
+               cfg.role, *port, cfg.tls() ? " under mutual TLS" : "");
   stop_on_signals();
   while (!stop_requested()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   spdlog::info("{}: stopping", cfg.role);

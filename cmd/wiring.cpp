@@ -8,6 +8,7 @@
 #include <thread>
 
 #include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/console/console_actor.hpp"
@@ -112,17 +113,29 @@ caf::expected<edge_endpoint> open_edge(caf::actor_system& sys, const cleave_conf
   edge_options eo;
   eo.planner = std::move(planner);
   eo.heartbeat_seconds = cfg.heartbeat;
+  if (!cfg.join_tokens.empty()) {
+    auto tokens = join_tokens::load(cfg.join_tokens);
+    if (!tokens) return tokens.error();
+    auto issuer = transport::certificate_issuer::load(cfg.tls_ca, cfg.tls_ca_key);
+    if (!issuer) return issuer.error();
+    eo.tokens = std::move(*tokens);
+    eo.issuer = *issuer;
+  }
   edge_endpoint out;
   out.gateway = sys.spawn(edge_gateway, eo);
   transport::bulk_options bo;
   bo.bind_address = at->first;
+  // With join tokens, a device may come without a certificate to trade one.
+  auto tls = edge_tls(cfg, transport::tls_side::server, cfg.join_tokens.empty());
+  if (!tls) return fail("TLS for the device edge: " + describe(tls.error()));
+  bo.tls = *tls;
   auto lst = transport::spawn_bulk_listener(sys, at->second, out.gateway, edge_channel_options(eo, bo));
   if (!lst) {
     caf::anon_send_exit(out.gateway, caf::exit_reason::user_shutdown);
     return fail("cannot listen for devices on " + cfg.listen + ": " + sys.render(lst.error()));
   }
   out.listener = *lst;
-  warn_if_exposed(at->first, "the device edge");
+  if (!bo.tls) warn_if_exposed(at->first, "the device edge");
   return out;
 }
 
@@ -141,9 +154,33 @@ void stop_on_signals() {
 
 bool stop_requested() { return stop_flag; }
 
-caf::expected<caf::actor> reach(caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
-                                double patience) {
-  return reach(patience, [&] { return sys.middleman().remote_actor(at.first, at.second); });
+caf::expected<uint16_t> publish_service(caf::actor_system& sys, const cleave_config& cfg,
+                                        const caf::actor& service,
+                                        const std::pair<std::string, uint16_t>& at) {
+  const char* host = at.first.empty() ? nullptr : at.first.c_str();
+  if (cfg.tls()) return caf::openssl::publish(service, at.second, host, true);
+  warn_if_exposed(at.first, "this BASP port");
+  return sys.middleman().publish(service, at.second, host, true);
+}
+
+caf::expected<caf::actor> remote_service(caf::actor_system& sys, const cleave_config& cfg,
+                                         const std::pair<std::string, uint16_t>& at) {
+  if (cfg.tls()) return caf::openssl::remote_actor(sys, at.first, at.second);
+  return sys.middleman().remote_actor(at.first, at.second);
+}
+
+caf::expected<caf::actor> reach(caf::actor_system& sys, const cleave_config& cfg,
+                                const std::pair<std::string, uint16_t>& at, double patience) {
+  return reach(patience, [&] { return remote_service(sys, cfg, at); });
+}
+
+caf::expected<std::shared_ptr<const transport::tls_context>> edge_tls(const cleave_config& cfg,
+                                                                      transport::tls_side side,
+                                                                      bool require_peer_cert) {
+  if (!cfg.tls()) return std::shared_ptr<const transport::tls_context>{};
+  transport::tls_files files{cfg.tls_cert, cfg.tls_key, cfg.tls_ca,
+                             side == transport::tls_side::server ? cfg.tls_crl : std::string{}};
+  return transport::make_tls_context(files, side, require_peer_cert);
 }
 
 caf::expected<caf::actor> reach(double patience, const std::function<caf::expected<caf::actor>()>& attempt) {

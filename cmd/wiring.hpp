@@ -16,6 +16,7 @@
 #include "actors/supervisor/supervisor.hpp"
 #include "actors/gateway/edge_gateway.hpp"
 #include "actors/transport/bulk_channel.hpp"
+#include "actors/transport/tls_session.hpp"
 #include "cmd/options.hpp"
 
 namespace cleave {
@@ -66,8 +67,20 @@ bool stop_requested();
 // passed (infinite: until it does) or a stop is requested.
 caf::expected<caf::actor> reach(double patience, const std::function<caf::expected<caf::actor>()>& attempt);
 
-// A published actor (server side only: BASP) at `at`, with that patience.
-caf::expected<caf::actor> reach(caf::actor_system& sys, const std::pair<std::string, uint16_t>& at,
-                                double patience);
+// Server side only (BASP, under CAF's mutual TLS with --tls-*): publishes
+// `service` at `at`, or reaches the actor published there.
+caf::expected<uint16_t> publish_service(caf::actor_system& sys, const cleave_config& cfg,
+                                        const caf::actor& service,
+                                        const std::pair<std::string, uint16_t>& at);
+caf::expected<caf::actor> remote_service(caf::actor_system& sys, const cleave_config& cfg,
+                                         const std::pair<std::string, uint16_t>& at);
+// The same, retried with that patience.
+caf::expected<caf::actor> reach(caf::actor_system& sys, const cleave_config& cfg,
+                                const std::pair<std::string, uint16_t>& at, double patience);
+
+// The device edge's TLS context for this node's side (null without --tls-*).
+caf::expected<std::shared_ptr<const transport::tls_context>> edge_tls(const cleave_config& cfg,
+                                                                      transport::tls_side side,
+                                                                      bool require_peer_cert = true);
 
 }  // namespace cleave

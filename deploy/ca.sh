@@ -11,6 +11,7 @@
 #       --start DATE --end DATE   explicit validity, YYYYMMDDHHMMSSZ (tests, renewals)
 #   ca.sh revoke DIR NAME                            revoke DIR/NAME.pem, regenerate DIR/crl.pem
 #   ca.sh crl DIR [--days N]                         regenerate DIR/crl.pem (default 365 days)
+#   ca.sh tokens DIR N                               append N one-time join tokens to DIR/tokens
 #
 # Server certificates carry SAN IP:127.0.0.1 and DNS:localhost plus --san
 # names, and may act as TLS server or client; device certificates are
@@ -22,7 +23,7 @@ set -euo pipefail
 
 prog="$(basename "$0")"
 usage() {
-  sed -n '7,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,15p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 die() { echo "$prog: $*" >&2; exit 1; }
@@ -203,6 +204,18 @@ cmd_crl() {
   echo "$prog: wrote $dir/crl.pem (valid $days days)"
 }
 
+# One-time join tokens for `cleave --role=ps --join-tokens=DIR/tokens`: a
+# device without a certificate trades one for a certificate this CA signs.
+cmd_tokens() {
+  [[ $# -eq 2 && "$2" =~ ^[1-9][0-9]{0,3}$ ]] || usage
+  local dir="$1" n="$2"
+  check_ca "$dir"
+  umask 077
+  [[ -f "$dir/tokens" ]] || echo "# one-time join tokens; each line is struck once used" > "$dir/tokens"
+  for _ in $(seq 1 "$n"); do openssl rand -hex 16 >> "$dir/tokens"; done
+  echo "$prog: appended $n token(s) to $dir/tokens"
+}
+
 [[ $# -ge 1 ]] || usage
 sub="$1"
 shift
@@ -211,6 +224,7 @@ case "$sub" in
   issue) cmd_issue "$@" ;;
   revoke) cmd_revoke "$@" ;;
   crl) cmd_crl "$@" ;;
+  tokens) cmd_tokens "$@" ;;
   -h|--help|help) usage ;;
   *) echo "$prog: unknown command '$sub'" >&2; usage ;;
 esac

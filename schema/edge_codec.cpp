@@ -25,14 +25,15 @@ const char* to_string(edge_kind k) {
 namespace {
 
 constexpr size_t profile_fixed_bytes = 8 + 8 + 8 + 8 + 8;
-constexpr size_t join_fixed_bytes = 4 + 2 + profile_fixed_bytes + 2;
+constexpr size_t join_fixed_bytes = 4 + 2 + profile_fixed_bytes + 2 + 2;
+constexpr size_t welcome_fixed_bytes = 4 + 8 + 2;
 
 }  // namespace
 
 uint64_t edge_payload_cap(uint16_t kind, uint64_t max_tile_bytes) {
   switch (kind) {
-    case edge_join: return join_fixed_bytes + max_profile_name + max_token_bytes;
-    case edge_welcome: return 4 + 8;
+    case edge_join: return join_fixed_bytes + max_profile_name + max_token_bytes + max_request_bytes;
+    case edge_welcome: return welcome_fixed_bytes + max_certificate_bytes;
     case edge_refused: return 2 + max_reason_bytes;
     case edge_task:
     case edge_result: return max_tile_bytes;
@@ -44,7 +45,8 @@ uint64_t edge_payload_cap(uint16_t kind, uint64_t max_tile_bytes) {
 std::vector<char> encode(const edge_join_msg& m) {
   const std::string name = m.profile.name.substr(0, max_profile_name);
   const std::string token = m.token.substr(0, max_token_bytes);
-  std::vector<char> out(join_fixed_bytes + name.size() + token.size());
+  const std::string csr = m.csr.substr(0, max_request_bytes);
+  std::vector<char> out(join_fixed_bytes + name.size() + token.size() + csr.size());
   byte_writer w(out.data());
   w.put(m.schema_version);
   w.text(name);
@@ -54,6 +56,7 @@ std::vector<char> encode(const edge_join_msg& m) {
   w.put(m.profile.uplink);
   w.put(m.profile.latency);
   w.text(token);
+  w.text(csr);
   return out;
 }
 
@@ -63,24 +66,27 @@ caf::expected<edge_join_msg> decode_join(const char* data, size_t size) {
   auto& p = m.profile;
   if (!(r.get(m.schema_version) && r.text(p.name, max_profile_name) && r.get(p.flops)
         && r.get(p.memory_bytes) && r.get(p.downlink) && r.get(p.uplink) && r.get(p.latency)
-        && r.text(m.token, max_token_bytes)))
-    return fail("join frame: truncated, or a name or token over its cap");
+        && r.text(m.token, max_token_bytes) && r.text(m.csr, max_request_bytes)))
+    return fail("join frame: truncated, or a name, token or request over its cap");
   if (r.left() != 0) return fail("join frame: " + std::to_string(r.left()) + " trailing bytes");
   return m;
 }
 
 std::vector<char> encode(const edge_welcome_msg& m) {
-  std::vector<char> out(4 + 8);
+  const std::string cert = m.certificate.substr(0, max_certificate_bytes);
+  std::vector<char> out(welcome_fixed_bytes + cert.size());
   byte_writer w(out.data());
   w.put(m.device);
   w.put(m.heartbeat_seconds);
+  w.text(cert);
   return out;
 }
 
 caf::expected<edge_welcome_msg> decode_welcome(const char* data, size_t size) {
   byte_reader r(data, size);
   edge_welcome_msg m;
-  if (!(r.get(m.device) && r.get(m.heartbeat_seconds)) || r.left() != 0)
+  if (!(r.get(m.device) && r.get(m.heartbeat_seconds) && r.text(m.certificate, max_certificate_bytes))
+      || r.left() != 0)
     return fail("welcome frame: malformed");
   if (!(m.heartbeat_seconds > 0 && m.heartbeat_seconds <= 60))
     return fail("welcome frame: heartbeat interval out of range");

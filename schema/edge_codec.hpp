@@ -7,7 +7,8 @@
 // (schema/byte_io.hpp); decoding checks every length against the frame.
 //
 //   device -> ps                         ps -> device
-//   join       version, profile, token   welcome   id, heartbeat interval
+//   join       version, profile,         welcome   id, heartbeat interval,
+//              token, certificate request          certificate (for a token)
 //   heartbeat  (empty)                   refused   reason
 //   result     tile_codec                task      tile_codec
 //   miss       tile_codec                run_over  (empty)
@@ -52,16 +53,20 @@ uint64_t edge_payload_cap(uint16_t kind, uint64_t max_tile_bytes);
 inline constexpr size_t max_profile_name = 64;
 inline constexpr size_t max_token_bytes = 256;
 inline constexpr size_t max_reason_bytes = 512;
+inline constexpr size_t max_request_bytes = 4096;      // a PEM certificate request
+inline constexpr size_t max_certificate_bytes = 8192;  // a PEM certificate
 
 struct edge_join_msg {
   uint32_t schema_version = message_schema_version;
   device_profile profile;
   std::string token;  // a one-time join token, when the job uses them
+  std::string csr;    // with a token: the request the ps signs (PEM)
 };
 
 struct edge_welcome_msg {
   int32_t device = -1;
   double heartbeat_seconds = 0;  // the interval the job's detector expects
+  std::string certificate;       // for a device that joined with a token (PEM)
 };
 
 std::vector<char> encode(const edge_join_msg& m);

@@ -33,7 +33,7 @@ namespace {
 // ---------------------------------------------------------------- pure parts
 
 TEST(edge_codec, join_round_trip_and_caps) {
-  edge_join_msg j{message_schema_version, *preset_profile("phone"), "tok-123"};
+  edge_join_msg j{message_schema_version, *preset_profile("phone"), "tok-123", "-----BEGIN CERTIFICATE REQUEST-----"};
   auto b = encode(j);
   EXPECT_LE(b.size(), edge_payload_cap(edge_join, 0));
   auto back = decode_join(b.data(), b.size());
@@ -41,6 +41,7 @@ TEST(edge_codec, join_round_trip_and_caps) {
   EXPECT_EQ(back->profile.name, "phone");
   EXPECT_EQ(back->profile.memory_bytes, j.profile.memory_bytes);
   EXPECT_EQ(back->token, "tok-123");
+  EXPECT_EQ(back->csr, j.csr);
   for (size_t cut = 0; cut < b.size(); ++cut) EXPECT_FALSE(decode_join(b.data(), cut)) << cut;
   b.push_back(0);
   EXPECT_FALSE(decode_join(b.data(), b.size())) << "trailing bytes";
@@ -52,12 +53,13 @@ TEST(edge_codec, join_round_trip_and_caps) {
 }
 
 TEST(edge_codec, welcome_and_refusal) {
-  auto w = encode(edge_welcome_msg{7, 0.25});
+  auto w = encode(edge_welcome_msg{7, 0.25, "cert"});
   auto back = decode_welcome(w.data(), w.size());
   ASSERT_TRUE(back);
   EXPECT_EQ(back->device, 7);
   EXPECT_DOUBLE_EQ(back->heartbeat_seconds, 0.25);
-  auto bad = encode(edge_welcome_msg{7, -1});
+  EXPECT_EQ(back->certificate, "cert");
+  auto bad = encode(edge_welcome_msg{7, -1, ""});
   EXPECT_FALSE(decode_welcome(bad.data(), bad.size()));
   auto r = encode_refusal(std::string(2000, 'x'));
   EXPECT_EQ(r.size(), 2 + max_reason_bytes) << "a reason is cut to its cap";
@@ -207,7 +209,7 @@ struct peer : cleave::testing::raw_client {
       if (hdr->kind < transport::first_reserved_kind) return {hdr->kind, std::move(payload)};
     }
   }
-  void join() { frame(edge_join, encode(edge_join_msg{message_schema_version, *preset_profile("fast"), ""})); }
+  void join() { frame(edge_join, encode(edge_join_msg{message_schema_version, *preset_profile("fast"), "", ""})); }
 };
 
 TEST_F(edge, a_device_process_joins_and_its_tiles_equal_the_local_product) {
@@ -241,19 +243,27 @@ TEST_F(edge, a_closed_connection_makes_the_device_dead) {
   EXPECT_TRUE(wait_for([&] { return fleet_size() == 0; })) << "the planner still lists a device whose link is gone";
 }
 
-TEST_F(edge, a_first_frame_that_is_not_a_join_is_refused_with_a_reason) {
+TEST_F(edge, only_a_valid_join_opens_the_door) {
   open();
-  peer p(port);
-  p.frame(edge_heartbeat, {});
-  auto [kind, payload] = p.next();
+  {  // any other first frame closes the connection before its payload is read
+    peer p(port);
+    auto h = transport::encode_header({edge_result, 1 << 20, 0});
+    p.write_all(h.data(), h.size());
+    EXPECT_TRUE(p.sees_close());
+  }
+  peer q(port);  // a join in another schema version is refused with the reason
+  q.frame(edge_join, encode(edge_join_msg{message_schema_version + 1, *preset_profile("fast"), "", ""}));
+  auto [kind, payload] = q.next();
   ASSERT_EQ(kind, edge_refused);
   auto reason = decode_refusal(payload.data(), payload.size());
   ASSERT_TRUE(reason);
-  EXPECT_NE(reason->find("must be a join"), std::string::npos) << *reason;
-  EXPECT_TRUE(p.sees_close());
-  peer q(port);  // a wrong schema version, too
-  q.frame(edge_join, encode(edge_join_msg{message_schema_version + 1, *preset_profile("fast"), ""}));
-  EXPECT_EQ(q.next().first, edge_refused);
+  EXPECT_NE(reason->find("schema version"), std::string::npos) << *reason;
+  EXPECT_TRUE(q.sees_close());
+  peer r(port);  // and so is a profile that makes no sense
+  auto liar = *preset_profile("fast");
+  liar.flops = -1;
+  r.frame(edge_join, encode(edge_join_msg{message_schema_version, liar, "", ""}));
+  EXPECT_EQ(r.next().first, edge_refused);
   EXPECT_EQ(counters().refused, 2u);
   EXPECT_EQ(fleet_size(), 0u);
 }

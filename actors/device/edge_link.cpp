@@ -41,6 +41,9 @@ void on_frame(link_ptr self, bulk_frame& f) {
         return;
       }
       st.welcomed = true;
+      spdlog::info("device: joined the fleet as device {}", w->device);
+      if (st.opts.welcomed) st.opts.welcomed->store(true);
+      if (!w->certificate.empty() && st.opts.on_certificate) st.opts.on_certificate(w->certificate);
       // The job's detector expects its own interval, whatever the device was started with.
       self->send(st.device, heartbeat_atom::value, w->heartbeat_seconds);
       st.joining.deliver(welcome_atom::value, w->device, caf::actor{self});
@@ -48,9 +51,9 @@ void on_frame(link_ptr self, bulk_frame& f) {
     }
     case edge_refused: {
       auto reason = decode_refusal(f.payload.data(), f.payload.size());
-      const auto why = "the ps refused this device: " + (reason ? *reason : describe(reason.error()));
-      if (st.joining.pending()) st.joining.deliver(fail(why));
-      self->quit(fail(why));
+      const auto why = edge_refusal(reason ? *reason : describe(reason.error()));
+      if (st.joining.pending()) st.joining.deliver(why);
+      self->quit(why);
       return;
     }
     case edge_task: {
@@ -84,7 +87,8 @@ caf::behavior edge_link(link_ptr self, edge_link_options opts) {
       st.device = caf::actor_cast<caf::actor>(self->current_sender());
       st.joining = self->make_response_promise();
       st.welcomed = false;
-      send_frame(self, edge_join, encode(edge_join_msg{req.schema_version, req.profile, st.opts.token}));
+      send_frame(self, edge_join,
+                 encode(edge_join_msg{req.schema_version, req.profile, st.opts.token, st.opts.csr}));
       return st.joining;
     },
     [=](heartbeat_atom, int32_t) { send_frame(self, edge_heartbeat, std::vector<char>{}); },
@@ -95,8 +99,13 @@ caf::behavior edge_link(link_ptr self, edge_link_options opts) {
       return std::move(f.payload);
     },
     [=](bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
+    [=](bulk_peer_atom, uint64_t, const std::string& name) {
+      spdlog::debug("edge link: the ps presented the certificate '{}'", name);
+    },
     [=](bulk_closed_atom, uint64_t, const std::string& reason) {
-      auto why = fail("the connection to the ps closed: " + reason);
+      // The channel's TLS refusals name themselves (transport/bulk_io).
+      auto why = reason.rfind("TLS", 0) == 0 ? edge_refusal(reason)
+                                             : fail("the connection to the ps closed: " + reason);
       if (self->state.joining.pending()) self->state.joining.deliver(why);
       self->quit(why);
     },
@@ -104,6 +113,14 @@ caf::behavior edge_link(link_ptr self, edge_link_options opts) {
 }
 
 }  // namespace
+
+namespace {
+constexpr const char* refusal_prefix = "the ps refused this device: ";
+}
+
+caf::error edge_refusal(const std::string& why) { return fail(refusal_prefix + why); }
+
+bool is_edge_refusal(const caf::error& err) { return describe(err).rfind(refusal_prefix, 0) == 0; }
 
 caf::expected<caf::actor> connect_edge(caf::actor_system& sys, edge_link_options opts) {
   const auto host = opts.host;

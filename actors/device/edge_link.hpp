@@ -9,7 +9,10 @@
 // connection closes the link exits with the reason, and the device, which
 // monitors its planner, leaves with it.
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include <caf/all.hpp>
@@ -21,8 +24,14 @@ namespace cleave {
 struct edge_link_options {
   std::string host;
   uint16_t port = 0;
-  std::string token;  // a one-time join token, when the job uses them
+  std::string token;  // a one-time join token, for a device without a certificate
+  std::string csr;    // with it: the certificate request the ps signs
+  // Called with the certificate the ps signed for the request.
+  std::function<void(const std::string&)> on_certificate;
   transport::bulk_options channel;
+  // Set when the ps welcomes the device (a connection it accepts and then
+  // turns away does not count as having reached it).
+  std::shared_ptr<std::atomic<bool>> welcomed;
 };
 
 struct edge_link_state {
@@ -33,6 +42,12 @@ struct edge_link_state {
   bool welcomed = false;
   static inline const char* name = "cleave.edge_link";
 };
+
+// A link that ends with a refusal was turned away by the ps (a refused
+// frame, or a TLS handshake that refused a certificate): trying again will
+// not help. Any other end means the ps was lost.
+caf::error edge_refusal(const std::string& why);
+bool is_edge_refusal(const caf::error& err);
 
 // Connects to the edge at opts.host:opts.port (blocking for the TCP connect)
 // and returns the link, ready for a device actor to join through.

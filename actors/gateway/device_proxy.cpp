@@ -63,7 +63,7 @@ void join_planner(proxy_ptr self, bool first) {
         s.detector = std::move(detector);
         if (first) {
           spdlog::info("edge: device {} ({}) joined from {}", id, s.join.profile.name, s.opts.peer);
-          send_small(self, edge_welcome, encode(edge_welcome_msg{id, s.opts.heartbeat_seconds}));
+          send_small(self, edge_welcome, encode(edge_welcome_msg{id, s.opts.heartbeat_seconds, s.opts.certificate}));
         }
       },
       [=](caf::error& err) {

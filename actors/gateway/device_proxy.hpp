@@ -34,6 +34,7 @@ struct proxy_options {
   uint32_t max_strikes = 64;
   size_t max_pending = 4096;            // tasks awaiting an answer; the oldest are forgotten past it
   std::string peer;                     // "addr:port", for logs
+  std::string certificate;              // sent in the welcome (a join token's)
 };
 
 struct pending_tile {

@@ -36,6 +36,27 @@ void close_conn(gateway_ptr self, uint64_t conn, const std::string& why, uint64_
   st.conns.erase(it);
 }
 
+// A device without a certificate trades a join token for one.
+caf::expected<std::string> redeem(gateway_ptr self, const edge_connection& c, const edge_join_msg& join) {
+  auto& st = self->state;
+  if (join.token.empty())
+    return fail("this ps admits a device by a certificate the job's CA signed or by a one-time join "
+                "token; it presented neither");
+  if (!st.opts.tokens->has(join.token)) return fail("an unknown or already used join token");
+  auto cert = st.opts.issuer->issue(join.csr, st.opts.certificate_days);
+  if (!cert) return cert.error();
+  auto used = st.opts.tokens->consume(join.token);
+  if (!used) {
+    spdlog::error("edge: cannot strike a used join token: {}", describe(used.error()));
+    return fail("the ps cannot record its tokens; try again later");
+  }
+  if (!*used) return fail("an unknown or already used join token");
+  ++st.counters.certificates_issued;
+  spdlog::info("edge: issued a certificate to the device at {} for a join token ({} left)", c.peer,
+               st.opts.tokens->left());
+  return cert;
+}
+
 // The first frame of a connection: a join, or the connection is refused.
 void admit(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame& f) {
   auto& st = self->state;
@@ -60,7 +81,14 @@ void admit(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame
     return refuse("schema version " + std::to_string(join->schema_version) + " is not "
                   + std::to_string(message_schema_version));
   if (auto err = validate(join->profile)) return refuse(describe(err));
+  std::string certificate;
+  if (st.opts.tokens && !c.certified) {
+    auto issued = redeem(self, c, *join);
+    if (!issued) return refuse(describe(issued.error()));
+    certificate = std::move(*issued);
+  }
   proxy_options po;
+  po.certificate = std::move(certificate);
   po.conn = conn;
   po.channel = st.channel;
   po.gateway = caf::actor{self};
@@ -117,6 +145,13 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
       st.conns[conn] = edge_connection{peer, now, now, {}, rate_limiter{st.opts.rate, seconds_since_epoch(now)}};
       ++st.counters.connections;
       spdlog::debug("edge: connection {} from {}", conn, peer);
+    },
+    [=](bulk_peer_atom, uint64_t conn, const std::string& name) {
+      // TLS: the device's certificate, verified against the job's CA (and CRL).
+      if (auto it = self->state.conns.find(conn); it != self->state.conns.end() && !name.empty()) {
+        it->second.peer = "'" + name + "' at " + it->second.peer;
+        it->second.certified = true;
+      }
     },
     [=](bulk_closed_atom, uint64_t conn, const std::string& reason) {
       auto& st = self->state;
@@ -198,6 +233,8 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
 bulk_options edge_channel_options(const edge_options& opts, bulk_options base) {
   const uint64_t tile_cap = opts.max_tile_bytes;
   base.max_payload = tile_cap;
+  base.chunk_bytes = opts.read_chunk_bytes;
+  base.first_data_kind = edge_join;
   base.max_payload_for_kind = [tile_cap](uint16_t kind) { return edge_payload_cap(kind, tile_cap); };
   return base;
 }

@@ -24,9 +24,14 @@
 
 #include <caf/all.hpp>
 
+#include <memory>
+#include <optional>
+
 #include "actors/gateway/device_proxy.hpp"
+#include "actors/gateway/join_tokens.hpp"
 #include "actors/gateway/rate_limit.hpp"
 #include "actors/transport/bulk_channel.hpp"
+#include "actors/transport/certificates.hpp"
 
 namespace cleave {
 
@@ -37,7 +42,20 @@ struct edge_options {
   caf::timespan idle_timeout = std::chrono::seconds(30);
   rate_limit_options rate;
   uint32_t max_strikes = 64;
-  uint64_t max_tile_bytes = uint64_t{256} << 20;
+  // The largest task or result frame. A device can make the channel hold at
+  // most one frame being read per connection, so this bounds what an
+  // admitted device can pin; nobody else gets past the join's few hundred
+  // bytes.
+  uint64_t max_tile_bytes = uint64_t{64} << 20;
+  // Large frames are read in pieces of this size, so a header that claims
+  // much and sends little pins at most this much per connection (the
+  // channel's max_connections of them at most).
+  uint64_t read_chunk_bytes = uint64_t{1} << 20;
+  // With TLS: a device without a certificate may join once with one of
+  // these tokens, and is sent a certificate `issuer` signs for its request.
+  std::optional<join_tokens> tokens;
+  std::shared_ptr<const transport::certificate_issuer> issuer;
+  int certificate_days = 365;
 };
 
 // What the gateway has seen since it started.
@@ -50,13 +68,14 @@ struct edge_counters {
   uint64_t throttled_frames = 0;
   uint64_t dropped_flooding = 0;   // past the rate limit
   uint64_t dropped_misbehaving = 0;  // past the strikes, or a protocol violation
+  uint64_t certificates_issued = 0;  // for join tokens
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, edge_counters& x) {
   return f(caf::meta::type_name("edge_counters"), x.connections, x.admitted, x.refused,
            x.handshake_timeouts, x.idle_timeouts, x.throttled_frames, x.dropped_flooding,
-           x.dropped_misbehaving);
+           x.dropped_misbehaving, x.certificates_issued);
 }
 
 struct edge_connection {
@@ -65,6 +84,7 @@ struct edge_connection {
   caf::timestamp last_frame;
   caf::actor proxy;  // null until the join frame
   rate_limiter limiter;
+  bool certified = false;  // TLS: it presented a certificate the CA signed
 };
 
 // A frame's credit held back from a throttled device.
@@ -89,7 +109,7 @@ struct edge_gateway_state {
 // Messages: the bulk channel's sink messages; (caf::get_atom) -> edge_counters.
 caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_options opts);
 
-// The channel options the edge needs: the per-kind caps.
+// The channel options the edge needs: the per-kind caps and the read chunk.
 transport::bulk_options edge_channel_options(const edge_options& opts, transport::bulk_options base = {});
 
 void add_gateway_message_types(caf::actor_system_config& cfg);

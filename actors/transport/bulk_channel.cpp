@@ -61,6 +61,7 @@ struct connection {
   std::vector<char> assembling;    // chunked payloads
   uint64_t remaining = 0;          // chunked payload bytes still to read
   bool hello_received = false;
+  bool data_seen = false;           // a data frame's header passed the checks
   uint64_t peer_max_payload = 0;
   receive_window rw;
   send_window sw;
@@ -298,6 +299,12 @@ void on_header(bulk_broker* self, connection& c, std::vector<char>& buf) {
     }
   }
   if (!c.hello_received) return drop(self, c, "data frame before hello", true);
+  if (opts.first_data_kind != 0 && !c.data_seen && h->kind != opts.first_data_kind)
+    return drop(self, c,
+                "the first frame must be of kind " + std::to_string(opts.first_data_kind) + ", not "
+                  + std::to_string(h->kind),
+                true);
+  c.data_seen = true;
   if (opts.max_payload_for_kind) {
     auto cap = std::min(opts.max_payload, opts.max_payload_for_kind(h->kind));
     if (h->length > cap)

@@ -2,7 +2,8 @@
 // Bulk tensor transport: length-capped frames (frame.hpp) through a CAF
 // io::broker that the project owns. BASP moves std::vector<float> at a few
 // percent of raw TCP; a broker reading frames with receive_policy::exactly
-// runs near raw TCP. BASP keeps carrying small control messages.
+// runs near raw TCP. It carries everything a device says (actors/gateway: the
+// device edge); BASP stays between server-side nodes.
 //
 // Every port is hostile. Per connection, the broker reads the 24-byte header,
 // validates it (magic, version, length <= max_payload, receive window) and only
@@ -141,6 +142,10 @@ struct bulk_options {
   // for the channel's control kinds (>= first_reserved_kind). Called on the
   // broker's thread: keep it cheap and non-blocking.
   std::function<uint64_t(uint16_t kind)> max_payload_for_kind;
+  // Nonzero: a connection's first data frame must be of this kind (the
+  // device edge's join), so a peer nobody admitted yet can send only that
+  // kind's few bytes.
+  uint16_t first_data_kind = 0;
   // Receive window advertised to the peer (bytes of payload + 4 KiB per frame
   // delivered to the sink and not yet replied to).
   uint64_t receive_window = uint64_t{64} << 20;

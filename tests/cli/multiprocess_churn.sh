@@ -64,7 +64,7 @@ wait $ps2 2>/dev/null
 ps3=$!
 timeout 300 tail --pid=$ps3 -f /dev/null
 wait $ps3 || fail "the resumed ps failed: $(tail -3 "$WORK/ps3.log")"
-rejoined=$(grep -l "rejoined" "$WORK"/dev2-*.log | wc -l)
+rejoined=$(grep -l "reconnected to" "$WORK"/dev2-*.log | wc -l)
 ((rejoined == 4)) || fail "$rejoined of 4 devices rejoined the restarted ps"
 for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 wait 2>/dev/null

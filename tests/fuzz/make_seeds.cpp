@@ -87,7 +87,7 @@ void edge() {
   join.profile = {"rpi", 2e9, uint64_t{1} << 30, 1.25e7, 2.5e6, 0.005};
   join.token = "one-time-token";
   seed("edge", "join", '\0' + bytes(encode(join)));
-  seed("edge", "welcome", '\1' + bytes(encode(edge_welcome_msg{5, 0.1})));
+  seed("edge", "welcome", '\1' + bytes(encode(edge_welcome_msg{5, 0.1, ""})));
   seed("edge", "refused", '\2' + bytes(encode_refusal("schema version 3, the ps speaks 4")));
 }
 

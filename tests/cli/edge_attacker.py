@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Hostile peers against a ps's device edge, for tests/cli/hostile_ports.sh.
+
+    edge_attacker.py PORT PS_PID phase
+
+Phase `before` runs while the ps waits for its devices: 64 KiB of garbage,
+forged headers (CAF BASP's and the project's framing) claiming up to 4 GiB
+one at a time and eight at once, and a flood of valid-looking results for
+tasks never sent from a peer that joined. Phase `during` runs while the
+devices train: 200 idle connections, a trickle of one byte a second, and the
+forged headers again. Each attack checks the ps closed the connection (or
+kept it harmless) and the ps's peak resident memory (VmHWM) stays under
+1 GiB; the last line is `peak_rss_mib N`. Every loop is bounded in count and
+time, and only 127.0.0.1 is contacted.
+"""
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+HOST = "127.0.0.1"
+MAGIC = 0x46564C43
+KIND_HELLO = 0xFF00
+EDGE_JOIN, EDGE_WELCOME, EDGE_RESULT = 1, 2, 6
+SCHEMA_VERSION = 7
+FOUR_GIB_LESS_ONE = (1 << 32) - 1
+
+
+def header(kind, length, tag=0):
+    return struct.pack("<IHHQQ", MAGIC, 1, kind, length, tag)
+
+
+def hello():
+    return header(KIND_HELLO, 16) + struct.pack("<QQ", 1 << 26, 256 << 20)
+
+
+def basp_header(payload_len):
+    # CAF 0.17 BASP: operation, 3 bytes of padding/flags, u32 payload length,
+    # u64 operation data, two u64 actor ids (network byte order).
+    return struct.pack(">BBBBIQQQ", 0, 0, 0, 0, payload_len, 0, 0, 0)
+
+
+def join_payload(name="attacker"):
+    n = name.encode()
+    return (struct.pack("<IH", SCHEMA_VERSION, len(n)) + n
+            + struct.pack("<dQddd", 1e13, 8 << 30, 1e10, 1e10, 1e-4) + struct.pack("<HH", 0, 0))
+
+
+def result_payload(tile):
+    rows = cols = 4
+    return (struct.pack("<QII", 1, 0, tile) + struct.pack("<iIqqd", 0, 0, rows, cols, 0.0)
+            + b"\0" * (4 * rows * cols))
+
+
+def connect():
+    s = socket.create_connection((HOST, PORT), timeout=5)
+    s.settimeout(5)
+    return s
+
+
+def closed_by_peer(s, limit=15.0):
+    """True once the ps closes the connection (reads and discards until then)."""
+    end = time.time() + limit
+    s.settimeout(1)
+    while time.time() < end:
+        try:
+            if not s.recv(65536):
+                return True
+        except socket.timeout:
+            continue
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+    return False
+
+
+def send(s, data):
+    try:
+        s.sendall(data)
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+
+
+failures = []
+peak = [0]
+
+
+def check(ok, what):
+    print(("ok: " if ok else "FAIL: ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def sample_rss():
+    while not stop.is_set():
+        try:
+            with open(f"/proc/{PS_PID}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak[0] = max(peak[0], int(line.split()[1]))
+        except OSError:
+            return
+        stop.wait(0.1)
+
+
+def forged_headers():
+    for name, data in [("BASP header claiming 4 GiB", basp_header(FOUR_GIB_LESS_ONE)),
+                       ("frame header claiming 4 GiB", hello() + header(EDGE_JOIN, FOUR_GIB_LESS_ONE)),
+                       ("result header claiming 60 MiB as a first frame", hello() + header(EDGE_RESULT, 60 << 20)),
+                       ("join header claiming 1 MiB", hello() + header(EDGE_JOIN, 1 << 20))]:
+        s = connect()
+        send(s, data)
+        check(closed_by_peer(s), f"{name}: closed")
+        s.close()
+    socks = [connect() for _ in range(8)]
+    for i, s in enumerate(socks):
+        send(s, basp_header(FOUR_GIB_LESS_ONE) if i % 2 else hello() + header(EDGE_RESULT, FOUR_GIB_LESS_ONE))
+    check(all(closed_by_peer(s) for s in socks), "eight forged headers at once: all closed")
+    for s in socks:
+        s.close()
+
+
+def before():
+    s = connect()
+    send(s, os.urandom(64 << 10))
+    check(closed_by_peer(s), "64 KiB of garbage: closed")
+    s.close()
+    forged_headers()
+    s = connect()
+    send(s, hello() + header(EDGE_JOIN, len(join_payload())) + join_payload())
+    flood = b"".join(header(EDGE_RESULT, len(result_payload(t))) + result_payload(t) for t in range(500))
+    send(s, flood)
+    check(closed_by_peer(s), "a joined peer flooding results for tasks never sent: dropped")
+    s.close()
+
+
+def during():
+    idle = []
+    for _ in range(200):
+        idle.append(connect())
+    trickle = connect()
+    start = time.time()
+    t_closed = None
+    for b in hello() + header(EDGE_JOIN, 64):
+        try:
+            trickle.send(bytes([b]))
+        except OSError:
+            t_closed = time.time() - start
+            break
+        if time.time() - start > 20:
+            break
+        time.sleep(1)
+    if t_closed is None:
+        t_closed = time.time() - start if closed_by_peer(trickle, 5) else None
+    check(t_closed is not None and t_closed < 20, f"a trickle of one byte a second: closed after {t_closed} s")
+    closed = sum(1 for s in idle if closed_by_peer(s, 5))
+    check(closed == len(idle), f"200 idle connections: {closed} closed by the handshake timeout")
+    for s in idle:
+        s.close()
+    forged_headers()
+
+
+PORT, PS_PID, PHASE = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+stop = threading.Event()
+sampler = threading.Thread(target=sample_rss, daemon=True)
+sampler.start()
+{"before": before, "during": during}[PHASE]()
+stop.set()
+sampler.join()
+check(peak[0] < 1 << 20, f"the ps's peak resident memory: {peak[0] // 1024} MiB (limit 1024)")
+print(f"peak_rss_mib {peak[0] // 1024}")
+sys.exit(1 if failures else 0)
