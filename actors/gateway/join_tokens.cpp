@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "schema/atomic_file.hpp"
 #include "schema/errors.hpp"
@@ -24,13 +25,19 @@ bool valid(const std::string& t) {
 caf::expected<join_tokens> join_tokens::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail("cannot read the join tokens " + path);
+  std::string text(max_file_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return parse(text, path);
+}
+
+caf::expected<join_tokens> join_tokens::parse(const std::string& text, const std::string& path) {
+  if (text.size() > max_file_bytes) return fail("join tokens " + path + ": over 4 MiB");
+  std::istringstream in(text);
   std::string line;
   join_tokens out;
   out.path_ = path;
-  size_t bytes = 0;
   for (int n = 1; std::getline(in, line); ++n) {
-    bytes += line.size() + 1;
-    if (bytes > max_file_bytes) return fail("join tokens " + path + ": over 4 MiB");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || line[0] == '#') continue;
     if (!valid(line))

@@ -20,6 +20,8 @@ namespace cleave {
 class join_tokens {
  public:
   static caf::expected<join_tokens> load(const std::string& path);
+  // The same from the file's text; `path` is where consume() writes.
+  static caf::expected<join_tokens> parse(const std::string& text, const std::string& path);
   // Strikes `token` from the set and the file; false (and nothing changes)
   // when it is not there. An error when the file cannot be rewritten: the
   // token is then not honoured either.

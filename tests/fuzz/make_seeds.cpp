@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 
+#include "actors/transport/certificates.hpp"
 #include "actors/transport/frame.hpp"
 #include "schema/checkpoint_file.hpp"
 #include "schema/edge_codec.hpp"
@@ -87,7 +88,14 @@ void edge() {
   join.profile = {"rpi", 2e9, uint64_t{1} << 30, 1.25e7, 2.5e6, 0.005};
   join.token = "one-time-token";
   seed("edge", "join", '\0' + bytes(encode(join)));
+  auto request = transport::make_key_and_request("rpi-1");
+  join.csr = request ? request->csr_pem : "";
+  seed("edge", "join_with_request", '\0' + bytes(encode(join)));
   seed("edge", "welcome", '\1' + bytes(encode(edge_welcome_msg{5, 0.1, ""})));
+  seed("edge", "welcome_with_certificate",
+       '\1' + bytes(encode(edge_welcome_msg{5, 0.1, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"})));
+  seed("enrolment", "request", '\1' + join.csr);
+  seed("enrolment", "tokens", std::string{'\0'} + "# tokens\n0123456789abcdef0123456789abcdef\n\nfedcba9876543210fedcba9876543210\n");
   seed("edge", "refused", '\2' + bytes(encode_refusal("schema version 3, the ps speaks 4")));
 }
 

@@ -13,11 +13,14 @@ out=$(mkdir -p "${2:-$src/build/fuzz}" && cd "${2:-$src/build/fuzz}" && pwd)
 
 # target:max_len. Lengths cover a few frames or a small file; http_head's
 # passes the 8 KiB head cap.
-targets=(frame:4096 tile:4096 edge:1024 checkpoint:16384 fleet:4096 churn:4096
+targets=(frame:4096 tile:4096 edge:1024 enrolment:6000 checkpoint:16384 fleet:4096 churn:4096
          http_head:9000)
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+# fuzz_enrolment signs requests with a throwaway CA.
+bash "$src/deploy/ca.sh" init "$scratch/ca" > /dev/null
+export CLEAVE_FUZZ_CA=$scratch/ca
 
 probe='extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }'
 if ! command -v clang++ >/dev/null; then
