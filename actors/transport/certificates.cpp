@@ -13,21 +13,13 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "actors/transport/openssl_handles.hpp"
 #include "schema/edge_codec.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave::transport {
 
 namespace {
-
-template <class T, void (*Free)(T*)>
-struct deleter {
-  void operator()(T* p) const { Free(p); }
-};
-using pkey_ptr = std::unique_ptr<EVP_PKEY, deleter<EVP_PKEY, EVP_PKEY_free>>;
-using x509_ptr = std::unique_ptr<X509, deleter<X509, X509_free>>;
-using req_ptr = std::unique_ptr<X509_REQ, deleter<X509_REQ, X509_REQ_free>>;
-using bio_ptr = std::unique_ptr<BIO, deleter<BIO, BIO_free_all>>;
 
 std::string openssl_error() {
   char buf[256] = {0};

@@ -16,6 +16,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "actors/transport/openssl_handles.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave::transport {
@@ -114,15 +115,6 @@ std::string common_name(X509* cert) {
   OPENSSL_free(utf8);
   return out;
 }
-
-template <class T, void (*Free)(T*)>
-struct ossl_deleter {
-  void operator()(T* p) const { Free(p); }
-};
-using x509_ptr = std::unique_ptr<X509, ossl_deleter<X509, X509_free>>;
-using crl_ptr = std::unique_ptr<X509_CRL, ossl_deleter<X509_CRL, X509_CRL_free>>;
-using ctx_ptr = std::unique_ptr<SSL_CTX, ossl_deleter<SSL_CTX, SSL_CTX_free>>;
-using store_ctx_ptr = std::unique_ptr<X509_STORE_CTX, ossl_deleter<X509_STORE_CTX, X509_STORE_CTX_free>>;
 
 caf::error readable(const std::string& path, const char* what) {
   if (path.empty()) return fail(std::string("TLS: no ") + what + " file given");

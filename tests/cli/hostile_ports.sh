@@ -36,15 +36,6 @@ for why in "no join within the handshake timeout" "refused frames" "malformed fr
            "over kind" "must be of kind"; do
   grep -q "$why" "$WORK/ps.log" || fail "the ps never logged a drop for '$why'"
 done
-verdict=$(python3 - "$WORK/inproc.json" "$WORK/attacked.json" <<'PY'
-import json, sys
-ref, got = (json.load(open(p)) for p in sys.argv[1:3])
-if got["tiles"] == 0: print("no tile went to a device")
-elif got["losses"] != ref["losses"]:
-    worst = max(abs(a - b) / abs(a) for a, b in zip(ref["losses"], got["losses"]))
-    print(f"trajectory differs (worst {worst:.2e} relative)")
-else: print("equal")
-PY
-)
+verdict=$(same_trajectory "$WORK/inproc.json" "$WORK/attacked.json")
 [[ $verdict == equal ]] && echo "ok: attacked, the ps trains to the undisturbed trajectory" || fail "$verdict"
 finish

@@ -23,3 +23,19 @@ wait_port() {
     sleep 0.02
   done
 }
+
+# same_trajectory REF GOT: prints "equal" when report GOT sent tiles to devices
+# and its per-step losses are REF's bit for bit, else what differs.
+same_trajectory() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+ref, got = (json.load(open(p)) for p in sys.argv[1:3])
+if got["tiles"] == 0: print("no tile went to a device")
+elif len(got["losses"]) != len(ref["losses"]):
+    print(f"{len(got['losses'])} steps, expected {len(ref['losses'])}")
+elif got["losses"] != ref["losses"]:
+    worst = max(abs(a - b) / abs(a) for a, b in zip(ref["losses"], got["losses"]))
+    print(f"trajectory differs (worst {worst:.2e} relative)")
+else: print("equal")
+PY
+}

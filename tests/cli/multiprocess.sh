@@ -63,17 +63,7 @@ hosted hosted-2-shards --ps-shards=2
 for run in split hosted hosted-2-shards; do
   ref=$WORK/inproc.json
   [[ $run == *-2-shards ]] && ref=$WORK/inproc-2-shards.json
-  verdict=$(python3 - "$ref" "$WORK/$run.json" <<'PY'
-import json, sys
-ref, got = (json.load(open(p)) for p in sys.argv[1:3])
-if got["tiles"] == 0: print("no tile went to a device")
-elif len(got["losses"]) != 200: print(f"{len(got['losses'])} steps, expected 200")
-elif got["losses"] != ref["losses"]:
-    worst = max(abs(a - b) / abs(a) for a, b in zip(ref["losses"], got["losses"]))
-    print(f"trajectory differs (worst {worst:.2e} relative)")
-else: print("equal")
-PY
-)
+  verdict=$(same_trajectory "$ref" "$WORK/$run.json")
   [[ $verdict == equal ]] && echo "ok: $run multi-process trajectory equals in-process" || fail "$run: $verdict"
 done
 finish

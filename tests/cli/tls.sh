@@ -130,16 +130,7 @@ enrol again again.json --join-token="$token" || fail "the enrolled device did no
 grep -q "joined from 'field-phone-7'" again-ps.log || fail "the device did not come back with its certificate"
 
 for run in hosted split; do
-  verdict=$(python3 - inproc.json "$run.json" <<'PY'
-import json, sys
-ref, got = (json.load(open(p)) for p in sys.argv[1:3])
-if got["tiles"] == 0: print("no tile went to a device")
-elif got["losses"] != ref["losses"]:
-    worst = max(abs(a - b) / abs(a) for a, b in zip(ref["losses"], got["losses"]))
-    print(f"trajectory differs (worst {worst:.2e} relative)")
-else: print("equal")
-PY
-)
+  verdict=$(same_trajectory inproc.json "$run.json")
   [[ $verdict == equal ]] && echo "ok: $run: devices over TLS give the in-process trajectory" || fail "$run: $verdict"
 done
 finish
