@@ -144,7 +144,7 @@ void warn_if_exposed(const std::string& bind_host, const char* what) {
   if (!loopback)
     spdlog::warn("{} listens on {} without TLS: anyone who reaches it can read and forge its "
                  "traffic; give TLS certificates or bind it to 127.0.0.1", what,
-                 bind_host.empty() ? "every interface" : bind_host);
+                 bind_host.empty() || bind_host == "0.0.0.0" || bind_host == "::" ? "every interface" : bind_host);
 }
 
 void stop_on_signals() {
