@@ -16,6 +16,21 @@ namespace cleave {
 
 namespace {
 
+// What the edge saw during the run, in one line.
+void log_edge_counters(caf::actor_system& sys, const caf::actor& gateway) {
+  caf::scoped_actor self{sys};
+  self->request(gateway, std::chrono::seconds(2), caf::get_atom::value)
+    .receive(
+      [](const edge_counters& c) {
+        spdlog::info("edge: {} connections, {} devices admitted, {} refused at the join, {} handshake and "
+                     "{} idle timeouts, {} frames throttled, {} dropped for flooding, {} for misbehaving, "
+                     "{} certificates issued",
+                     c.connections, c.admitted, c.refused, c.handshake_timeouts, c.idle_timeouts,
+                     c.throttled_frames, c.dropped_flooding, c.dropped_misbehaving, c.certificates_issued);
+      },
+      [](caf::error&) {});
+}
+
 // Trains with `run` once the device edge is open; closes it at the end. The
 // edge's proxies join devices to `join_planner`; the console shows `planner`.
 int train_behind_edge(caf::actor_system& sys, cleave_config& cfg, const train_options& opts, int threads,
@@ -33,6 +48,7 @@ int train_behind_edge(caf::actor_system& sys, cleave_config& cfg, const train_op
   run.console = *console;
   const int rc = train_on_fleet(sys, cfg, opts, threads, run);
   if (*console) caf::anon_send_exit(*console, caf::exit_reason::user_shutdown);
+  log_edge_counters(sys, edge->gateway);
   edge->close();
   return rc;
 }

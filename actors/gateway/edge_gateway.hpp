@@ -12,8 +12,10 @@
 //     (edge_payload_cap, applied by the channel);
 //   - a join within handshake_timeout of connecting, else it is closed;
 //   - an admitted device that sends nothing for idle_timeout is closed;
-//   - a rate limit (rate_limit.hpp): past its burst a device's credit is
-//     held back, so its sends block; far past its rate it is dropped;
+//   - a rate limit (rate_limit.hpp) on the frames a device sends of its own
+//     accord (heartbeats and whatever else is not an answer to a task): past
+//     its burst its credit is held back, so its sends block; far past its
+//     rate it is dropped. Answers are bounded by the tasks its proxy issued;
 //   - frames its proxy refuses are strikes, and too many drop it.
 // Every drop is logged with its reason and counted (edge_counters).
 
@@ -40,7 +42,7 @@ struct edge_options {
   double heartbeat_seconds = 0.1;
   caf::timespan handshake_timeout = std::chrono::seconds(10);
   caf::timespan idle_timeout = std::chrono::seconds(30);
-  rate_limit_options rate;
+  rate_limit_options rate;  // for frames that answer no task
   uint32_t max_strikes = 64;
   // The largest task or result frame. A device can make the channel hold at
   // most one frame being read per connection, so this bounds what an

@@ -10,7 +10,7 @@
 namespace cleave {
 
 struct rate_limit_options {
-  double frames_per_second = 500;  // sustained: heartbeats, tiles and misses
+  double frames_per_second = 500;  // sustained: heartbeats and other unsolicited frames
   double burst_frames = 1000;
   double max_throttle_seconds = 5;
 };

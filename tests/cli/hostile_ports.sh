@@ -36,6 +36,12 @@ for why in "no join within the handshake timeout" "refused frames" "malformed fr
            "over kind" "must be of kind"; do
   grep -q "$why" "$WORK/ps.log" || fail "the ps never logged a drop for '$why'"
 done
+counts=$(grep -o "edge: .* certificates issued" "$WORK/ps.log")
+echo "$counts"
+[[ $counts =~ ([0-9]+)\ handshake ]] && ((BASH_REMATCH[1] >= 201)) \
+  || fail "the ps did not count 200 idle connections and a trickle as handshake timeouts"
+[[ $counts =~ ([0-9]+)\ for\ misbehaving ]] && ((BASH_REMATCH[1] >= 1)) \
+  || fail "the ps did not count the device it dropped for misbehaving"
 verdict=$(same_trajectory "$WORK/inproc.json" "$WORK/attacked.json")
 [[ $verdict == equal ]] && echo "ok: attacked, the ps trains to the undisturbed trajectory" || fail "$verdict"
 finish
