@@ -192,7 +192,8 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
     [=](run_over_atom) {
       // The sender is whoever holds this device's handle: the ps that
       // trained with it, through its planner's registry.
-      spdlog::info("device {}: the run is over", self->state.id);
+      spdlog::log(self->state.opts.paced ? spdlog::level::debug : spdlog::level::info,
+                  "device {}: the run is over", self->state.id);
       self->quit(caf::exit_reason::normal);
       return caf::ok_atom::value;
     },

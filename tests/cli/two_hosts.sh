@@ -11,7 +11,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 CLEAVE=$(realpath "$CLEAVE")
 ((EUID == 0)) || { echo "FAIL: network namespaces need root"; exit 1; }
 a=cleave-a-$$ b=cleave-b-$$
-cleanup_hosts() { ip netns del "$a" 2>/dev/null; ip netns del "$b" 2>/dev/null; }
+# `ip netns exec` waits on its command: stop a host's processes by namespace.
+stop_host() { ip netns pids "$1" 2>/dev/null | xargs -r kill "-${2:-TERM}" 2>/dev/null; }
+cleanup_hosts() {
+  for ns in "$a" "$b"; do stop_host "$ns" KILL; ip netns del "$ns" 2>/dev/null; done
+}
 trap 'kill -9 $(jobs -p) 2>/dev/null; cleanup_hosts; rm -rf "$WORK"' EXIT
 ip netns add "$a" && ip netns add "$b" || { echo "FAIL: cannot make network namespaces"; exit 1; }
 ip link add "va$$" netns "$a" type veth peer name "vb$$" netns "$b"
@@ -58,7 +62,7 @@ on_b "$CLEAVE" --role=device --connect=10.77.0.1:4101 --profile=fast --reconnect
 rc=$?
 ((rc == 1)) && grep -q "10.77.0.1" impostor.log \
   || fail "a device accepted a ps whose certificate does not name 10.77.0.1 (exit $rc): $(tail -2 impostor.log)"
-kill -TERM $ps 2>/dev/null; wait $ps 2>/dev/null
+stop_host "$a"; wait $ps 2>/dev/null
 
 # Without TLS, a ps listening beyond loopback says so.
 on_a "$CLEAVE" --role=ps --listen=0.0.0.0:4102 --min-devices=1 "${train[@]}" > plain.log 2>&1 &
@@ -66,5 +70,5 @@ ps=$!
 wait_port plain.log > /dev/null
 grep -q "the device edge listens on every interface without TLS" plain.log \
   || fail "no warning for an exposed plain edge: $(head -3 plain.log)"
-kill -TERM $ps 2>/dev/null; wait $ps 2>/dev/null
+stop_host "$a"; wait $ps 2>/dev/null
 finish
