@@ -16,6 +16,8 @@ namespace {
 using link_ptr = caf::stateful_actor<edge_link_state>*;
 using channel_atom = caf::atom_constant<caf::atom("channel")>;
 
+constexpr const char* refusal_prefix = "the ps refused this device: ";
+
 template <class Payload>
 void send_frame(link_ptr self, edge_kind kind, Payload payload) {
   self->request(self->state.channel, caf::infinite, bulk_send_atom::value, static_cast<uint16_t>(kind),
@@ -77,6 +79,14 @@ void on_frame(link_ptr self, bulk_frame& f) {
 
 caf::behavior edge_link(link_ptr self, edge_link_options opts) {
   self->state.opts = std::move(opts);
+  // Told to stop (the device process is leaving): say so, so the ps knows a
+  // departure from a crash, then go once the frame is in the socket.
+  self->set_exit_handler([=](const caf::exit_msg& msg) {
+    if (!self->state.channel || !self->state.welcomed) return self->quit(msg.reason);
+    self->request(self->state.channel, std::chrono::seconds(1), bulk_send_atom::value,
+                  static_cast<uint16_t>(edge_leave), uint64_t{0}, std::vector<char>{})
+      .then([=](std::vector<char>&) { self->quit(msg.reason); }, [=](caf::error&) { self->quit(msg.reason); });
+  });
   return {
     [=](channel_atom, caf::actor channel) {
       self->state.channel = std::move(channel);
@@ -113,10 +123,6 @@ caf::behavior edge_link(link_ptr self, edge_link_options opts) {
 }
 
 }  // namespace
-
-namespace {
-constexpr const char* refusal_prefix = "the ps refused this device: ";
-}
 
 caf::error edge_refusal(const std::string& why) { return fail(refusal_prefix + why); }
 

@@ -37,7 +37,7 @@ void strike(proxy_ptr self, const std::string& why) {
   spdlog::warn("edge: device {} ({}): {} (strike {} of {})", st.id, st.opts.peer, why, st.strikes,
                st.opts.max_strikes);
   if (st.strikes >= st.opts.max_strikes)
-    self->quit(fail("dropped after " + std::to_string(st.strikes) + " refused frames"));
+    self->quit(fail("dropped after " + std::to_string(st.strikes) + " " + proxy_strike_reason));
 }
 
 // Asks the planner for a place in the fleet in the device's name.
@@ -70,7 +70,7 @@ void join_planner(proxy_ptr self, bool first) {
         const auto reason = describe(err);
         spdlog::warn("edge: refused the device at {}: {}", self->state.opts.peer, reason);
         send_small(self, edge_refused, encode_refusal(reason));
-        self->quit(fail("refused: " + reason));
+        self->quit(fail(proxy_refusal_reason + reason));
       });
 }
 

@@ -37,6 +37,10 @@ struct proxy_options {
   std::string certificate;              // sent in the welcome (a join token's)
 };
 
+// How a proxy's exit reason starts or what it holds, for the gateway's counts.
+inline constexpr const char* proxy_refusal_reason = "refused: ";
+inline constexpr const char* proxy_strike_reason = "refused frames";
+
 struct pending_tile {
   caf::actor engine;
   int64_t rows = 0;

@@ -20,20 +20,26 @@ double seconds_since_epoch(caf::timestamp t) {
   return std::chrono::duration_cast<seconds_d>(t.time_since_epoch()).count();
 }
 
-// Closes a connection the gateway gives up on, with its proxy. Frames of it
-// still in flight find no connection and are ignored.
+// Forgets a connection, and ends its proxy (if it has one still) with `why`.
+void forget(gateway_ptr self, std::map<uint64_t, edge_connection>::iterator it, const std::string& why) {
+  auto& st = self->state;
+  if (auto& proxy = it->second.proxy) {
+    st.conn_of_proxy.erase(proxy.address());
+    self->send_exit(proxy, fail(why));
+  }
+  st.conns.erase(it);
+}
+
+// Closes a connection the gateway gives up on, counted under `counter` (if
+// any). Frames of it still in flight find no connection and are ignored.
 void close_conn(gateway_ptr self, uint64_t conn, const std::string& why, uint64_t edge_counters::*counter) {
   auto& st = self->state;
   auto it = st.conns.find(conn);
   if (it == st.conns.end()) return;
   spdlog::warn("edge: dropping connection {} ({}): {}", conn, it->second.peer, why);
-  ++(st.counters.*counter);
+  if (counter != nullptr) ++(st.counters.*counter);
   if (st.channel) self->send(st.channel, bulk_closed_atom::value, conn);
-  if (auto& proxy = it->second.proxy) {
-    st.conn_of_proxy.erase(proxy.address());
-    self->send_exit(proxy, fail("dropped: " + why));
-  }
-  st.conns.erase(it);
+  forget(self, it, "dropped: " + why);
 }
 
 // A device without a certificate trades a join token for one.
@@ -134,7 +140,13 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
     st.conn_of_proxy.erase(it);
     if (auto c = st.conns.find(conn); c != st.conns.end()) {
       c->second.proxy = nullptr;  // gone already
-      close_conn(self, conn, "its proxy ended: " + describe(msg.reason), &edge_counters::dropped_misbehaving);
+      // The proxy ends for strikes (device_proxy.hpp), a refused join, or a
+      // planner that never came back; only the first is the device's doing.
+      const auto why = describe(msg.reason);
+      auto counter = why.find(proxy_strike_reason) != std::string::npos ? &edge_counters::dropped_misbehaving
+                     : why.rfind(proxy_refusal_reason, 0) == 0      ? &edge_counters::refused
+                                                                    : nullptr;
+      close_conn(self, conn, "its proxy ended: " + why, counter);
     }
   });
   return {
@@ -157,12 +169,9 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
       auto& st = self->state;
       auto it = st.conns.find(conn);
       if (it == st.conns.end()) return;
-      if (it->second.proxy) {
+      if (it->second.proxy)
         spdlog::info("edge: device connection {} ({}) closed: {}", conn, it->second.peer, reason);
-        st.conn_of_proxy.erase(it->second.proxy.address());
-        self->send_exit(it->second.proxy, fail("its connection closed: " + reason));
-      }
-      st.conns.erase(it);
+      forget(self, it, "its connection closed: " + reason);
     },
     [=](bulk_frame_atom, bulk_frame& f) -> caf::result<std::vector<char>> {
       auto& st = self->state;
