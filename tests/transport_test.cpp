@@ -14,6 +14,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -395,6 +396,37 @@ TEST(BulkChannel, ConnectFailureIsAnError) {
   ASSERT_FALSE(ch);
   EXPECT_NE(cleave::describe(ch.error()).find("cannot connect"), std::string::npos);
   EXPECT_FALSE(spawn_bulk_listener(*n.sys, 0, caf::actor{}));
+}
+
+// A peer whose accept queue is full drops SYNs: without a timeout the
+// connect would wait for the kernel's (minutes).
+TEST(BulkChannel, ConnectGivesUpAfterItsTimeout) {
+  node n;
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(lfd, 0), 0);  // never accepts
+  socklen_t len = sizeof(a);
+  ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {  // fill the accept queue
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    fillers.push_back(fd);
+  }
+  std::this_thread::sleep_for(200ms);
+  bulk_options o;
+  o.connect_timeout = 300ms;
+  const auto start = std::chrono::steady_clock::now();
+  auto ch = connect_bulk(*n.sys, "127.0.0.1", ntohs(a.sin_port), n.sink(std::make_shared<collector>()), o);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(ch);
+  EXPECT_NE(cleave::describe(ch.error()).find("connect timeout"), std::string::npos) << cleave::describe(ch.error());
+  EXPECT_LT(took, 3s);
+  for (int fd : fillers) ::close(fd);
+  ::close(lfd);
 }
 
 TEST(BulkChannel, ListenerStopsWhenItsSinkTerminates) {

@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/transport/bulk_io.hpp"
+#include "actors/transport/tcp_connect.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave::transport {
@@ -622,11 +623,11 @@ caf::expected<caf::actor> connect_bulk(caf::actor_system& sys, const std::string
                                        uint16_t port, caf::actor sink, bulk_options opts) {
   if (!sink) return fail("bulk channel needs a sink actor");
   if (auto err = check_options(opts, tls_side::client)) return err;
-  auto channel = sys.middleman().spawn_client(client_fun, host, port, std::move(sink), std::move(opts), host);
-  if (!channel)
-    return fail("cannot connect bulk channel to " + host + ":" + std::to_string(port) + ": " +
-                caf::to_string(channel.error()));
-  return *channel;
+  auto fd = connect_tcp(host, port, std::chrono::duration_cast<std::chrono::milliseconds>(opts.connect_timeout));
+  if (!fd) return fd.error();
+  auto adopt = [](bulk_broker* self, caf::io::network::native_socket s, caf::actor sink, bulk_options o,
+                  std::string h) { return client_fun(self, self->add_scribe(s), std::move(sink), std::move(o), std::move(h)); };
+  return sys.middleman().spawn_broker(adopt, *fd, std::move(sink), std::move(opts), host);
 }
 
 }  // namespace cleave::transport

@@ -165,6 +165,8 @@ struct bulk_options {
   // completed no read (header, chunk or payload) for this long is closed.
   // Must exceed chunk_bytes / the slowest peer's uplink. Zero disables.
   caf::timespan stall_timeout = std::chrono::seconds(60);
+  // connect_bulk gives up on a peer that does not accept within this long.
+  caf::timespan connect_timeout = std::chrono::seconds(10);
   // SO_SNDBUF / SO_RCVBUF for the channel's sockets; 0 keeps kernel autotuning.
   int socket_buffer_bytes = 0;
   // Listener: bind address (empty = all interfaces) and SO_REUSEADDR.
