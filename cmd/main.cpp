@@ -86,6 +86,8 @@ int main(int argc, char** argv) {
     return usage_error("--churn and --churn-rate emulate churn in the in-process fleet (--role=all); "
                        "kill real device processes instead");
   if (!(cfg.speculate >= 0)) return usage_error("--speculate must be >= 0");
+  if (!(cfg.replicate >= 0 && cfg.replicate <= 1)) return usage_error("--replicate must be in [0, 1]");
+  if (cfg.quarantine_after < 1) return usage_error("--quarantine-after must be at least 1");
   if (!(cfg.suspect_phi > 0 && cfg.dead_phi > cfg.suspect_phi))
     return usage_error("--suspect-phi must be positive and below --dead-phi");
   if (cfg.failure_policy != "continue" && cfg.failure_policy != "restart")

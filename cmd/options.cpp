@@ -66,6 +66,8 @@ cleave_config::cleave_config() {
     .add(churn, "churn", "--role=all: churn schedule file (JSON, see README)")
     .add(churn_rate, "churn-rate", "--role=all: random churn events per step, drawn from --seed")
     .add(speculate, "speculate", "copy a GEMM's unfinished tiles to idle devices past this x its predicted time (default 3, 0: off)")
+    .add(replicate, "replicate", "fraction of tiles also computed by a second device and compared element by element (default 0)")
+    .add(quarantine_after, "quarantine-after", "refused results (failed checks) before a device is quarantined (default 3)")
     .add(suspect_phi, "suspect-phi", "detector: phi at which a device is suspected (default 3)")
     .add(dead_phi, "dead-phi", "detector: phi at which a device is declared dead (default 8)")
     .add(failure_policy, "failure-policy", "continue (default): a lost device costs its tiles; restart: stop the run for --resume, as the baselines do")

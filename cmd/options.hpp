@@ -74,6 +74,8 @@ class cleave_config : public caf::actor_system_config {
   std::string churn;           // --role=all: churn schedule file
   double churn_rate = 0;       // --role=all: random churn events per step (with --seed)
   double speculate = 3;        // copies of straggling tiles past this x the predicted time (0: off)
+  double replicate = 0;        // fraction of tiles also computed by a second device and compared
+  int quarantine_after = 3;    // refused results before a device gets no more tiles
   double suspect_phi = 3;      // detector: suspicion level at which a device is suspected
   double dead_phi = 8;         // detector: ... and declared dead
   double reconnect_seconds = 60;  // --role=device: how long to keep trying to reach a vanished ps

@@ -145,6 +145,8 @@ int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train
   engine_options eopts;
   eopts.tile_timeout_seconds = cfg.tile_timeout;
   eopts.speculate_factor = cfg.speculate;
+  eopts.replicate = cfg.replicate;
+  eopts.trust.quarantine_after = cfg.quarantine_after;
   eopts.stop_on_failure = cfg.failure_policy == "restart";
   eopts.find_planner = run.find_planner;
   eopts.shards = static_cast<uint32_t>(cfg.ps_shards);

@@ -26,6 +26,7 @@ const char* to_string(fleet_event_kind k) {
     case fleet_event_kind::suspect: return "suspect";
     case fleet_event_kind::dead: return "dead";
     case fleet_event_kind::rejoin: return "rejoin";
+    case fleet_event_kind::quarantined: return "quarantined";
   }
   return "unknown";
 }

@@ -21,7 +21,7 @@
 
 namespace cleave {
 
-inline constexpr uint32_t message_schema_version = 7;
+inline constexpr uint32_t message_schema_version = 8;
 
 // Largest operand or result block a peer accepts (elements): the planner never
 // makes a bigger tile, so anything larger is malformed.
@@ -47,6 +47,10 @@ using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
 // The ps to each device at the end of a run; the device answers ok_atom and
 // leaves (its process exits 0 unless --stay).
 using run_over_atom = caf::atom_constant<caf::atom("run_over")>;
+// A PS engine to the planner, (quarantine_atom, device, why): the device's
+// results failed their checks too often. The planner drops it, tells the
+// detector to forget it and the device (or its proxy) that it is out.
+using quarantine_atom = caf::atom_constant<caf::atom("quarantin")>;
 
 // A tile is identified by the step, the GEMM's position in that step, and the
 // tile's index in the GEMM's plan: the idempotency key.
@@ -180,7 +184,8 @@ typename Inspector::result_type inspect(Inspector& f, join_request& x) {
 }
 
 // What the detector publishes to its subscribers.
-enum class fleet_event_kind : uint8_t { join = 0, suspect = 1, dead = 2, rejoin = 3 };
+// quarantined comes from the planner (a PS engine asked for it), not the detector.
+enum class fleet_event_kind : uint8_t { join = 0, suspect = 1, dead = 2, rejoin = 3, quarantined = 4 };
 
 struct fleet_event {
   fleet_event_kind kind = fleet_event_kind::join;

@@ -17,7 +17,7 @@ using namespace cleave;
 
 namespace {
 
-enum class rogue_mode { wrong_shape, nan, unknown_task };
+enum class rogue_mode { wrong_shape, nan, wrong_values, unknown_task };
 
 engine_options timeout(double seconds, double speculate = 0) {
   engine_options o;
@@ -62,6 +62,7 @@ caf::behavior rogue_device(caf::event_based_actor* self, caf::actor planner, rog
       switch (mode) {
         case rogue_mode::wrong_shape: r.rows = m + 1; break;
         case rogue_mode::nan: r.data[0] = std::nanf(""); break;
+        case rogue_mode::wrong_values: break;  // all ones: the right shape, the wrong product
         case rogue_mode::unknown_task: r.key.gemm += 1000; break;
       }
       return r;
@@ -220,13 +221,20 @@ TEST_P(rogue, bad_results_are_refused_and_the_product_still_completes) {
     // time out and are done elsewhere.
     EXPECT_EQ(eng.accounts().refused, 0u);
   } else {
-    EXPECT_GT(eng.accounts().refused, 0u);
+    // Every refusal is a strike; three quarantine the rogue (device 0).
+    const auto acc = eng.accounts();
+    EXPECT_GT(acc.refused, 0u);
+    if (acc.refused >= 3) {
+      EXPECT_EQ(acc.verify.quarantined.count(0), 1u);
+      expect_fleet(3);
+    }
   }
+  if (GetParam() == rogue_mode::wrong_values) EXPECT_GT(eng.accounts().verify.tiles_verified, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(modes, rogue,
                          ::testing::Values(rogue_mode::wrong_shape, rogue_mode::nan,
-                                           rogue_mode::unknown_task));
+                                           rogue_mode::wrong_values, rogue_mode::unknown_task));
 
 // check_products with a 30 s tile timeout: finishing within 5 s means the
 // failure was handled, not waited out.

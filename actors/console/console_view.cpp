@@ -28,7 +28,10 @@ nlohmann::json render_console(const nlohmann::json& training, const planner_view
     devices.push_back(std::move(d));
   }
   for (const auto& [id, h] : by_id)
-    devices.push_back({{"id", id}, {"state", h->dead ? "dead" : "unknown to the planner"}});
+    devices.push_back({{"id", id},
+                       {"state", h->quarantined ? "quarantined"
+                                 : h->dead      ? "dead"
+                                                : "unknown to the planner"}});
   nlohmann::json fleet = {{"version", planner.version},
                           {"quorum_reached", planner.quorum},
                           {"alive", planner.members.size() - planner.suspected.size()},

@@ -28,7 +28,7 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector
                               [&](const caf::actor& s) { return s.address() == msg.source; }),
                subs.end());
     for (auto& [id, dev] : self->state.devices) {
-      if (dev.handle.address() == msg.source && !dev.dead) {
+      if (dev.handle.address() == msg.source && !dev.dead && !dev.quarantined) {
         dev.dead = true;
         publish(self, {fleet_event_kind::dead, id, 0});
       }
@@ -48,11 +48,18 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector
       st.devices.insert_or_assign(id, std::move(dev));
       publish(self, {fleet_event_kind::join, id, 0});
     },
+    [=](quarantine_atom, int32_t id) {
+      auto it = self->state.devices.find(id);
+      if (it == self->state.devices.end()) return;
+      it->second.quarantined = true;
+      it->second.suspected = false;
+    },
     [=](caf::get_atom) {
       const double now = now_seconds(self);
       std::vector<device_health> out;
       for (const auto& [id, dev] : self->state.devices)
-        out.push_back({id, dev.dead ? 0.0 : dev.level.phi(now), dev.suspected, dev.dead});
+        out.push_back({id, dev.dead || dev.quarantined ? 0.0 : dev.level.phi(now), dev.suspected,
+                       dev.dead, dev.quarantined});
       return out;
     },
     [=](heartbeat_atom, int32_t id) {
@@ -63,6 +70,7 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector
         return;
       }
       auto& dev = it->second;
+      if (dev.quarantined) return;
       if (dev.dead) {
         // Declared dead on silence alone, yet alive (a stall longer than
         // the thresholds allow): it must join again, as a new member.
@@ -83,7 +91,7 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector
       auto& st = self->state;
       const double now = now_seconds(self);
       for (auto& [id, dev] : st.devices) {
-        if (dev.dead) continue;
+        if (dev.dead || dev.quarantined) continue;
         const double phi = dev.level.phi(now);
         const double silence = now - dev.level.last_heartbeat();
         if (phi >= st.opts.dead_phi && silence >= st.opts.dead_min_silence_seconds) {

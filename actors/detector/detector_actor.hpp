@@ -31,6 +31,7 @@ struct watched_device {
   bool suspected = false;
   bool dead = false;
   bool told_to_rejoin = false;  // dead, yet heard from: asked to join again
+  bool quarantined = false;     // out for wrong results: no longer judged, never dead
 };
 
 // One device as the detector sees it (the admin console shows it).
@@ -39,11 +40,13 @@ struct device_health {
   double phi = 0;  // suspicion now; 0 for a device declared dead
   bool suspected = false;
   bool dead = false;
+  bool quarantined = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, device_health& x) {
-  return f(caf::meta::type_name("device_health"), x.id, x.phi, x.suspected, x.dead);
+  return f(caf::meta::type_name("device_health"), x.id, x.phi, x.suspected, x.dead,
+           x.quarantined);
 }
 
 struct detector_state {
@@ -55,6 +58,8 @@ struct detector_state {
 
 // Besides heartbeats, watches and subscriptions:
 //   (caf::get_atom) -> std::vector<device_health>, by id
+//   (quarantine_atom, id)  from the planner: stop judging the device; its
+//                          heartbeats and its end are ignored from now on
 caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector_options opts);
 
 void add_detector_message_types(caf::actor_system_config& cfg);

@@ -6,6 +6,7 @@
 
 #include "actors/planner/cost_model.hpp"
 #include "kernels/gemm.hpp"
+#include "schema/errors.hpp"
 
 namespace cleave {
 
@@ -196,6 +197,11 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
                   "device {}: the run is over", self->state.id);
       self->quit(caf::exit_reason::normal);
       return caf::ok_atom::value;
+    },
+    [=](quarantine_atom, const std::string& why) {
+      // The planner: this device's results failed their checks too often.
+      spdlog::info("device {}: quarantined (a result {}); leaving", self->state.id, why);
+      self->quit(fail("quarantined: a result " + why));
     },
     [=](hang_atom) {
       if (!self->state.opts.paced) {

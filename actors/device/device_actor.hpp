@@ -6,7 +6,8 @@
 // makes it silent, (slow_atom, factor) slows its pacing, (crash_atom) makes
 // it die on its next tile, with that tile in hand. (get_atom) answers its
 // fleet id. (run_over_atom) ends it with exit_reason::normal: any other exit
-// reason means it lost its planner or was refused. A remote device's planner
+// reason means it lost its planner, was refused, or was quarantined
+// ((quarantine_atom, why) from the planner). A remote device's planner
 // and detector are its edge link (edge_link.hpp), which carries everything
 // over the device edge's frames; the actor does not know the difference.
 

@@ -83,10 +83,8 @@ void on_result(proxy_ptr self, const bulk_frame& f) {
     return strike(self, "a result for a tile it was not given (step " + std::to_string(res->key.step)
                           + ", gemm " + std::to_string(res->key.gemm) + ", tile "
                           + std::to_string(res->key.tile) + ")");
-  if (res->rows != it->second.rows || res->cols != it->second.cols)
-    return strike(self, "a " + std::to_string(res->rows) + "x" + std::to_string(res->cols)
-                          + " result for a " + std::to_string(it->second.rows) + "x"
-                          + std::to_string(it->second.cols) + " tile");
+  // A wrong answer to a real task (wrong shape, wrong values) is the
+  // engine's to judge: it refuses it, moves the tile and keeps the score.
   res->device = st.id;
   self->send(it->second.engine, std::move(*res));
   st.pending.erase(it);
@@ -145,6 +143,12 @@ caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_
       bulk_buffer buf(encoded_size(task));
       encode(task, buf.payload());
       send_frame(self, edge_task, std::move(buf));
+    },
+    [=](quarantine_atom, const std::string& why) {
+      const std::string reason = "quarantined: a result " + why;
+      spdlog::warn("edge: device {} ({}) is {}", self->state.id, self->state.opts.peer, reason);
+      send_small(self, edge_refused, encode_refusal(reason));
+      self->quit(fail(proxy_refusal_reason + reason));
     },
     [=](run_over_atom) {
       send_small(self, edge_run_over, {});

@@ -8,8 +8,10 @@
 // monitor on it declares the device dead.
 //
 // The device is not trusted: a result or miss is taken only for a task this
-// proxy issued and not yet answered, with the task's shape; the device id in
-// a frame is ignored (the proxy knows whom it speaks for). Every refused
+// proxy issued and not yet answered; the device id in a frame is ignored
+// (the proxy knows whom it speaks for). Whether the result is right (its
+// shape and values) is the engine's to judge; a device it quarantines is
+// refused with the reason, and its connection closed. Every refused
 // frame is a strike, and past max_strikes the proxy exits, which drops the
 // connection.
 

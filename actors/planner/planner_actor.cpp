@@ -37,7 +37,8 @@ bool apply(planner_state& st, const fleet_event& ev) {
     case fleet_event_kind::rejoin:
       return st.suspected.erase(ev.device) > 0;
     case fleet_event_kind::join:
-      return false;  // the planner itself admitted it
+    case fleet_event_kind::quarantined:
+      return false;  // the planner itself admitted or quarantined it
   }
   return false;
 }
@@ -60,6 +61,11 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
                             caf::actor detector) {
   self->state.opts = opts;
   self->state.detector = detector;
+  // An error a member sends back (it did not understand a message, say)
+  // is its own problem: CAF's default would end the planner with it.
+  self->set_error_handler([=](caf::error& err) {
+    spdlog::debug("planner: a member answered with {}", self->system().render(err));
+  });
   self->send(detector, subscribe_atom::value, caf::actor{self});
   // Devices heartbeat to the detector the planner names: a planner whose
   // detector is gone fails too, and its restart finds the new detector.
@@ -100,6 +106,22 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
                      to_string(ev.kind), st.alive.size(), st.suspected.size());
         answer_waiters(self);
       }
+      for (auto& sub : st.subscribers) self->send(sub, event_atom::value, ev);
+    },
+    [=](quarantine_atom, int32_t device, const std::string& why) {
+      auto& st = self->state;
+      auto it = st.alive.find(device);
+      if (it == st.alive.end()) return;  // gone, or another shard's engine asked first
+      const caf::actor handle = it->second.handle;
+      spdlog::warn("planner: device {} ({}) is quarantined: a result {}", device,
+                   it->second.profile.name, why);
+      st.alive.erase(it);
+      st.suspected.erase(device);
+      st.quarantined.insert(device);
+      ++st.version;
+      self->send(st.detector, quarantine_atom::value, device);
+      self->send(handle, quarantine_atom::value, why);
+      const fleet_event ev{fleet_event_kind::quarantined, device, 0};
       for (auto& sub : st.subscribers) self->send(sub, event_atom::value, ev);
     },
     [=](subscribe_atom, caf::actor sub) { self->state.subscribers.push_back(std::move(sub)); },

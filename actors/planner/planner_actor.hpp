@@ -68,6 +68,7 @@ struct planner_state {
   bool quorum_reached = false;  // min_devices were usable once
   std::map<int32_t, fleet_member> alive;
   std::set<int32_t> suspected;  // alive but left out of plans until they rejoin
+  std::set<int32_t> quarantined;  // alive, but their results failed their checks: never used again
   std::vector<caf::actor> subscribers;  // PS engines: they act on events mid-GEMM
   std::vector<caf::response_promise> waiting_for_fleet;
   static inline const char* name = "cleave.planner";
@@ -77,6 +78,8 @@ struct planner_state {
 //   (join_atom, join_request)            -> (welcome_atom, id, detector)
 //                                           from a device actor, or a remote device's proxy
 //   (event_atom, fleet_event)                                              from the detector
+//   (quarantine_atom, id, why)           from a PS engine: the device leaves the fleet for good;
+//                                        the detector, the device and subscribers are told
 //   (subscribe_atom, actor)              the actor receives every fleet event after the planner acted on it
 //   (fleet_atom)                         -> (version, vector<fleet_member>) once min_devices joined;
 //                                           suspected devices are left out

@@ -31,7 +31,17 @@ void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_s
   // The PS's wall time per tile it issued (cutting, hashing, sending).
   j["ps_seconds_per_tile"] =
     acc.tiles == 0 ? 0.0 : acc.totals.issue_seconds / static_cast<double>(acc.tiles);
-  j["refused_results"] = acc.refused;
+  // Results refused for any cause (malformed, not finite, failed the
+  // check, or outvoted with --replicate): each was computed again elsewhere.
+  j["tiles_rejected"] = acc.refused;
+  const auto& v = acc.verify;
+  j["tiles_verified"] = v.tiles_verified;
+  j["tiles_unverifiable"] = v.unverifiable;
+  j["tiles_replicated"] = v.tiles_replicated;
+  j["replica_mismatches"] = v.replica_mismatches;
+  j["devices_quarantined"] = v.quarantined.size();
+  j["quarantined_devices"] = std::vector<int32_t>(v.quarantined.begin(), v.quarantined.end());
+  j["verify_seconds"] = v.seconds;
   j["per_device"] = per_device;
   j["failures_detected"] = acc.churn.failures_detected;
   j["tiles_reassigned"] = acc.churn.tiles_reassigned;

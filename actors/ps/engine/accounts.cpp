@@ -40,6 +40,13 @@ runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards) {
     c.tiles_timed_out += acc.churn.tiles_timed_out;
     c.tiles_at_ps += acc.churn.tiles_at_ps;
     c.recovery_seconds = std::max(c.recovery_seconds, acc.churn.recovery_seconds);
+    auto& v = out.verify;
+    v.tiles_verified += acc.verify.tiles_verified;
+    v.unverifiable += acc.verify.unverifiable;
+    v.tiles_replicated += acc.verify.tiles_replicated;
+    v.replica_mismatches += acc.verify.replica_mismatches;
+    v.seconds = std::max(v.seconds, acc.verify.seconds);  // shards check at the same time
+    v.quarantined.insert(acc.verify.quarantined.begin(), acc.verify.quarantined.end());
   }
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,14 +43,25 @@ struct churn_account {
   double recovery_seconds = 0;      // from a failure until its batch of GEMMs completed, summed
 };
 
+// What checking results cost and found (actors/ps/verify/).
+struct verify_account {
+  uint64_t tiles_verified = 0;      // results that passed Freivalds' test
+  uint64_t unverifiable = 0;        // results taken unchecked: the operands were not finite
+  uint64_t tiles_replicated = 0;    // tiles computed by two devices and compared (--replicate)
+  uint64_t replica_mismatches = 0;  // ... whose copies differed, settled by the PS's own product
+  double seconds = 0;               // checking and comparing, on the PS
+  std::set<int32_t> quarantined;    // devices refused too often: no more tiles
+};
+
 // Everything the engine counted, as of one moment.
 struct runtime_accounts {
   std::map<int32_t, device_account> devices;
   step_account totals;
   uint64_t tiles = 0;
   uint64_t local_gemms = 0;
-  uint64_t refused = 0;
+  uint64_t refused = 0;  // results refused: malformed, not finite, failed the check or a replica
   churn_account churn;
+  verify_account verify;
   step_predictor::totals prediction;  // whole steps against the prediction
   double ps_profile_seconds = 0;      // the PS's own work per step, as last profiled
 };

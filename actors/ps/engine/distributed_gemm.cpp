@@ -26,7 +26,8 @@ bool stays_here(const plan& p) { return p.local || p.tiles.empty(); }
 distributed_gemm::distributed_gemm(caf::actor_system& sys, caf::actor planner,
                                    engine_options opts)
     : self_(sys), opts_(opts),
-      fleet_(self_, std::move(planner), opts_.find_planner, opts_.stop_on_failure, acc_) {
+      fleet_(self_, std::move(planner), opts_.find_planner, opts_.stop_on_failure, acc_),
+      secret_(std::random_device{}()), trust_(opts_.trust) {
   const auto me = caf::actor_cast<caf::actor>(self_);
   self_->send(fleet_.planner(), subscribe_atom::value, me);
 }
@@ -155,17 +156,18 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
                         r.key.step, r.key.gemm, r.key.tile, r.device);
           return;
         }
-        const int32_t from = r.device;
-        if (accept(*pt, r)) {
-          --call->remaining;
-          last_progress = seconds_now();
-          fold_ready(*call, r.key.tile);
-          return;
+        switch (take(*call, *pt, r, calls)) {
+          case taken::done:
+            --call->remaining;
+            last_progress = seconds_now();
+            fold_ready(*call, r.key.tile);
+            break;
+          case taken::held:  // a replicated tile's first copy: the second is on its way
+            last_progress = seconds_now();
+            break;
+          case taken::refused:
+            break;
         }
-        auto h = std::find(pt->holders.begin(), pt->holders.end(), from);
-        if (h == pt->holders.end()) return;
-        pt->holders.erase(h);
-        if (pt->holders.empty()) reassign(*call, *pt);
       },
       [&](tile_miss& m) {
         auto [call, pt] = find(m.key);
@@ -260,6 +262,7 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
     }
     call.folds.emplace(blocks, job.c.rows, job.c.cols, job.beta);
     call.folds->prepare(job.c);
+    call.signs = freivalds::draw_signs(job.c.cols, secret_);
     for (size_t i = 0; i < call.tiles.size(); ++i) {
       auto& pt = call.tiles[i];
       const tile& t = pt.where.t;
@@ -268,7 +271,15 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
       // others are sent, so they are copied in the pass that hashes them.
       pt.a = locate(call, 0, t.m0, t.m1, t.k0, t.k1, keys, !pt.where.a_cached);
       pt.b = locate(call, 1, t.k0, t.k1, t.n0, t.n1, keys, !pt.where.b_cached);
-      if (fleet_.has(pt.where.device)) send_task(call, pt, pt.where.device, false);
+      if (!fleet_.has(pt.where.device)) continue;
+      send_task(call, pt, pt.where.device, false);
+      // Which tiles are computed twice is the PS's secret too.
+      if (opts_.replicate > 0 && replica_draw_(secret_) < opts_.replicate) {
+        const int32_t second = policy().take_over(policy_view(call), i);
+        if (second < 0) continue;  // no other device can hold it
+        pt.copies_wanted = 2;
+        send_task(call, pt, second, false);
+      }
     }
     acc_.tiles += call.tiles.size();
     acc_.totals.predicted_wait_seconds += p.predicted_seconds;

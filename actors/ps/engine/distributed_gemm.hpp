@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -34,6 +35,8 @@
 #include "actors/ps/engine/step_predictor.hpp"
 #include "training/elapsed.hpp"
 #include "actors/ps/engine/tile_policy.hpp"
+#include "actors/ps/verify/freivalds.hpp"
+#include "actors/ps/verify/reputation.hpp"
 #include "kernels/gemm.hpp"
 #include "schema/messages.hpp"
 
@@ -58,6 +61,11 @@ struct engine_options {
   // local runs on one thread instead of widening Eigen's process-wide pool.
   uint32_t shard = 0;
   uint32_t shards = 1;
+  // Every result is checked (freivalds.hpp); a fraction `replicate` of the
+  // tiles is also computed by a second device and the two compared
+  // element by element, which sees changes too small for the check.
+  double replicate = 0;
+  reputation_options trust;
 };
 
 class distributed_gemm final : public gemm_engine<float> {
@@ -115,6 +123,12 @@ class distributed_gemm final : public gemm_engine<float> {
     block_ref a, b;
     std::vector<int32_t> holders;  // devices working on it: the first, then copies
     std::vector<int32_t> given;    // every device it was ever sent to: any may answer first
+    // Devices that must not take it again: they refused it, failed its
+    // check, or gave the first of the two copies a replicated tile needs.
+    std::vector<int32_t> excluded;
+    int copies_wanted = 1;
+    int32_t first_device = -1;  // a replicated tile's first verified copy and who sent it
+    std::vector<float> first_copy;
     bool speculated = false;
     bool done = false;
     std::vector<float> result;
@@ -139,7 +153,15 @@ class distributed_gemm final : public gemm_engine<float> {
     mut_view<float> c;
     std::optional<fold_order> folds;
     double fold_seconds = 0;
+    // The secret signs its results are checked with, over C's columns, and
+    // what the check keeps of each operand block (by stored coordinates).
+    std::vector<double> signs;
+    std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, a_digest> a_digests;
+    std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, b_digest> b_digests;
   };
+
+  // What became of a result.
+  enum class taken { refused, held, done };
 
   // The problem the planner sees for an m x n product with inner dimension k.
   gemm_problem problem_of(gemm_tag tag, int64_t m, int64_t n, int64_t k) const;
@@ -167,7 +189,23 @@ class distributed_gemm final : public gemm_engine<float> {
   // snapshot if they are not there yet) or only its key.
   static operand cut(gemm_call& call, const block_ref& ref, bool with_data);
   void send_task(gemm_call& call, pending_tile& p, int32_t dev, bool with_all_data);
-  bool accept(pending_tile& p, tile_result& r);
+  // Checks a result and, when it is good, keeps it: done, or held until a
+  // replicated tile's second copy comes. A refusal strikes the device.
+  taken take(gemm_call& call, pending_tile& p, tile_result& r, std::vector<gemm_call>& calls);
+  // Freivalds' test of `result` as tile p of the call.
+  verdict check(gemm_call& call, const pending_tile& p, const std::vector<float>& result);
+  // Two verified copies of a replicated tile: equal within rounding, or the
+  // PS computes the tile and strikes the copy that differs from it.
+  void settle_copies(gemm_call& call, pending_tile& p, int32_t second, std::vector<float> result,
+                     std::vector<gemm_call>& calls);
+  // A refused result: the device's reputation drops; past the threshold it
+  // is quarantined, the planner told and its tiles moved.
+  void strike(int32_t device, const std::string& why, std::vector<gemm_call>& calls);
+  // The device gave its answer (or was refused) for p: it no longer holds it.
+  void release(gemm_call& call, pending_tile& p, int32_t device);
+  // Tile p computed here, on one thread like a device.
+  std::vector<float> compute_here(const gemm_call& call, const pending_tile& p);
+  stored_block block_of(const gemm_call& call, const block_ref& ref) const;
   // Tile i's result is in: folds it into C with the tiles it unblocks.
   static void fold_ready(gemm_call& call, size_t i);
   void reassign(gemm_call& call, pending_tile& p);
@@ -182,6 +220,10 @@ class distributed_gemm final : public gemm_engine<float> {
   std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
   snapshot_pool snapshots_;
   step_predictor predictor_;
+  freivalds checker_;
+  std::mt19937_64 secret_;  // seeded from the OS: no device can predict the signs
+  std::uniform_real_distribution<double> replica_draw_{0.0, 1.0};
+  reputation trust_;
   bool in_step_ = false;
   clock_type::time_point step_began_;
   step_account at_step_begin_;

@@ -78,10 +78,12 @@ bool fleet_client::on_event(const fleet_event& ev) {
     stale_ = true;  // usable from the next GEMM
     return false;
   }
-  if (failed_.insert(dev).second) ++acc_.churn.failures_detected;
+  // Quarantine is not a failure: the device is alive, its results are wrong.
+  if (ev.kind != fleet_event_kind::quarantined && failed_.insert(dev).second)
+    ++acc_.churn.failures_detected;
   if (stop_on_failure_ && ev.kind == fleet_event_kind::dead && stopped_by_.empty())
     stopped_by_ = "device " + std::to_string(dev) + " failed";
-  // Dead or suspected: plan around it from now on.
+  // Dead, suspected or quarantined: plan around it from now on.
   if (fleet_.erase(dev) == 0) return false;
   spdlog::info("device {} is {}; its outstanding tiles go to other devices", dev, to_string(ev.kind));
   ++epoch_;

@@ -1,7 +1,8 @@
 // The distributed engine's tiles: cutting operand blocks (hashed for the
 // devices' caches, copied into snapshots when sent), sending tasks, checking
 // results, moving a tile whose device failed, speculative copies, tiles the
-// PS computes itself, and folding results into C.
+// PS computes itself, and folding results into C. Checking results is
+// tile_check.cpp's.
 
 #include <algorithm>
 #include <cstring>
@@ -13,26 +14,6 @@
 
 namespace cleave {
 
-namespace {
-
-bool all_finite(const std::vector<float>& v) {
-  // Exponent bits all set means NaN or infinity. No early exit inside a
-  // chunk, so the test vectorises: it runs on every result the PS accepts.
-  constexpr size_t chunk = 4096;
-  for (size_t i = 0; i < v.size(); i += chunk) {
-    const size_t end = std::min(v.size(), i + chunk);
-    uint32_t bad = 0;
-    for (size_t j = i; j < end; ++j) {
-      uint32_t u;
-      std::memcpy(&u, &v[j], sizeof(u));
-      bad |= static_cast<uint32_t>((u & 0x7f800000u) == 0x7f800000u);
-    }
-    if (bad != 0) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which, int64_t r0,
                                                      int64_t r1, int64_t c0, int64_t c1,
@@ -107,36 +88,6 @@ void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
   self_->send(member.handle, std::move(msg));
 }
 
-bool distributed_gemm::accept(pending_tile& p, tile_result& r) {
-  const tile& t = p.where.t;
-  const int64_t rows = t.m1 - t.m0;
-  const int64_t cols = t.n1 - t.n0;
-  const char* problem = nullptr;
-  // A device the tile moved away from (suspected, say) may still win.
-  if (std::find(p.given.begin(), p.given.end(), r.device) == p.given.end())
-    problem = "from a device the tile was not given to";
-  else if (r.rows != rows || r.cols != cols || static_cast<int64_t>(r.data.size()) != rows * cols)
-    problem = "of the wrong shape";
-  else if (!all_finite(r.data))
-    problem = "containing NaN or infinity";
-  if (problem != nullptr) {
-    ++acc_.refused;
-    ++acc_.devices[r.device].refused;
-    spdlog::warn("refusing result {} for step {} gemm {} tile {} from device {}", problem,
-                 r.key.step, r.key.gemm, r.key.tile, r.device);
-    return false;
-  }
-  auto& acct = acc_.devices[r.device];
-  ++acct.tiles;
-  acct.bytes_up += r.data.size() * sizeof(float);
-  acct.cache_hits += r.cache_hits;
-  acct.busy_seconds += r.busy_seconds;
-  acct.flops += static_cast<double>(t.flops());
-  p.result = std::move(r.data);
-  p.done = true;
-  return true;
-}
-
 tile_policy distributed_gemm::policy() const {
   std::vector<policy_device> devices;
   for (const auto& [id, m] : fleet_.members()) devices.push_back({id, m.profile.memory_bytes});
@@ -147,7 +98,7 @@ std::vector<policy_tile> distributed_gemm::policy_view(const gemm_call& call) {
   std::vector<policy_tile> out;
   out.reserve(call.tiles.size());
   for (const auto& pt : call.tiles)
-    out.push_back({tile_working_set(pt.where.t), pt.holders, pt.done, pt.speculated});
+    out.push_back({tile_working_set(pt.where.t), pt.holders, pt.excluded, pt.done, pt.speculated});
   return out;
 }
 
@@ -169,25 +120,32 @@ void distributed_gemm::speculate(gemm_call& call) {
   }
 }
 
+std::vector<float> distributed_gemm::compute_here(const gemm_call& call, const pending_tile& p) {
+  const auto& in = call.in;
+  const tile& t = p.where.t;
+  std::vector<float> out(static_cast<size_t>((t.m1 - t.m0) * (t.n1 - t.n0)), 0.0f);
+  const auto& ra = p.a;
+  const auto& rb = p.b;
+  gemm_local<float>({in.a.data + ra.r0 * in.a.ld + ra.c0, ra.r1 - ra.r0, ra.c1 - ra.c0, in.a.ld},
+                    in.trans_a,
+                    {in.b.data + rb.r0 * in.b.ld + rb.c0, rb.r1 - rb.r0, rb.c1 - rb.c0, in.b.ld},
+                    in.trans_b, {out.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
+  return out;
+}
+
 void distributed_gemm::compute_unheld(gemm_call& call) {
   // Tiles no device holds (none could take them, or they timed out) are
   // computed here, on one thread like a device: Eigen's thread count is
   // process-wide and changes its blocking (so the rounding) of the devices
-  // computing the GEMM's other tiles right now.
-  const auto& in = call.in;
+  // computing the GEMM's other tiles right now. A replicated tile's first
+  // copy, if one came, is dropped: the PS's own result needs no second.
   const auto t0 = clock_type::now();
   std::vector<size_t> computed;
   for (size_t i = 0; i < call.tiles.size(); ++i) {
     auto& pt = call.tiles[i];
     if (pt.done || !pt.holders.empty()) continue;
-    const tile& t = pt.where.t;
-    pt.result.assign(static_cast<size_t>((t.m1 - t.m0) * (t.n1 - t.n0)), 0.0f);
-    const auto& ra = pt.a;
-    const auto& rb = pt.b;
-    gemm_local<float>({in.a.data + ra.r0 * in.a.ld + ra.c0, ra.r1 - ra.r0, ra.c1 - ra.c0, in.a.ld},
-                      in.trans_a,
-                      {in.b.data + rb.r0 * in.b.ld + rb.c0, rb.r1 - rb.r0, rb.c1 - rb.c0, in.b.ld},
-                      in.trans_b, {pt.result.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
+    pt.result = compute_here(call, pt);
+    std::vector<float>().swap(pt.first_copy);
     pt.done = true;
     --call.remaining;
     ++acc_.churn.tiles_at_ps;

@@ -22,6 +22,7 @@ int32_t tile_policy::take_over(const std::vector<policy_tile>& tiles, size_t t) 
   for (const auto& d : devices_) {
     if (d.memory_bytes < tile.working_set) continue;
     if (std::find(tile.holders.begin(), tile.holders.end(), d.id) != tile.holders.end()) continue;
+    if (std::find(tile.excluded.begin(), tile.excluded.end(), d.id) != tile.excluded.end()) continue;
     const auto it = load.find(d.id);
     const size_t l = it == load.end() ? 0 : it->second;
     if (best < 0 || l < best_load) {
@@ -49,6 +50,8 @@ std::vector<std::pair<size_t, int32_t>> tile_policy::speculate(
     const auto& pt = tiles[i];
     if (pt.done || pt.speculated || pt.holders.empty()) continue;
     if ((*next_idle)->memory_bytes < pt.working_set) continue;
+    if (std::find(pt.excluded.begin(), pt.excluded.end(), (*next_idle)->id) != pt.excluded.end())
+      continue;
     copies.emplace_back(i, (*next_idle++)->id);
   }
   return copies;

@@ -20,6 +20,7 @@ struct policy_device {
 struct policy_tile {
   uint64_t working_set = 0;      // bytes a device must hold to compute it
   std::vector<int32_t> holders;  // devices working on it now
+  std::vector<int32_t> excluded; // devices that must not take it (refused, or already answered it)
   bool done = false;
   bool speculated = false;       // already has a speculative copy
 };
@@ -29,16 +30,16 @@ class tile_policy {
   // The devices the engine may use, in any order.
   explicit tile_policy(std::vector<policy_device> devices);
 
-  // Who takes over tiles[t]: among devices that can hold it and are not
-  // already on it, the one with the fewest unfinished tiles of this GEMM,
+  // Who takes over tiles[t]: among devices that can hold it, are not
+  // already on it and are not excluded from it, the one with the fewest unfinished tiles of this GEMM,
   // ties to the lowest id. -1 when none can (the PS computes it).
   int32_t take_over(const std::vector<policy_tile>& tiles, size_t t) const;
 
   // Speculative copies for a GEMM running late: (tile, device) pairs. Idle
   // devices (on no unfinished tile) that can hold the first unfinished
   // tile, in id order, each take the next unfinished tile that is held
-  // elsewhere, has no copy yet and fits the device; a tile that does not
-  // fit the next idle device is passed over.
+  // elsewhere, has no copy yet, fits the device and does not exclude it; a
+  // tile the next idle device cannot take is passed over.
   std::vector<std::pair<size_t, int32_t>> speculate(const std::vector<policy_tile>& tiles) const;
 
  private:
