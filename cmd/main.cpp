@@ -85,6 +85,11 @@ int main(int argc, char** argv) {
   if ((!cfg.churn.empty() || cfg.churn_rate > 0) && cfg.role != "all")
     return usage_error("--churn and --churn-rate emulate churn in the in-process fleet (--role=all); "
                        "kill real device processes instead");
+  if (!cfg.byzantine.empty() && (cfg.role != "all" || (cfg.devices == 0 && cfg.fleet.empty())))
+    return usage_error("--byzantine gives lies to the in-process fleet (--role=all with --devices or --fleet); "
+                       "a device process takes --lie");
+  if (!cfg.lie.empty() && cfg.role != "device")
+    return usage_error("--lie is for --role=device (tests only); the in-process fleet takes --byzantine=FILE");
   if (!(cfg.speculate >= 0)) return usage_error("--speculate must be >= 0");
   if (!(cfg.suspect_phi > 0 && cfg.dead_phi > cfg.suspect_phi))
     return usage_error("--suspect-phi must be positive and below --dead-phi");
