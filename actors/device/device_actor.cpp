@@ -141,8 +141,10 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
   if (!opts.lies.empty()) {
     st.lies = std::make_shared<liar>(opts.lies, opts.lie_seed, std::max(opts.fleet_index, 0));
     // What it told, when it goes: a run's log then says how much verification had to catch.
-    self->attach_functor([l = st.lies, index = opts.fleet_index] {
-      spdlog::info("lying device (fleet index {}): told {} lies ({})", index, l->told(), l->summary());
+    const std::string who = opts.fleet_index >= 0 ? "emulated device " + std::to_string(opts.fleet_index)
+                                                   : std::string{"this device"};
+    self->attach_functor([l = st.lies, who] {
+      spdlog::info("{} told {} lies ({})", who, l->told(), l->summary());
     });
   }
   self->set_down_handler([=](const caf::down_msg& msg) {

@@ -104,7 +104,7 @@ printf '{"liars": [{"device": 1, "lies": [{"kind": "scale", "rate": 0.5}]}]}' > 
 out=$("$CLEAVE" --devices=2 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --hidden=64 --steps=3 \
         --byzantine="$WORK/byz.json" 2>&1) || fail "--byzantine run failed: $out"
 [[ $out == *"--byzantine: 1 of 2 emulated devices lie: 1 (scale)"* ]] || fail "--byzantine not logged: $out"
-[[ $out =~ "lying device (fleet index 1): told "[1-9][0-9]*" lies (scale "[1-9] ]] \
+[[ $out =~ "emulated device 1 told "[1-9][0-9]*" lies (scale "[1-9] ]] \
   && echo "ok: a --byzantine device told its lies" || fail "the liar told no lies: $out"
 
 # --help explains every flag and exits 0.
