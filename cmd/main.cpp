@@ -85,6 +85,11 @@ int main(int argc, char** argv) {
   if ((!cfg.churn.empty() || cfg.churn_rate > 0) && cfg.role != "all")
     return usage_error("--churn and --churn-rate emulate churn in the in-process fleet (--role=all); "
                        "kill real device processes instead");
+  if (!cfg.byzantine.empty() && (cfg.role != "all" || (cfg.devices == 0 && cfg.fleet.empty())))
+    return usage_error("--byzantine gives lies to the in-process fleet (--role=all with --devices or --fleet); "
+                       "a device process takes --lie");
+  if (!cfg.lie.empty() && cfg.role != "device")
+    return usage_error("--lie is for --role=device (tests only); the in-process fleet takes --byzantine=FILE");
   if (!(cfg.speculate >= 0)) return usage_error("--speculate must be >= 0");
   if (!(cfg.replicate >= 0 && cfg.replicate <= 1)) return usage_error("--replicate must be in [0, 1]");
   if (cfg.quarantine_after < 1) return usage_error("--quarantine-after must be at least 1");

@@ -65,6 +65,8 @@ cleave_config::cleave_config() {
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)")
     .add(churn, "churn", "--role=all: churn schedule file (JSON, see README)")
     .add(churn_rate, "churn-rate", "--role=all: random churn events per step, drawn from --seed")
+    .add(byzantine, "byzantine", "--role=all with a fleet: file naming emulated devices that corrupt results (JSON, see README; tests only)")
+    .add(lie, "lie", "--role=device: corrupt results on purpose, KIND:RATE[:SIZE],... (tests only)")
     .add(speculate, "speculate", "copy a GEMM's unfinished tiles to idle devices past this x its predicted time (default 3, 0: off)")
     .add(replicate, "replicate", "fraction of tiles also computed by a second device and compared element by element (default 0)")
     .add(quarantine_after, "quarantine-after", "refused results (failed checks) before a device is quarantined (default 3)")

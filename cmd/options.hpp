@@ -73,6 +73,9 @@ class cleave_config : public caf::actor_system_config {
   // churn and recovery
   std::string churn;           // --role=all: churn schedule file
   double churn_rate = 0;       // --role=all: random churn events per step (with --seed)
+  // fault injection (tests of the PS's verification; never on by default)
+  std::string byzantine;       // --role=all: which emulated devices lie, and how (JSON file)
+  std::string lie;             // --role=device: KIND:RATE[:SIZE],... this device's lies
   double speculate = 3;        // copies of straggling tiles past this x the predicted time (0: off)
   double replicate = 0;        // fraction of tiles also computed by a second device and compared
   int quarantine_after = 3;    // refused results before a device gets no more tiles

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/churn/churn_actor.hpp"
+#include "actors/device/byzantine_file.hpp"
 #include "actors/device/device_actor.hpp"
 #include "cmd/roles.hpp"
 #include "cmd/training_run.hpp"
@@ -54,6 +55,12 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   auto fleet = in_process_fleet(cfg);
   if (!fleet) return usage_error(describe(fleet.error()));
   const int n = static_cast<int>(fleet->size());
+  byzantine_fleet liars;
+  if (!cfg.byzantine.empty()) {
+    auto read = byzantine_from_file(cfg.byzantine, n);
+    if (!read) return usage_error(describe(read.error()));
+    liars = std::move(*read);
+  }
   // The fleet's tiles run on the scheduler's threads; one GEMM thread each.
   set_gemm_threads(1);
   caf::actor_system sys{cfg};
@@ -66,6 +73,10 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
     device_options dopt = base;
     dopt.profile = (*fleet)[static_cast<size_t>(i)];
     dopt.fleet_index = i;
+    if (auto it = liars.find(i); it != liars.end()) {
+      dopt.lies = it->second;
+      dopt.lie_seed = static_cast<uint64_t>(cfg.seed);
+    }
     children.push_back({device_name(i),
                         [dopt](caf::local_actor* sup) {
                           return sup->spawn(device_actor, dopt, registered(sup->system(), "planner"));
@@ -90,6 +101,7 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
     return runtime_error(describe(console.error()));
   }
   spdlog::info("in-process fleet: {} emulated devices", n);
+  if (!cfg.byzantine.empty()) spdlog::info("--byzantine: {}", describe_byzantine(liars, n));
   fleet_run run;
   run.planner = registered(sys, "planner");
   run.devices = n;

@@ -84,6 +84,12 @@ caf::error prepare_enrolment(const cleave_config& cfg, edge_link_options& lopt) 
 }  // namespace
 
 int run_device(cleave_config& cfg, int threads) {
+  std::vector<lie> lies;
+  if (!cfg.lie.empty()) {
+    auto parsed = parse_lies(cfg.lie);
+    if (!parsed) return usage_error("--lie=" + cfg.lie + ": " + describe(parsed.error()));
+    lies = std::move(*parsed);
+  }
   auto endpoint = parse_endpoint(cfg.connect, "connect", false);
   if (!endpoint) return usage_error(describe(endpoint.error()));
   auto profile = preset_profile(cfg.profile.empty() ? "vm" : cfg.profile);
@@ -94,6 +100,11 @@ int run_device(cleave_config& cfg, int threads) {
   dopt.profile = *profile;
   dopt.paced = false;  // a real device is as fast as it is
   dopt.heartbeat_seconds = cfg.heartbeat;
+  if (!lies.empty()) {
+    spdlog::warn("this device corrupts results on purpose (--lie={})", cfg.lie);
+    dopt.lies = std::move(lies);
+    dopt.lie_seed = static_cast<uint64_t>(cfg.seed);
+  }
   edge_link_options lopt;
   lopt.host = endpoint->first;
   lopt.port = endpoint->second;

@@ -99,6 +99,9 @@ void run_task(device_actor_ptr self, tile_task& task, const caf::actor& to) {
   } else {
     res.busy_seconds = std::chrono::duration_cast<seconds_d>(now - start).count();
   }
+  if (s.lies && s.lies->apply(res))
+    spdlog::debug("device {}: lying about step {}, gemm {}, tile {}", s.id, res.key.step,
+                  res.key.gemm, res.key.tile);
   answer(self, to, std::move(res), delay);
 }
 
@@ -136,6 +139,15 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
                          : std::min<uint64_t>(opts.profile.memory_bytes / 2, uint64_t{1} << 30);
   st.cache = block_cache{cap};
   st.busy_until = caf::make_timestamp();
+  if (!opts.lies.empty()) {
+    st.lies = std::make_shared<liar>(opts.lies, opts.lie_seed, std::max(opts.fleet_index, 0));
+    // What it told, when it goes: a run's log then says how much verification had to catch.
+    const std::string who = opts.fleet_index >= 0 ? "emulated device " + std::to_string(opts.fleet_index)
+                                                   : std::string{"this device"};
+    self->attach_functor([l = st.lies, who] {
+      spdlog::info("{} told {} lies ({})", who, l->told(), l->summary());
+    });
+  }
   self->set_down_handler([=](const caf::down_msg& msg) {
     auto& s = self->state;
     if (msg.source != s.planner.address()) return;

@@ -12,10 +12,13 @@
 // over the device edge's frames; the actor does not know the difference.
 
 #include <functional>
+#include <memory>
+#include <vector>
 
 #include <caf/all.hpp>
 
 #include "actors/device/block_cache.hpp"
+#include "actors/device/lies.hpp"
 #include "schema/messages.hpp"
 
 namespace cleave {
@@ -29,6 +32,10 @@ struct device_options {
   // In-process fleets: finds the planner's successor after a restart (the
   // registry's "planner"); without it a device leaves with its planner.
   std::function<caf::actor()> find_planner;
+  // Fault injection, for testing the PS's verification (lies.hpp): empty is
+  // an honest device. The liar's draws are seeded from (lie_seed, fleet_index).
+  std::vector<lie> lies;
+  uint64_t lie_seed = 0;
 };
 
 struct device_state {
@@ -42,6 +49,9 @@ struct device_state {
   bool hung = false;          // emulated churn: silent, no heartbeats, no answers
   double slowdown = 1;        // emulated churn: paced times multiplied by this
   bool crash_on_task = false;  // emulated churn: die on receiving the next tile
+  // Set only when opts.lies is not empty. Shared with the exit hook that
+  // logs what it told, which runs after the state is gone.
+  std::shared_ptr<cleave::liar> lies;
   static inline const char* name = "cleave.device";
 };
 

@@ -132,6 +132,10 @@ void text() {
   {"step": 3, "action": "slow", "device": 5, "factor": 8},
   {"step": 4, "action": "join", "profile": "fast"},
   {"step": 5, "action": "crash", "device": 6}]})");
+  seed("byzantine", "liars", std::string(1, 8) + R"({"liars": [
+  {"device": 3, "lies": [{"kind": "element", "rate": 0.5, "size": 1.0}, {"kind": "stale", "rate": 1}]},
+  {"device": 7, "lies": [{"kind": "nan", "rate": 0.2}, {"kind": "row"}, {"kind": "scale", "size": 2},
+                         {"kind": "shape", "rate": 0.1}]}]})");
   seed("http_head", "get", "GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\n\r\n");
   seed("http_head", "status_query", "GET /status?pretty=1 HTTP/1.0\r\n\r\n");
   seed("http_head", "partial", "POST /status HTTP/1.1\r\nContent-Length: 3\r\n");
