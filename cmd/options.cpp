@@ -69,6 +69,7 @@ cleave_config::cleave_config() {
     .add(lie, "lie", "--role=device: corrupt results on purpose, KIND:RATE[:SIZE],... (tests only)")
     .add(speculate, "speculate", "copy a GEMM's unfinished tiles to idle devices past this x its predicted time (default 3, 0: off)")
     .add(replicate, "replicate", "fraction of tiles also computed by a second device and compared element by element (default 0)")
+    .add(trust_results, "trust-results", "take device results without Freivalds' test (shape and NaN are still checked)")
     .add(quarantine_after, "quarantine-after", "refused results (failed checks) before a device is quarantined (default 3)")
     .add(suspect_phi, "suspect-phi", "detector: phi at which a device is suspected (default 3)")
     .add(dead_phi, "dead-phi", "detector: phi at which a device is declared dead (default 8)")

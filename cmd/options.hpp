@@ -78,6 +78,7 @@ class cleave_config : public caf::actor_system_config {
   std::string lie;             // --role=device: KIND:RATE[:SIZE],... this device's lies
   double speculate = 3;        // copies of straggling tiles past this x the predicted time (0: off)
   double replicate = 0;        // fraction of tiles also computed by a second device and compared
+  bool trust_results = false;  // skip Freivalds' test (a fleet one owns; measuring its cost)
   int quarantine_after = 3;    // refused results before a device gets no more tiles
   double suspect_phi = 3;      // detector: suspicion level at which a device is suspected
   double dead_phi = 8;         // detector: ... and declared dead

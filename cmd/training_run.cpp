@@ -146,6 +146,7 @@ int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train
   eopts.tile_timeout_seconds = cfg.tile_timeout;
   eopts.speculate_factor = cfg.speculate;
   eopts.replicate = cfg.replicate;
+  eopts.trust_results = cfg.trust_results;
   eopts.trust.quarantine_after = cfg.quarantine_after;
   eopts.stop_on_failure = cfg.failure_policy == "restart";
   eopts.find_planner = run.find_planner;

@@ -32,7 +32,7 @@ struct tile_case {
   int64_t m = 0, n = 0, k = 0;
   std::vector<float> c;
   std::vector<double> r;
-  a_digest ad;
+  a_digest ad;  // for the element tolerance
   b_digest bd;
 
   stored_block a_block() const { return {a.data(), a.rows(), a.cols(), a.cols(), ta}; }
@@ -54,7 +54,7 @@ struct tile_case {
   }
 
   verdict check(const std::vector<float>& result, const freivalds& f = freivalds{}) const {
-    return f.check(result.data(), m, n, a_block(), ad, bd, r.data());
+    return f.check(result.data(), m, n, a_block(), bd, r.data());
   }
 };
 
@@ -118,9 +118,32 @@ TEST(freivalds, every_kind_of_wrong_result_is_refused) {
 TEST(freivalds, operands_that_overflowed_are_not_judged) {
   tile_case t(8, 8, 16, false, false, 2);
   t.a[3] = INFINITY;
-  const auto ad = freivalds::digest_a(t.a_block());
-  const verdict v = freivalds{}.check(t.c.data(), t.m, t.n, t.a_block(), ad, t.bd, t.r.data());
-  EXPECT_FALSE(v.checked);
+  EXPECT_FALSE(t.check(t.c).checked);
+}
+
+TEST(freivalds, tiles_sharing_a_block_of_a_are_checked_together) {
+  // op(A) (64 x 256) times op(B) (256 x 96), cut into three column tiles.
+  const tile_case whole(64, 96, 256, true, false, 31);
+  const freivalds f;
+  auto sums_of = [&](const std::vector<float>& c) {
+    row_sums sums(64, 256);
+    for (int64_t j0 : {0, 32, 64}) {
+      std::vector<float> tile(64 * 32);
+      for (int64_t i = 0; i < 64; ++i)
+        for (int64_t j = 0; j < 32; ++j) tile[i * 32 + j] = c[i * 96 + j0 + j];
+      const stored_block b{whole.b.data() + j0, 256, 32, 96, false};
+      sums.add(tile.data(), 32, whole.r.data() + j0, freivalds::digest_b(b, whole.r.data() + j0));
+    }
+    return sums;
+  };
+  const verdict good = f.check(whole.a_block(), sums_of(whole.c));
+  EXPECT_TRUE(good.checked);
+  EXPECT_TRUE(good.passed) << good.worst_ratio;
+  auto bad = whole.c;
+  bad[10 * 96 + 70] += 1.0f;  // in the third tile
+  const verdict v = f.check(whole.a_block(), sums_of(bad));
+  EXPECT_FALSE(v.passed);
+  EXPECT_EQ(v.worst_row, 10);
 }
 
 TEST(freivalds, the_signs_are_balanced_and_differ_between_draws) {

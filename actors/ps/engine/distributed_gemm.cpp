@@ -98,7 +98,7 @@ void distributed_gemm::on_planner_lost(std::vector<gemm_call>& calls) {
   sent_.clear();
   for (auto& call : calls)
     for (auto& pt : call.tiles) {
-      if (pt.done) continue;
+      if (pt.done || pt.arrived) continue;
       pt.holders.clear();
       ++acc_.churn.tiles_reassigned;
       reassign(call, pt);
@@ -141,7 +141,7 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
     for (const auto& call : calls) n += call.remaining;
     return n;
   };
-  for (auto& call : calls) compute_unheld(call);
+  for (auto& call : calls) compute_unheld(call, calls);
   while (remaining() > 0) {
     const double deadline = std::min(last_progress + opts_.tile_timeout_seconds,
                                       speculated ? std::numeric_limits<double>::infinity()
@@ -151,27 +151,16 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
     self_->receive(
       [&](tile_result& r) {
         auto [call, pt] = find(r.key);
-        if (pt == nullptr || pt->done) {
+        if (pt == nullptr || pt->done || pt->arrived) {
           spdlog::debug("dropping late or duplicate result step {} gemm {} tile {} from {}",
                         r.key.step, r.key.gemm, r.key.tile, r.device);
           return;
         }
-        switch (take(*call, *pt, r, calls)) {
-          case taken::done:
-            --call->remaining;
-            last_progress = seconds_now();
-            fold_ready(*call, r.key.tile);
-            break;
-          case taken::held:  // a replicated tile's first copy: the second is on its way
-            last_progress = seconds_now();
-            break;
-          case taken::refused:
-            break;
-        }
+        if (take(*call, r.key.tile, r, calls)) last_progress = seconds_now();
       },
       [&](tile_miss& m) {
         auto [call, pt] = find(m.key);
-        if (pt == nullptr || pt->done || !fleet_.has(m.device)) return;
+        if (pt == nullptr || pt->done || pt->arrived || !fleet_.has(m.device)) return;
         if (std::find(pt->holders.begin(), pt->holders.end(), m.device) == pt->holders.end())
           return;
         sent_[m.device].clear();  // its cache is not what we thought
@@ -198,7 +187,7 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
       for (auto& call : calls)
         if (call.remaining > 0) speculate(call);
     }
-    for (auto& call : calls) compute_unheld(call);
+    for (auto& call : calls) compute_unheld(call, calls);
   }
   // One recovery per batch: from its first failure until all its products are done.
   double failed_at = std::numeric_limits<double>::infinity();
@@ -263,6 +252,15 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
     call.folds.emplace(blocks, job.c.rows, job.c.cols, job.beta);
     call.folds->prepare(job.c);
     call.signs = freivalds::draw_signs(job.c.cols, secret_);
+    std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, size_t> group_of;  // by A's block
+    for (size_t i = 0; i < call.tiles.size(); ++i) {
+      const tile& t = call.tiles[i].where.t;
+      auto [g, fresh] = group_of.try_emplace({t.m0, t.m1, t.k0, t.k1}, call.groups.size());
+      if (fresh) call.groups.emplace_back();
+      call.tiles[i].group = g->second;
+      call.groups[g->second].tiles.push_back(i);
+      ++call.groups[g->second].open;
+    }
     for (size_t i = 0; i < call.tiles.size(); ++i) {
       auto& pt = call.tiles[i];
       const tile& t = pt.where.t;

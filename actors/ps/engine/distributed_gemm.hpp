@@ -65,6 +65,10 @@ struct engine_options {
   // tiles is also computed by a second device and the two compared
   // element by element, which sees changes too small for the check.
   double replicate = 0;
+  // Results are taken without Freivalds' test (shape and finiteness are
+  // still checked): for a fleet the operator owns, and for measuring
+  // what the test costs.
+  bool trust_results = false;
   reputation_options trust;
 };
 
@@ -130,8 +134,23 @@ class distributed_gemm final : public gemm_engine<float> {
     int32_t first_device = -1;  // a replicated tile's first verified copy and who sent it
     std::vector<float> first_copy;
     bool speculated = false;
+    // Its result is in `result`, awaiting its check group's verdict.
+    bool arrived = false;
+    int32_t answered_by = -1;
+    size_t group = 0;  // its check group: the tiles sharing its block of A
     bool done = false;
     std::vector<float> result;
+  };
+
+  // Tiles sharing a block of A are checked together (freivalds.hpp) once
+  // all of them arrived or were done otherwise; a refusal is narrowed to
+  // its tile by checking them one by one, and from then on the group's
+  // results are checked one by one as they come.
+  struct check_group {
+    std::vector<size_t> tiles;
+    size_t open = 0;  // tiles neither arrived nor done
+    bool judged = false;
+    std::optional<row_sums> sums;
   };
 
   // Keys of the blocks this GEMM call has hashed (a block shared by a row or
@@ -156,12 +175,9 @@ class distributed_gemm final : public gemm_engine<float> {
     // The secret signs its results are checked with, over C's columns, and
     // what the check keeps of each operand block (by stored coordinates).
     std::vector<double> signs;
-    std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, a_digest> a_digests;
     std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, b_digest> b_digests;
+    std::vector<check_group> groups;
   };
-
-  // What became of a result.
-  enum class taken { refused, held, done };
 
   // The problem the planner sees for an m x n product with inner dimension k.
   gemm_problem problem_of(gemm_tag tag, int64_t m, int64_t n, int64_t k) const;
@@ -170,7 +186,7 @@ class distributed_gemm final : public gemm_engine<float> {
   void on_planner_lost(std::vector<gemm_call>& calls);
   void wait_for(std::vector<gemm_call>& calls, double predicted_seconds);
   void speculate(gemm_call& call);
-  void compute_unheld(gemm_call& call);
+  void compute_unheld(gemm_call& call, std::vector<gemm_call>& calls);
   tile_policy policy() const;
   static std::vector<policy_tile> policy_view(const gemm_call& call);
   uint32_t gemm_id(uint32_t seq) const { return seq * opts_.shards + opts_.shard; }
@@ -189,20 +205,30 @@ class distributed_gemm final : public gemm_engine<float> {
   // snapshot if they are not there yet) or only its key.
   static operand cut(gemm_call& call, const block_ref& ref, bool with_data);
   void send_task(gemm_call& call, pending_tile& p, int32_t dev, bool with_all_data);
-  // Checks a result and, when it is good, keeps it: done, or held until a
-  // replicated tile's second copy comes. A refusal strikes the device.
-  taken take(gemm_call& call, pending_tile& p, tile_result& r, std::vector<gemm_call>& calls);
-  // Freivalds' test of `result` as tile p of the call.
+  // Checks a result's form and takes it into its check group (or checks it
+  // alone, or as one of a replicated tile's copies). False when refused.
+  bool take(gemm_call& call, size_t i, tile_result& r, std::vector<gemm_call>& calls);
+  // A group whose tiles have all come: checked together, and narrowed to
+  // the tiles at fault when the sum is refused.
+  void judge(gemm_call& call, check_group& g, std::vector<gemm_call>& calls);
+  // Freivalds' test of `result` as tile p of the call, alone.
   verdict check(gemm_call& call, const pending_tile& p, const std::vector<float>& result);
+  const b_digest& b_digest_of(gemm_call& call, const pending_tile& p);
   // Two verified copies of a replicated tile: equal within rounding, or the
   // PS computes the tile and strikes the copy that differs from it.
   void settle_copies(gemm_call& call, pending_tile& p, int32_t second, std::vector<float> result,
                      std::vector<gemm_call>& calls);
-  // A refused result: the device's reputation drops; past the threshold it
+  // A result refused from `device`: counted, the tile moved, the device struck.
+  void refuse(gemm_call& call, pending_tile& p, int32_t device, const std::string& why,
+              bool strikes, std::vector<gemm_call>& calls);
+  // A refused result's device: its reputation drops; past the threshold it
   // is quarantined, the planner told and its tiles moved.
   void strike(int32_t device, const std::string& why, std::vector<gemm_call>& calls);
   // The device gave its answer (or was refused) for p: it no longer holds it.
   void release(gemm_call& call, pending_tile& p, int32_t device);
+  // Tile i's result is final: counted, folded into C, and its group judged
+  // when it was the last the group waited for.
+  void finish(gemm_call& call, size_t i, std::vector<gemm_call>& calls);
   // Tile p computed here, on one thread like a device.
   std::vector<float> compute_here(const gemm_call& call, const pending_tile& p);
   stored_block block_of(const gemm_call& call, const block_ref& ref) const;

@@ -39,21 +39,20 @@ stored_block distributed_gemm::block_of(const gemm_call& call, const block_ref& 
           call.in.transposed(ref.which)};
 }
 
+const b_digest& distributed_gemm::b_digest_of(gemm_call& call, const pending_tile& p) {
+  auto [it, fresh] = call.b_digests.try_emplace({p.b.r0, p.b.r1, p.b.c0, p.b.c1});
+  if (fresh) it->second = freivalds::digest_b(block_of(call, p.b), call.signs.data() + p.where.t.n0);
+  return it->second;
+}
+
 verdict distributed_gemm::check(gemm_call& call, const pending_tile& p,
                                 const std::vector<float>& result) {
   const auto t0 = clock_type::now();
   // The operands are the live ones: no product of the batch writes them
   // while its tiles are in flight.
-  const stored_block a = block_of(call, p.a);
-  const stored_block b = block_of(call, p.b);
   const tile& t = p.where.t;
-  const double* r = call.signs.data() + t.n0;
-  auto [ai, a_new] = call.a_digests.try_emplace({p.a.r0, p.a.r1, p.a.c0, p.a.c1});
-  if (a_new) ai->second = freivalds::digest_a(a);
-  auto [bi, b_new] = call.b_digests.try_emplace({p.b.r0, p.b.r1, p.b.c0, p.b.c1});
-  if (b_new) bi->second = freivalds::digest_b(b, r);
-  const verdict v = checker_.check(result.data(), t.m1 - t.m0, t.n1 - t.n0, a, ai->second,
-                                   bi->second, r);
+  const verdict v = checker_.check(result.data(), t.m1 - t.m0, t.n1 - t.n0, block_of(call, p.a),
+                                   b_digest_of(call, p), call.signs.data() + t.n0);
   acc_.verify.seconds += seconds_since(t0);
   return v;
 }
@@ -62,13 +61,43 @@ void distributed_gemm::release(gemm_call& call, pending_tile& p, int32_t device)
   if (std::find(p.excluded.begin(), p.excluded.end(), device) == p.excluded.end())
     p.excluded.push_back(device);
   const auto h = std::find(p.holders.begin(), p.holders.end(), device);
-  if (h == p.holders.end()) return;
-  p.holders.erase(h);
+  if (h != p.holders.end()) p.holders.erase(h);
   if (p.holders.empty()) reassign(call, p);
 }
 
-distributed_gemm::taken distributed_gemm::take(gemm_call& call, pending_tile& p, tile_result& r,
-                                               std::vector<gemm_call>& calls) {
+void distributed_gemm::refuse(gemm_call& call, pending_tile& p, int32_t device,
+                              const std::string& why, bool strikes,
+                              std::vector<gemm_call>& calls) {
+  ++acc_.refused;
+  ++acc_.devices[device].refused;
+  spdlog::warn("refusing result {} for step {} gemm {} tile {} from device {}", why, p.key.step,
+               p.key.gemm, p.key.tile, device);
+  if (p.arrived) {  // held for its group: the group waits for it again
+    p.arrived = false;
+    std::vector<float>().swap(p.result);
+    ++call.groups[p.group].open;
+  }
+  release(call, p, device);
+  if (strikes) strike(device, why, calls);
+}
+
+void distributed_gemm::finish(gemm_call& call, size_t i, std::vector<gemm_call>& calls) {
+  auto& p = call.tiles[i];
+  const bool was_open = !p.arrived;
+  p.arrived = false;
+  p.done = true;
+  p.holders.clear();
+  --call.remaining;
+  fold_ready(call, i);
+  if (!was_open) return;
+  auto& g = call.groups[p.group];
+  --g.open;
+  judge(call, g, calls);
+}
+
+bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
+                            std::vector<gemm_call>& calls) {
+  auto& p = call.tiles[i];
   const tile& t = p.where.t;
   const int64_t rows = t.m1 - t.m0;
   const int64_t cols = t.n1 - t.n0;
@@ -84,57 +113,102 @@ distributed_gemm::taken distributed_gemm::take(gemm_call& call, pending_tile& p,
     problem = "a second time from the same device";
   const bool counts_against = problem.empty();
   if (counts_against) {
-    if (r.rows != rows || r.cols != cols || static_cast<int64_t>(r.data.size()) != rows * cols) {
+    if (r.rows != rows || r.cols != cols || static_cast<int64_t>(r.data.size()) != rows * cols)
       problem = "of the wrong shape";
-    } else if (!all_finite(r.data)) {
+    else if (!all_finite(r.data))
       problem = "containing NaN or infinity";
-    } else {
-      const verdict v = check(call, p, r.data);
-      if (!v.checked)
-        ++acc_.verify.unverifiable;
-      else if (v.passed)
-        ++acc_.verify.tiles_verified;
-      else
-        problem = fmt::format("that failed verification (row {} off by {:.3g} times its tolerance)",
-                              v.worst_row, v.worst_ratio);
-    }
   }
   if (!problem.empty()) {
-    ++acc_.refused;
-    ++acc_.devices[from].refused;
-    spdlog::warn("refusing result {} for step {} gemm {} tile {} from device {}", problem,
-                 r.key.step, r.key.gemm, r.key.tile, from);
-    release(call, p, from);
-    if (counts_against) strike(from, problem, calls);
-    return taken::refused;
+    refuse(call, p, from, problem, counts_against, calls);
+    return false;
   }
-  trust_.passed(from);
   auto& acct = acc_.devices[from];
   ++acct.tiles;
   acct.bytes_up += r.data.size() * sizeof(float);
   acct.cache_hits += r.cache_hits;
   acct.busy_seconds += r.busy_seconds;
   acct.flops += static_cast<double>(t.flops());
+  auto& g = call.groups[p.group];
+  if (!opts_.trust_results && p.copies_wanted == 1 && !g.judged) {
+    // Into its group's sums; the verdict comes when the group is complete.
+    const auto t0 = clock_type::now();
+    if (!g.sums) g.sums.emplace(rows, t.k1 - t.k0);
+    g.sums->add(r.data.data(), cols, call.signs.data() + t.n0, b_digest_of(call, p));
+    acc_.verify.seconds += seconds_since(t0);
+    p.result = std::move(r.data);
+    p.arrived = true;
+    p.answered_by = from;
+    p.holders.clear();  // a copy still running elsewhere is no longer needed
+    --g.open;
+    judge(call, g, calls);
+    return true;
+  }
+  if (!opts_.trust_results) {
+    const verdict v = check(call, p, r.data);
+    if (v.checked && !v.passed) {
+      refuse(call, p, from,
+             fmt::format("that failed verification (row {} off by {:.3g} times its tolerance)",
+                         v.worst_row, v.worst_ratio),
+             true, calls);
+      return false;
+    }
+    ++(v.checked ? acc_.verify.tiles_verified : acc_.verify.unverifiable);
+    trust_.passed(from);
+  }
   if (p.copies_wanted > 1 && p.first_device < 0) {
     p.first_device = from;
     p.first_copy = std::move(r.data);
     release(call, p, from);  // the second copy goes to a device other than this one
-    return taken::held;
+    return true;
   }
-  if (p.first_device >= 0) {
+  if (p.first_device >= 0)
     settle_copies(call, p, from, std::move(r.data), calls);
-  } else {
+  else
     p.result = std::move(r.data);
+  finish(call, i, calls);
+  return true;
+}
+
+void distributed_gemm::judge(gemm_call& call, check_group& g, std::vector<gemm_call>& calls) {
+  if (g.open > 0 || g.judged || !g.sums) return;
+  g.judged = true;
+  std::vector<size_t> arrived;
+  for (size_t j : g.tiles)
+    if (call.tiles[j].arrived) arrived.push_back(j);
+  const auto t0 = clock_type::now();
+  const verdict v = checker_.check(block_of(call, call.tiles[g.tiles.front()].a), *g.sums);
+  acc_.verify.seconds += seconds_since(t0);
+  g.sums.reset();
+  if (!v.checked || v.passed) {
+    (v.checked ? acc_.verify.tiles_verified : acc_.verify.unverifiable) += arrived.size();
+    for (size_t j : arrived) {
+      trust_.passed(call.tiles[j].answered_by);
+      finish(call, j, calls);
+    }
+    return;
   }
-  p.done = true;
-  return taken::done;
+  // The sum is wrong in row v.worst_row: find the tiles at fault.
+  for (size_t j : arrived) {
+    auto& p = call.tiles[j];
+    const verdict alone = check(call, p, p.result);
+    if (alone.checked && !alone.passed) {
+      refuse(call, p, p.answered_by,
+             fmt::format("that failed verification (row {} off by {:.3g} times its tolerance)",
+                         alone.worst_row, alone.worst_ratio),
+             true, calls);
+      continue;
+    }
+    ++acc_.verify.tiles_verified;
+    trust_.passed(p.answered_by);
+    finish(call, j, calls);
+  }
 }
 
 void distributed_gemm::settle_copies(gemm_call& call, pending_tile& p, int32_t second,
                                      std::vector<float> result, std::vector<gemm_call>& calls) {
   const tile& t = p.where.t;
-  const auto& ad = call.a_digests.at({p.a.r0, p.a.r1, p.a.c0, p.a.c1});
-  const auto& bd = call.b_digests.at({p.b.r0, p.b.r1, p.b.c0, p.b.c1});
+  const auto ad = freivalds::digest_a(block_of(call, p.a));
+  const auto& bd = b_digest_of(call, p);
   const int64_t rows = t.m1 - t.m0, cols = t.n1 - t.n0, k = t.k1 - t.k0;
   ++acc_.verify.tiles_replicated;
   const auto t0 = clock_type::now();

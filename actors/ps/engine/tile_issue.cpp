@@ -98,7 +98,8 @@ std::vector<policy_tile> distributed_gemm::policy_view(const gemm_call& call) {
   std::vector<policy_tile> out;
   out.reserve(call.tiles.size());
   for (const auto& pt : call.tiles)
-    out.push_back({tile_working_set(pt.where.t), pt.holders, pt.excluded, pt.done, pt.speculated});
+    out.push_back({tile_working_set(pt.where.t), pt.holders, pt.excluded, pt.done || pt.arrived,
+                   pt.speculated});
   return out;
 }
 
@@ -133,26 +134,22 @@ std::vector<float> distributed_gemm::compute_here(const gemm_call& call, const p
   return out;
 }
 
-void distributed_gemm::compute_unheld(gemm_call& call) {
+void distributed_gemm::compute_unheld(gemm_call& call, std::vector<gemm_call>& calls) {
   // Tiles no device holds (none could take them, or they timed out) are
   // computed here, on one thread like a device: Eigen's thread count is
   // process-wide and changes its blocking (so the rounding) of the devices
   // computing the GEMM's other tiles right now. A replicated tile's first
   // copy, if one came, is dropped: the PS's own result needs no second.
-  const auto t0 = clock_type::now();
-  std::vector<size_t> computed;
   for (size_t i = 0; i < call.tiles.size(); ++i) {
     auto& pt = call.tiles[i];
-    if (pt.done || !pt.holders.empty()) continue;
+    if (pt.done || pt.arrived || !pt.holders.empty()) continue;
+    const auto t0 = clock_type::now();
     pt.result = compute_here(call, pt);
+    acc_.totals.ps_compute_seconds += seconds_since(t0);
     std::vector<float>().swap(pt.first_copy);
-    pt.done = true;
-    --call.remaining;
     ++acc_.churn.tiles_at_ps;
-    computed.push_back(i);
+    finish(call, i, calls);
   }
-  acc_.totals.ps_compute_seconds += seconds_since(t0);
-  for (size_t i : computed) fold_ready(call, i);
 }
 
 void distributed_gemm::fold_ready(gemm_call& call, size_t i) {

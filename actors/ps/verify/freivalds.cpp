@@ -32,6 +32,26 @@ double sum_of_squares(const float* x, int64_t n) {
   return s;
 }
 
+// Σ x_i·y_i and Σ |x_i| in one pass, the same way.
+std::pair<double, double> dot_and_magnitude(const float* x, const double* y, int64_t n) {
+  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  double mag[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) {
+      const double v = static_cast<double>(x[i + l]);
+      lane[l] += v * y[i + l];
+      mag[l] += std::fabs(v);
+    }
+  double s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  double m = ((mag[0] + mag[1]) + (mag[2] + mag[3])) + ((mag[4] + mag[5]) + (mag[6] + mag[7]));
+  for (; i < n; ++i) {
+    s += static_cast<double>(x[i]) * y[i];
+    m += std::fabs(static_cast<double>(x[i]));
+  }
+  return {s, m};
+}
+
 // out_i += s·x_i
 void axpy(double s, const float* x, double* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] += s * static_cast<double>(x[i]);
@@ -41,18 +61,24 @@ void add_squares(const float* x, double* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] += static_cast<double>(x[i]) * x[i];
 }
 
-// op(A)·y for A's block: a dot per stored row, or an axpy per stored row
-// when the product uses the transpose. Either way memory is read in order.
-std::vector<double> times(const stored_block& a, const double* y) {
-  std::vector<double> out(static_cast<size_t>(a.op_rows()), 0.0);
+// op(A)·y and the norms of op(A)'s rows, in one pass over the block: a
+// dot per stored row, or an axpy per stored row when the product uses the
+// transpose. Either way memory is read in order.
+void times_with_norms(const stored_block& a, const double* y, std::vector<double>& out,
+                      std::vector<double>& norms) {
+  out.assign(static_cast<size_t>(a.op_rows()), 0.0);
+  norms.assign(static_cast<size_t>(a.op_rows()), 0.0);
   for (int64_t r = 0; r < a.rows; ++r) {
     const float* row = a.data + r * a.ld;
-    if (a.trans)
+    if (a.trans) {
       axpy(y[r], row, out.data(), a.cols);
-    else
+      add_squares(row, norms.data(), a.cols);
+    } else {
       out[static_cast<size_t>(r)] = dot(row, y, a.cols);
+      norms[static_cast<size_t>(r)] = sum_of_squares(row, a.cols);
+    }
   }
-  return out;
+  for (double& x : norms) x = std::sqrt(x);
 }
 
 bool all_finite(const std::vector<double>& v) {
@@ -134,32 +160,49 @@ double freivalds::element_tolerance(int64_t k, double row_norm, double col_norm)
          * row_norm * col_norm;
 }
 
+void row_sums::add(const float* c, int64_t cols, const double* r, const b_digest& bd) {
+  for (size_t i = 0; i < c_r.size(); ++i) {
+    const auto [cr, magnitude_i] = dot_and_magnitude(c + static_cast<int64_t>(i) * cols, r, cols);
+    c_r[i] += cr;
+    magnitude[i] += magnitude_i;
+  }
+  for (size_t k = 0; k < b_r.size() && k < bd.b_r.size(); ++k) b_r[k] += bd.b_r[k];
+  frobenius2 += bd.frobenius * bd.frobenius;
+  columns += cols;
+  finite = finite && bd.finite;
+}
+
 verdict freivalds::check(const float* c, int64_t rows, int64_t cols, const stored_block& a,
-                         const a_digest& ad, const b_digest& bd, const double* r) const {
+                         const b_digest& bd, const double* r) const {
+  row_sums sums(rows, a.op_cols());
+  sums.add(c, cols, r, bd);
+  return check(a, sums);
+}
+
+verdict freivalds::check(const stored_block& a, const row_sums& sums) const {
   verdict v;
-  if (!ad.finite || !bd.finite) return v;  // overflowed operands: nothing can be judged
+  std::vector<double> expected, norms;
+  times_with_norms(a, sums.b_r.data(), expected, norms);
+  if (!sums.finite || !all_finite(norms)) return v;  // overflowed operands: nothing can be judged
   v.checked = true;
   const int64_t k = a.op_cols();
-  const std::vector<double> expected = times(a, bd.b_r.data());
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* row = c + i * cols;
-    const double d = dot(row, r, cols) - expected[static_cast<size_t>(i)];
-    double magnitude = 0;  // Σ_j |c_ij|: what the double dot's own error scales with
-    for (int64_t j = 0; j < cols; ++j) magnitude += std::fabs(static_cast<double>(row[j]));
-    const double tol =
-      row_tolerance(k, cols, ad.row_norms[static_cast<size_t>(i)], bd.frobenius)
-      + static_cast<double>(cols) * double_roundoff * magnitude;
-    // Written so that NaN in the result fails the test.
+  const double frobenius = std::sqrt(sums.frobenius2);
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double d = sums.c_r[i] - expected[i];
+    // Σ_j |c_ij| is what the double dots' own error scales with.
+    const double tol = row_tolerance(k, sums.columns, norms[i], frobenius)
+                       + static_cast<double>(sums.columns) * double_roundoff * sums.magnitude[i];
+    // Written so that NaN in a result fails the test.
     const double ratio = tol > 0 ? std::fabs(d) / tol : (d == 0 ? 0 : std::numeric_limits<double>::infinity());
     if (!(ratio <= 1)) {
       v.passed = false;
-      v.worst_row = i;
+      v.worst_row = static_cast<int64_t>(i);
       v.worst_ratio = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
       return v;
     }
     if (ratio >= v.worst_ratio) {
       v.worst_ratio = ratio;
-      v.worst_row = i;
+      v.worst_row = static_cast<int64_t>(i);
     }
   }
   return v;

@@ -34,6 +34,14 @@
 // it is also below what one float GEMM can promise, and no check on the
 // result alone can tell it from rounding.
 //
+// Tiles that share a block of op(A) (a row of the grid) can be checked
+// together: Σ_t C_t·r_t against op(A)·Σ_t op(B_t)·r_t, which reads the
+// block of A once instead of once per tile. The bound is the same sum of
+// rounding terms, over Σ_t n_t columns and Σ_t ‖op(B_t)‖_F². A refusal
+// then names a row of the group; checking its tiles one by one finds the
+// wrong one. Changes in two tiles of a row cancel only as changes within
+// one tile do: with probability at most 1/2 per row, r being secret.
+//
 // Elementwise (for results computed twice, --replicate): each element of an
 // honest result lies within λ·u·(1+2Ku)·sqrt(2K-1)·‖a_i‖·‖b_j‖ of the exact
 // product by the same argument, so two honest results differ by at most
@@ -71,6 +79,23 @@ struct b_digest {
   bool finite = true;
 };
 
+// What a set of tiles sharing op(A)'s block brought so far: per row of the
+// block, Σ_t (C_t·r_t) and Σ_t Σ_j |c_ij|; and Σ_t op(B_t)·r_t, Σ_t
+// ‖op(B_t)‖_F² and Σ_t n_t.
+struct row_sums {
+  std::vector<double> c_r, magnitude;
+  std::vector<double> b_r;
+  double frobenius2 = 0;
+  int64_t columns = 0;
+  bool finite = true;  // the B blocks' digests were finite
+
+  row_sums(int64_t rows, int64_t k)
+      : c_r(static_cast<size_t>(rows), 0.0), magnitude(static_cast<size_t>(rows), 0.0),
+        b_r(static_cast<size_t>(k), 0.0) {}
+  // Adds tile C (rows x cols, packed) with r's window `r` and its B block's digest.
+  void add(const float* c, int64_t cols, const double* r, const b_digest& bd);
+};
+
 struct verdict {
   bool checked = false;  // false: the operands are not finite, nothing could be judged
   bool passed = true;
@@ -93,7 +118,9 @@ class freivalds {
   // The tile C (rows x cols, row-major, packed) against op(A)·op(B), with
   // `r` the same window digest_b saw.
   verdict check(const float* c, int64_t rows, int64_t cols, const stored_block& a,
-                const a_digest& ad, const b_digest& bd, const double* r) const;
+                const b_digest& bd, const double* r) const;
+  // Tiles sharing op(A)'s block `a`, summed: one pass over the block.
+  verdict check(const stored_block& a, const row_sums& sums) const;
 
   // |d_i| allowed for a row with norm `row_norm`, inner dimension k, n
   // columns and ‖op(B)‖_F = `frobenius`.
