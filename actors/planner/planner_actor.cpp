@@ -117,7 +117,6 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
                    it->second.profile.name, why);
       st.alive.erase(it);
       st.suspected.erase(device);
-      st.quarantined.insert(device);
       ++st.version;
       self->send(st.detector, quarantine_atom::value, device);
       self->send(handle, quarantine_atom::value, why);

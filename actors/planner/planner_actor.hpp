@@ -68,7 +68,6 @@ struct planner_state {
   bool quorum_reached = false;  // min_devices were usable once
   std::map<int32_t, fleet_member> alive;
   std::set<int32_t> suspected;  // alive but left out of plans until they rejoin
-  std::set<int32_t> quarantined;  // alive, but their results failed their checks: never used again
   std::vector<caf::actor> subscribers;  // PS engines: they act on events mid-GEMM
   std::vector<caf::response_promise> waiting_for_fleet;
   static inline const char* name = "cleave.planner";
