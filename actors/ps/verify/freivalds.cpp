@@ -154,6 +154,12 @@ double freivalds::row_tolerance(int64_t k, int64_t n, double row_norm, double fr
   return rounding + own;
 }
 
+double freivalds::check_tolerance(int64_t k, int64_t n, double row_norm, double frobenius,
+                                  double magnitude) const {
+  return row_tolerance(k, n, row_norm, frobenius)
+         + static_cast<double>(n) * double_roundoff * magnitude;
+}
+
 double freivalds::element_tolerance(int64_t k, double row_norm, double col_norm) const {
   const double kk = static_cast<double>(std::max<int64_t>(k, 1));
   return 2 * lambda_ * unit_roundoff * (1 + 2 * kk * unit_roundoff) * std::sqrt(2 * kk - 1)
@@ -190,8 +196,7 @@ verdict freivalds::check(const stored_block& a, const row_sums& sums) const {
   for (size_t i = 0; i < expected.size(); ++i) {
     const double d = sums.c_r[i] - expected[i];
     // Σ_j |c_ij| is what the double dots' own error scales with.
-    const double tol = row_tolerance(k, sums.columns, norms[i], frobenius)
-                       + static_cast<double>(sums.columns) * double_roundoff * sums.magnitude[i];
+    const double tol = check_tolerance(k, sums.columns, norms[i], frobenius, sums.magnitude[i]);
     // Written so that NaN in a result fails the test.
     const double ratio = tol > 0 ? std::fabs(d) / tol : (d == 0 ? 0 : std::numeric_limits<double>::infinity());
     if (!(ratio <= 1)) {

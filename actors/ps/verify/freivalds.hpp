@@ -125,6 +125,10 @@ class freivalds {
   // |d_i| allowed for a row with norm `row_norm`, inner dimension k, n
   // columns and ‖op(B)‖_F = `frobenius`.
   double row_tolerance(int64_t k, int64_t n, double row_norm, double frobenius) const;
+  // What the check allows a row: row_tolerance plus its double dots' own
+  // error, which grows with the row's Σ_j |c_ij| (`magnitude`).
+  double check_tolerance(int64_t k, int64_t n, double row_norm, double frobenius,
+                         double magnitude) const;
   // |c1_ij - c2_ij| allowed between two honest results of the element.
   double element_tolerance(int64_t k, double row_norm, double col_norm) const;
 
