@@ -48,13 +48,21 @@ struct tile_case {
     gemm_local<float>(a.view(), ta, b.view(), tb, {c.data(), m, n, n}, 0.0f);
     set_gemm_threads(1);
     std::mt19937_64 secret(seed * 7 + 3);
-    r = freivalds::draw_signs(n, secret);
+    r = freivalds::draw_probes(n, secret);
     ad = freivalds::digest_a(a_block());
-    bd = freivalds::digest_b(b_block(), r.data());
+    bd = freivalds::digest_b(b_block(), window());
   }
 
+  probe_window window() const { return freivalds::window(r, n, 0); }
   verdict check(const std::vector<float>& result, const freivalds& f = freivalds{}) const {
-    return f.check(result.data(), m, n, a_block(), bd, r.data());
+    return f.check(result.data(), m, n, a_block(), bd, window());
+  }
+  // The larger of the probes' rounding bounds for row i.
+  double tolerance(int64_t i, const freivalds& f = freivalds{}) const {
+    double tol = 0;
+    for (double w2 : bd.weighted2)
+      tol = std::max(tol, f.row_tolerance(k, ad.row_norms[static_cast<size_t>(i)], std::sqrt(w2)));
+    return tol;
   }
 };
 
@@ -89,7 +97,7 @@ TEST(freivalds, a_corruption_above_the_row_tolerance_is_refused) {
   const tile_case t(64, 64, 512, false, false, 5);
   const freivalds f;
   for (int64_t i : {int64_t{0}, int64_t{17}, int64_t{63}}) {
-    const double tol = f.row_tolerance(t.k, t.n, t.ad.row_norms[static_cast<size_t>(i)], t.bd.frobenius);
+    const double tol = t.tolerance(i, f);
     for (int64_t j : {int64_t{0}, int64_t{40}}) {
       auto bad = t.c;
       bad[static_cast<size_t>(i * t.n + j)] += static_cast<float>(1.5 * tol);
@@ -132,7 +140,8 @@ TEST(freivalds, tiles_sharing_a_block_of_a_are_checked_together) {
       for (int64_t i = 0; i < 64; ++i)
         for (int64_t j = 0; j < 32; ++j) tile[i * 32 + j] = c[i * 96 + j0 + j];
       const stored_block b{whole.b.data() + j0, 256, 32, 96, false};
-      sums.add(tile.data(), 32, whole.r.data() + j0, freivalds::digest_b(b, whole.r.data() + j0));
+      const auto w = freivalds::window(whole.r, 96, j0);
+      sums.add(tile.data(), 32, w, freivalds::digest_b(b, w));
     }
     return sums;
   };
@@ -146,19 +155,38 @@ TEST(freivalds, tiles_sharing_a_block_of_a_are_checked_together) {
   EXPECT_EQ(v.worst_row, 10);
 }
 
-TEST(freivalds, the_signs_are_balanced_and_differ_between_draws) {
+TEST(freivalds, the_probes_are_balanced_bounded_and_differ_between_draws) {
   std::mt19937_64 g(1);
-  const auto r1 = freivalds::draw_signs(10000, g);
-  const auto r2 = freivalds::draw_signs(10000, g);
-  double sum = 0;
-  int same = 0;
+  const auto r1 = freivalds::draw_probes(10000, g);
+  const auto r2 = freivalds::draw_probes(10000, g);
+  ASSERT_EQ(r1.size(), size_t{freivalds_probes} * 10000);
+  int negative = 0, same = 0;
   for (size_t i = 0; i < r1.size(); ++i) {
-    ASSERT_TRUE(r1[i] == 1.0 || r1[i] == -1.0);
-    sum += r1[i];
+    ASSERT_GE(std::abs(r1[i]), 1.0);
+    ASSERT_LT(std::abs(r1[i]), 2.0);
+    negative += r1[i] < 0;
     same += r1[i] == r2[i];
   }
-  EXPECT_LT(std::abs(sum), 400);  // 4 sigma
-  EXPECT_NEAR(same, 5000, 400);
+  EXPECT_NEAR(negative, 10000, 600);  // 4 sigma
+  EXPECT_EQ(same, 0);
+}
+
+TEST(freivalds, a_row_moved_evenly_is_refused_every_time) {
+  // Every element of one row moved by the same amount: with probes of
+  // signs alone the moves cancel in one draw of eight here (n = 42).
+  const tile_case t(32, 42, 128, false, false, 41);
+  const freivalds f;
+  std::mt19937_64 g(5);
+  int passed = 0;
+  for (int draw = 0; draw < 2000; ++draw) {
+    const auto r = freivalds::draw_probes(t.n, g);
+    const auto w = freivalds::window(r, t.n, 0);
+    const b_digest bd = freivalds::digest_b(t.b_block(), w);
+    auto bad = t.c;
+    for (int64_t j = 0; j < t.n; ++j) bad[static_cast<size_t>(9 * t.n + j)] += 1.0f;
+    passed += f.check(bad.data(), t.m, t.n, t.a_block(), bd, w).passed;
+  }
+  EXPECT_EQ(passed, 0);
 }
 
 TEST(freivalds, two_honest_copies_agree_and_a_small_change_is_seen) {
@@ -173,7 +201,7 @@ TEST(freivalds, two_honest_copies_agree_and_a_small_change_is_seen) {
   auto bad = u.c;
   const size_t at = 7 * 48 + 3;
   bad[at] *= 1.01f;
-  const double row_tol = f.row_tolerance(t.k, t.n, t.ad.row_norms[7], t.bd.frobenius);
+  const double row_tol = t.tolerance(7, f);
   EXPECT_LT(std::abs(bad[at] - u.c[at]), row_tol) << "the case should be one Freivalds cannot see";
   EXPECT_EQ(f.first_disagreement(t.c.data(), bad.data(), t.m, t.n, t.k, t.ad, t.bd),
             static_cast<int64_t>(at));

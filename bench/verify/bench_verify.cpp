@@ -134,10 +134,11 @@ int main(int argc, char** argv) {
                           {prev.b.data(), x.b_block().rows, x.b_block().cols, x.b_block().ld}, s.tb,
                           {prev.c.data(), s.m, s.n, s.n}, 0.0f);
         for (long rep = 0; rep < rs; ++rep) {
-          const auto r = freivalds::draw_signs(s.n, g);
+          const auto probes = freivalds::draw_probes(s.n, g);
+          const auto r = freivalds::window(probes, s.n, 0);
           const auto t1 = std::chrono::steady_clock::now();
-          const b_digest bd = freivalds::digest_b(x.b_block(), r.data());
-          const verdict v = f.check(x.c.data(), s.m, s.n, x.a_block(), bd, r.data());
+          const b_digest bd = freivalds::digest_b(x.b_block(), r);
+          const verdict v = f.check(x.c.data(), s.m, s.n, x.a_block(), bd, r);
           verify_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
           ++honest;
           false_positives += v.checked && !v.passed;
@@ -146,14 +147,15 @@ int main(int argc, char** argv) {
           const auto ad = freivalds::digest_a(x.a_block());
           // A corruption is above the tolerance when some row's change has a
           // Euclidean norm above the tolerance the check applies to that row
-          // (with the corrupted row's magnitude). For one element the norm
-          // is exactly the test's signal, less at most the honest tile's
-          // own rounding (1% of the tolerance at most, measured above);
-          // for several, random signs may cancel part of it.
+          // (the more lenient probe's, with the corrupted row's magnitude).
+          // For one element the probes see at least the change itself, less
+          // the honest tile's own rounding (about 1% of the tolerance,
+          // measured above); for several, a probe misses with probability
+          // at most tolerance / largest change.
           auto try_kind = [&](const std::string& kind, const std::vector<float>& bad) {
             auto& t = kinds[kind];
             ++t.trials;
-            const bool caught = !f.check(bad.data(), s.m, s.n, x.a_block(), bd, r.data()).passed;
+            const bool caught = !f.check(bad.data(), s.m, s.n, x.a_block(), bd, r).passed;
             t.caught += caught;
             double ratio = 0;
             for (int64_t i = 0; i < s.m; ++i) {
@@ -164,8 +166,11 @@ int main(int argc, char** argv) {
                 e2 += e * e;
                 magnitude += std::fabs(got);
               }
-              const double tol = f.check_tolerance(s.k, s.n, ad.row_norms[static_cast<size_t>(i)],
-                                                   bd.frobenius, magnitude);
+              // The most lenient probe's tolerance.
+              double tol = 0;
+              for (double w2 : bd.weighted2)
+                tol = std::max(tol, f.check_tolerance(s.k, s.n, ad.row_norms[static_cast<size_t>(i)],
+                                                      std::sqrt(w2), magnitude));
               ratio = std::max(ratio, std::isfinite(magnitude) ? std::sqrt(e2) / tol : 1e300);
             }
             if (ratio > 1) {

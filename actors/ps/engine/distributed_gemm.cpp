@@ -251,7 +251,7 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
     }
     call.folds.emplace(blocks, job.c.rows, job.c.cols, job.beta);
     call.folds->prepare(job.c);
-    call.signs = freivalds::draw_signs(job.c.cols, secret_);
+    call.probes = freivalds::draw_probes(job.c.cols, secret_);
     std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, size_t> group_of;  // by A's block
     for (size_t i = 0; i < call.tiles.size(); ++i) {
       const tile& t = call.tiles[i].where.t;

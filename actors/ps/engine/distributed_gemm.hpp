@@ -172,9 +172,10 @@ class distributed_gemm final : public gemm_engine<float> {
     mut_view<float> c;
     std::optional<fold_order> folds;
     double fold_seconds = 0;
-    // The secret signs its results are checked with, over C's columns, and
-    // what the check keeps of each operand block (by stored coordinates).
-    std::vector<double> signs;
+    // The secret probes its results are checked with, over C's columns
+    // (freivalds::window), and what the check keeps of each block of B (by
+    // stored coordinates).
+    std::vector<double> probes;
     std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>, b_digest> b_digests;
     std::vector<check_group> groups;
   };
@@ -247,7 +248,7 @@ class distributed_gemm final : public gemm_engine<float> {
   snapshot_pool snapshots_;
   step_predictor predictor_;
   freivalds checker_;
-  std::mt19937_64 secret_;  // seeded from the OS: no device can predict the signs
+  std::mt19937_64 secret_;  // seeded from the OS: no device can predict the probes
   std::uniform_real_distribution<double> replica_draw_{0.0, 1.0};
   reputation trust_;
   bool in_step_ = false;

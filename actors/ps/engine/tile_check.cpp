@@ -41,7 +41,7 @@ stored_block distributed_gemm::block_of(const gemm_call& call, const block_ref& 
 
 const b_digest& distributed_gemm::b_digest_of(gemm_call& call, const pending_tile& p) {
   auto [it, fresh] = call.b_digests.try_emplace({p.b.r0, p.b.r1, p.b.c0, p.b.c1});
-  if (fresh) it->second = freivalds::digest_b(block_of(call, p.b), call.signs.data() + p.where.t.n0);
+  if (fresh) it->second = freivalds::digest_b(block_of(call, p.b), freivalds::window(call.probes, call.c.cols, p.where.t.n0));
   return it->second;
 }
 
@@ -52,7 +52,7 @@ verdict distributed_gemm::check(gemm_call& call, const pending_tile& p,
   // while its tiles are in flight.
   const tile& t = p.where.t;
   const verdict v = checker_.check(result.data(), t.m1 - t.m0, t.n1 - t.n0, block_of(call, p.a),
-                                   b_digest_of(call, p), call.signs.data() + t.n0);
+                                   b_digest_of(call, p), freivalds::window(call.probes, call.c.cols, t.n0));
   acc_.verify.seconds += seconds_since(t0);
   return v;
 }
@@ -133,7 +133,7 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
     // Into its group's sums; the verdict comes when the group is complete.
     const auto t0 = clock_type::now();
     if (!g.sums) g.sums.emplace(rows, t.k1 - t.k0);
-    g.sums->add(r.data.data(), cols, call.signs.data() + t.n0, b_digest_of(call, p));
+    g.sums->add(r.data.data(), cols, freivalds::window(call.probes, call.c.cols, t.n0), b_digest_of(call, p));
     acc_.verify.seconds += seconds_since(t0);
     p.result = std::move(r.data);
     p.arrived = true;

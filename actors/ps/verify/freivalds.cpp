@@ -1,5 +1,6 @@
 #include "actors/ps/verify/freivalds.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -10,18 +11,8 @@ namespace {
 constexpr double unit_roundoff = 0x1p-24;  // float32, round to nearest
 constexpr double double_roundoff = 0x1p-53;
 
-// Σ x_i·y_i in double over n floats. Eight lanes of vertical adds, so the
-// compiler vectorises it without licence to reorder a reduction.
-double dot(const float* x, const double* y, int64_t n) {
-  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) lane[l] += static_cast<double>(x[i + l]) * y[i + l];
-  double s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-  for (; i < n; ++i) s += static_cast<double>(x[i]) * y[i];
-  return s;
-}
-
+// Eight lanes of vertical adds below, so the compiler vectorises the
+// loops without licence to reorder a reduction.
 double sum_of_squares(const float* x, int64_t n) {
   double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
@@ -32,24 +23,36 @@ double sum_of_squares(const float* x, int64_t n) {
   return s;
 }
 
-// Σ x_i·y_i and Σ |x_i| in one pass, the same way.
-std::pair<double, double> dot_and_magnitude(const float* x, const double* y, int64_t n) {
-  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+// Σ x_i·y_i for each probe's y and Σ |x_i|, in one pass over x.
+void dots_and_magnitude(const float* x, const probe_window& y, int64_t n, double* dots,
+                        double& magnitude) {
+  static_assert(freivalds_probes == 2, "the lanes below are written for two probes");
+  double l0[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  double l1[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   double mag[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const double* y0 = y[0];
+  const double* y1 = y[1];
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     for (int l = 0; l < 8; ++l) {
       const double v = static_cast<double>(x[i + l]);
-      lane[l] += v * y[i + l];
+      l0[l] += v * y0[i + l];
+      l1[l] += v * y1[i + l];
       mag[l] += std::fabs(v);
     }
-  double s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-  double m = ((mag[0] + mag[1]) + (mag[2] + mag[3])) + ((mag[4] + mag[5]) + (mag[6] + mag[7]));
+  auto fold = [](const double* a) {
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+  };
+  double s0 = fold(l0), s1 = fold(l1), m = fold(mag);
   for (; i < n; ++i) {
-    s += static_cast<double>(x[i]) * y[i];
-    m += std::fabs(static_cast<double>(x[i]));
+    const double v = static_cast<double>(x[i]);
+    s0 += v * y0[i];
+    s1 += v * y1[i];
+    m += std::fabs(v);
   }
-  return {s, m};
+  dots[0] = s0;
+  dots[1] = s1;
+  magnitude = m;
 }
 
 // out_i += s·x_i
@@ -61,26 +64,6 @@ void add_squares(const float* x, double* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] += static_cast<double>(x[i]) * x[i];
 }
 
-// op(A)·y and the norms of op(A)'s rows, in one pass over the block: a
-// dot per stored row, or an axpy per stored row when the product uses the
-// transpose. Either way memory is read in order.
-void times_with_norms(const stored_block& a, const double* y, std::vector<double>& out,
-                      std::vector<double>& norms) {
-  out.assign(static_cast<size_t>(a.op_rows()), 0.0);
-  norms.assign(static_cast<size_t>(a.op_rows()), 0.0);
-  for (int64_t r = 0; r < a.rows; ++r) {
-    const float* row = a.data + r * a.ld;
-    if (a.trans) {
-      axpy(y[r], row, out.data(), a.cols);
-      add_squares(row, norms.data(), a.cols);
-    } else {
-      out[static_cast<size_t>(r)] = dot(row, y, a.cols);
-      norms[static_cast<size_t>(r)] = sum_of_squares(row, a.cols);
-    }
-  }
-  for (double& x : norms) x = std::sqrt(x);
-}
-
 bool all_finite(const std::vector<double>& v) {
   for (double x : v)
     if (!std::isfinite(x)) return false;
@@ -89,15 +72,17 @@ bool all_finite(const std::vector<double>& v) {
 
 }  // namespace
 
-std::vector<double> freivalds::draw_signs(int64_t n, std::mt19937_64& rng) {
-  std::vector<double> r(static_cast<size_t>(n));
-  uint64_t bits = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (i % 64 == 0) bits = rng();
-    r[static_cast<size_t>(i)] = (bits & 1) != 0 ? 1.0 : -1.0;
-    bits >>= 1;
-  }
+std::vector<double> freivalds::draw_probes(int64_t n, std::mt19937_64& rng) {
+  std::vector<double> r(static_cast<size_t>(freivalds_probes * n));
+  std::uniform_real_distribution<double> magnitude(1.0, 2.0);
+  for (auto& x : r) x = (rng() & 1) != 0 ? magnitude(rng) : -magnitude(rng);
   return r;
+}
+
+probe_window freivalds::window(const std::vector<double>& probes, int64_t n, int64_t n0) {
+  probe_window w;
+  for (int v = 0; v < freivalds_probes; ++v) w[static_cast<size_t>(v)] = probes.data() + v * n + n0;
+  return w;
 }
 
 a_digest freivalds::digest_a(const stored_block& a) {
@@ -115,101 +100,133 @@ a_digest freivalds::digest_a(const stored_block& a) {
   return d;
 }
 
-b_digest freivalds::digest_b(const stored_block& b, const double* r) {
+b_digest freivalds::digest_b(const stored_block& b, const probe_window& r) {
   // op(B) is k x n: its columns are stored columns, or stored rows when
   // the product uses the transpose.
   b_digest d;
   const int64_t k = b.op_rows();
   const int64_t n = b.op_cols();
-  d.b_r.assign(static_cast<size_t>(k), 0.0);
+  for (auto& v : d.b_r) v.assign(static_cast<size_t>(k), 0.0);
   d.col_norms.assign(static_cast<size_t>(n), 0.0);
   for (int64_t s = 0; s < b.rows; ++s) {
     const float* row = b.data + s * b.ld;
     if (b.trans) {
-      axpy(r[s], row, d.b_r.data(), b.cols);
+      for (int v = 0; v < freivalds_probes; ++v) axpy(r[v][s], row, d.b_r[v].data(), b.cols);
       d.col_norms[static_cast<size_t>(s)] = sum_of_squares(row, b.cols);
     } else {
-      d.b_r[static_cast<size_t>(s)] = dot(row, r, b.cols);
+      double dots[freivalds_probes];
+      double unused = 0;
+      dots_and_magnitude(row, r, b.cols, dots, unused);
+      for (int v = 0; v < freivalds_probes; ++v) d.b_r[v][static_cast<size_t>(s)] = dots[v];
       add_squares(row, d.col_norms.data(), b.cols);
     }
   }
-  double frob = 0;
-  for (double& x : d.col_norms) {
-    frob += x;
-    x = std::sqrt(x);
+  bool finite = true;
+  for (int64_t j = 0; j < n; ++j) {
+    const double sq = d.col_norms[static_cast<size_t>(j)];
+    for (int v = 0; v < freivalds_probes; ++v) d.weighted2[v] += r[v][j] * r[v][j] * sq;
+    d.col_norms[static_cast<size_t>(j)] = std::sqrt(sq);
   }
-  d.frobenius = std::sqrt(frob);
-  d.finite = std::isfinite(d.frobenius) && all_finite(d.b_r);
+  for (int v = 0; v < freivalds_probes; ++v)
+    finite = finite && std::isfinite(d.weighted2[v]) && all_finite(d.b_r[v]);
+  d.finite = finite;
   return d;
 }
 
-double freivalds::row_tolerance(int64_t k, int64_t n, double row_norm, double frobenius) const {
+double freivalds::row_tolerance(int64_t k, double row_norm, double weighted) const {
   const double kk = static_cast<double>(std::max<int64_t>(k, 1));
-  const double growth = 1 + 2 * kk * unit_roundoff;
-  const double scale = row_norm * frobenius;
-  const double rounding = lambda_ * unit_roundoff * growth * std::sqrt(2 * kk - 1) * scale;
-  // The check's own double arithmetic over K and n terms of the same size.
-  const double own = static_cast<double>(k + n) * double_roundoff * scale
-                     * std::sqrt(static_cast<double>(std::max<int64_t>(n, 1)));
-  return rounding + own;
+  return lambda_ * unit_roundoff * (1 + 2 * kk * unit_roundoff) * std::sqrt(2 * kk - 1) * row_norm
+         * weighted;
 }
 
-double freivalds::check_tolerance(int64_t k, int64_t n, double row_norm, double frobenius,
+double freivalds::check_tolerance(int64_t k, int64_t n, double row_norm, double weighted,
                                   double magnitude) const {
-  return row_tolerance(k, n, row_norm, frobenius)
-         + static_cast<double>(n) * double_roundoff * magnitude;
+  // The double dots: over K terms for op(A)·(op(B)·r) (each |r_j| ≤ 2, so
+  // |op(B)·r| ≤ 2·sqrt(n)·‖B‖_F ≤ 2·sqrt(n)·‖B‖_r), and n for C·r.
+  const double nn = static_cast<double>(std::max<int64_t>(n, 1));
+  const double own = static_cast<double>(k + n) * double_roundoff
+                     * (2 * std::sqrt(nn) * row_norm * weighted + 2 * magnitude);
+  return row_tolerance(k, row_norm, weighted) + own;
 }
 
 double freivalds::element_tolerance(int64_t k, double row_norm, double col_norm) const {
-  const double kk = static_cast<double>(std::max<int64_t>(k, 1));
-  return 2 * lambda_ * unit_roundoff * (1 + 2 * kk * unit_roundoff) * std::sqrt(2 * kk - 1)
-         * row_norm * col_norm;
+  return 2 * row_tolerance(k, row_norm, col_norm);
 }
 
-void row_sums::add(const float* c, int64_t cols, const double* r, const b_digest& bd) {
-  for (size_t i = 0; i < c_r.size(); ++i) {
-    const auto [cr, magnitude_i] = dot_and_magnitude(c + static_cast<int64_t>(i) * cols, r, cols);
-    c_r[i] += cr;
-    magnitude[i] += magnitude_i;
+row_sums::row_sums(int64_t rows, int64_t k) : magnitude(static_cast<size_t>(rows), 0.0) {
+  for (auto& v : c_r) v.assign(static_cast<size_t>(rows), 0.0);
+  for (auto& v : b_r) v.assign(static_cast<size_t>(k), 0.0);
+}
+
+void row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_digest& bd) {
+  for (size_t i = 0; i < magnitude.size(); ++i) {
+    double dots[freivalds_probes];
+    double m = 0;
+    dots_and_magnitude(c + static_cast<int64_t>(i) * cols, r, cols, dots, m);
+    for (int v = 0; v < freivalds_probes; ++v) c_r[v][i] += dots[v];
+    magnitude[i] += m;
   }
-  for (size_t k = 0; k < b_r.size() && k < bd.b_r.size(); ++k) b_r[k] += bd.b_r[k];
-  frobenius2 += bd.frobenius * bd.frobenius;
+  for (int v = 0; v < freivalds_probes; ++v) {
+    for (size_t k = 0; k < b_r[v].size() && k < bd.b_r[v].size(); ++k) b_r[v][k] += bd.b_r[v][k];
+    weighted2[v] += bd.weighted2[v];
+  }
   columns += cols;
   finite = finite && bd.finite;
 }
 
 verdict freivalds::check(const float* c, int64_t rows, int64_t cols, const stored_block& a,
-                         const b_digest& bd, const double* r) const {
+                         const b_digest& bd, const probe_window& r) const {
   row_sums sums(rows, a.op_cols());
   sums.add(c, cols, r, bd);
   return check(a, sums);
 }
 
 verdict freivalds::check(const stored_block& a, const row_sums& sums) const {
+  // op(A)·y for every probe and the norms of op(A)'s rows, in one pass over
+  // the block: dots per stored row, or axpys per stored row when the
+  // product uses the transpose. Either way memory is read in order.
   verdict v;
-  std::vector<double> expected, norms;
-  times_with_norms(a, sums.b_r.data(), expected, norms);
+  const auto rows = static_cast<size_t>(a.op_rows());
+  std::array<std::vector<double>, freivalds_probes> expected;
+  for (auto& e : expected) e.assign(rows, 0.0);
+  std::vector<double> norms(rows, 0.0);
+  const probe_window y{sums.b_r[0].data(), sums.b_r[1].data()};
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const float* row = a.data + r * a.ld;
+    if (a.trans) {
+      for (int p = 0; p < freivalds_probes; ++p) axpy(y[p][r], row, expected[p].data(), a.cols);
+      add_squares(row, norms.data(), a.cols);
+    } else {
+      double dots[freivalds_probes];
+      double unused = 0;
+      dots_and_magnitude(row, y, a.cols, dots, unused);
+      for (int p = 0; p < freivalds_probes; ++p) expected[p][static_cast<size_t>(r)] = dots[p];
+      norms[static_cast<size_t>(r)] = sum_of_squares(row, a.cols);
+    }
+  }
+  for (double& x : norms) x = std::sqrt(x);
   if (!sums.finite || !all_finite(norms)) return v;  // overflowed operands: nothing can be judged
   v.checked = true;
   const int64_t k = a.op_cols();
-  const double frobenius = std::sqrt(sums.frobenius2);
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const double d = sums.c_r[i] - expected[i];
-    // Σ_j |c_ij| is what the double dots' own error scales with.
-    const double tol = check_tolerance(k, sums.columns, norms[i], frobenius, sums.magnitude[i]);
-    // Written so that NaN in a result fails the test.
-    const double ratio = tol > 0 ? std::fabs(d) / tol : (d == 0 ? 0 : std::numeric_limits<double>::infinity());
-    if (!(ratio <= 1)) {
-      v.passed = false;
-      v.worst_row = static_cast<int64_t>(i);
-      v.worst_ratio = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
-      return v;
+  for (size_t i = 0; i < rows; ++i)
+    for (int p = 0; p < freivalds_probes; ++p) {
+      const double d = sums.c_r[p][i] - expected[p][i];
+      const double tol = check_tolerance(k, sums.columns, norms[i], std::sqrt(sums.weighted2[p]),
+                                         sums.magnitude[i]);
+      // Written so that NaN in a result fails the test.
+      const double ratio =
+        tol > 0 ? std::fabs(d) / tol : (d == 0 ? 0 : std::numeric_limits<double>::infinity());
+      if (!(ratio <= 1)) {
+        v.passed = false;
+        v.worst_row = static_cast<int64_t>(i);
+        v.worst_ratio = std::isnan(ratio) ? std::numeric_limits<double>::infinity() : ratio;
+        return v;
+      }
+      if (ratio >= v.worst_ratio) {
+        v.worst_ratio = ratio;
+        v.worst_row = static_cast<int64_t>(i);
+      }
     }
-    if (ratio >= v.worst_ratio) {
-      v.worst_ratio = ratio;
-      v.worst_row = static_cast<int64_t>(i);
-    }
-  }
   return v;
 }
 
