@@ -1,5 +1,7 @@
 #include "actors/ps/verify/freivalds.hpp"
 
+#include "actors/ps/verify/mixed_dots.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,57 +13,15 @@ namespace {
 constexpr double unit_roundoff = 0x1p-24;  // float32, round to nearest
 constexpr double double_roundoff = 0x1p-53;
 
-// Eight lanes of vertical adds below, so the compiler vectorises the
-// loops without licence to reorder a reduction.
-double sum_of_squares(const float* x, int64_t n) {
-  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) lane[l] += static_cast<double>(x[i + l]) * x[i + l];
-  double s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-  for (; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
-  return s;
-}
-
-// Σ x_i·y_i for each probe's y and Σ |x_i|, in one pass over x.
-void dots_and_magnitude(const float* x, const probe_window& y, int64_t n, double* dots,
-                        double& magnitude) {
-  static_assert(freivalds_probes == 2, "the lanes below are written for two probes");
-  double l0[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  double l1[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  double mag[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  const double* y0 = y[0];
-  const double* y1 = y[1];
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) {
-      const double v = static_cast<double>(x[i + l]);
-      l0[l] += v * y0[i + l];
-      l1[l] += v * y1[i + l];
-      mag[l] += std::fabs(v);
-    }
-  auto fold = [](const double* a) {
-    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-  };
-  double s0 = fold(l0), s1 = fold(l1), m = fold(mag);
-  for (; i < n; ++i) {
-    const double v = static_cast<double>(x[i]);
-    s0 += v * y0[i];
-    s1 += v * y1[i];
-    m += std::fabs(v);
-  }
-  dots[0] = s0;
-  dots[1] = s1;
-  magnitude = m;
-}
-
-// out_i += s·x_i
-void axpy(double s, const float* x, double* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] += s * static_cast<double>(x[i]);
-}
-
 void add_squares(const float* x, double* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] += static_cast<double>(x[i]) * x[i];
+}
+
+// Σ x_i·r_i for each probe and Σ |x_i|.
+void dots_and_magnitude(const float* x, const probe_window& r, int64_t n, double* dots,
+                        double& magnitude) {
+  static_assert(freivalds_probes == 2, "mixed_dots.hpp's loops take two probes");
+  cleave::dots_and_magnitude(x, r[0], r[1], n, dots[0], dots[1], magnitude);
 }
 
 bool all_finite(const std::vector<double>& v) {
@@ -111,7 +71,7 @@ b_digest freivalds::digest_b(const stored_block& b, const probe_window& r) {
   for (int64_t s = 0; s < b.rows; ++s) {
     const float* row = b.data + s * b.ld;
     if (b.trans) {
-      for (int v = 0; v < freivalds_probes; ++v) axpy(r[v][s], row, d.b_r[v].data(), b.cols);
+      axpy2(r[0][s], r[1][s], row, d.b_r[0].data(), d.b_r[1].data(), nullptr, b.cols);
       d.col_norms[static_cast<size_t>(s)] = sum_of_squares(row, b.cols);
     } else {
       double dots[freivalds_probes];
@@ -193,15 +153,17 @@ verdict freivalds::check(const stored_block& a, const row_sums& sums) const {
   const probe_window y{sums.b_r[0].data(), sums.b_r[1].data()};
   for (int64_t r = 0; r < a.rows; ++r) {
     const float* row = a.data + r * a.ld;
-    if (a.trans) {
-      for (int p = 0; p < freivalds_probes; ++p) axpy(y[p][r], row, expected[p].data(), a.cols);
-      add_squares(row, norms.data(), a.cols);
+    if (a.trans && r + 1 < a.rows) {
+      axpy2_two_rows(y[0][r], y[1][r], row, y[0][r + 1], y[1][r + 1], row + a.ld,
+                     expected[0].data(), expected[1].data(), norms.data(), a.cols);
+      ++r;
+    } else if (a.trans) {
+      axpy2(y[0][r], y[1][r], row, expected[0].data(), expected[1].data(), norms.data(), a.cols);
     } else {
-      double dots[freivalds_probes];
-      double unused = 0;
-      dots_and_magnitude(row, y, a.cols, dots, unused);
-      for (int p = 0; p < freivalds_probes; ++p) expected[p][static_cast<size_t>(r)] = dots[p];
-      norms[static_cast<size_t>(r)] = sum_of_squares(row, a.cols);
+      double sq = 0;
+      cleave::dots_and_squares(row, y[0], y[1], a.cols, expected[0][static_cast<size_t>(r)],
+                               expected[1][static_cast<size_t>(r)], sq);
+      norms[static_cast<size_t>(r)] = sq;
     }
   }
   for (double& x : norms) x = std::sqrt(x);
