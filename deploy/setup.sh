@@ -28,7 +28,7 @@ PACKAGES=(
   "libgtest-dev|GoogleTest: the unit tests"
   "nlohmann-json3-dev|JSON: reports, fleet and churn files, the console"
   "zlib1g-dev|zlib: reads the gzipped Fashion-MNIST files"
-  "libssl-dev|OpenSSL: HMAC admission tickets"
+  "libssl-dev|OpenSSL: TLS on the device edge, certificates for join tokens"
   "dataset-fashion-mnist|the mlp's data (/usr/share/datasets/fashion-mnist)"
   "fortunes|the gpt's text (/usr/share/games/fortunes)"
   "docker-compose|validates deploy/docker-compose.yml in the tests"
