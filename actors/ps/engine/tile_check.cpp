@@ -133,7 +133,8 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
     // Into its group's sums; the verdict comes when the group is complete.
     const auto t0 = clock_type::now();
     if (!g.sums) g.sums.emplace(rows, t.k1 - t.k0);
-    g.sums->add(r.data.data(), cols, freivalds::window(call.probes, call.c.cols, t.n0), b_digest_of(call, p));
+    g.sums->add(r.data.data(), cols, freivalds::window(call.probes, call.c.cols, t.n0),
+                b_digest_of(call, p));
     acc_.verify.seconds += seconds_since(t0);
     p.result = std::move(r.data);
     p.arrived = true;
