@@ -229,7 +229,9 @@ TEST_P(rogue, bad_results_are_refused_and_the_product_still_completes) {
       expect_fleet(3);
     }
   }
-  if (GetParam() == rogue_mode::wrong_values) EXPECT_GT(eng.accounts().verify.tiles_verified, 0u);
+  if (GetParam() == rogue_mode::wrong_values) {
+    EXPECT_GT(eng.accounts().verify.tiles_verified, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(modes, rogue,

@@ -112,11 +112,23 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
   else if (from == p.first_device)
     problem = "a second time from the same device";
   const bool counts_against = problem.empty();
+  auto& g = call.groups[p.group];
+  // The group's sums see NaN and infinity in the pass they read the result
+  // with; results checked otherwise are scanned for them first.
+  const bool into_group = !opts_.trust_results && p.copies_wanted == 1 && !g.judged;
   if (counts_against) {
-    if (r.rows != rows || r.cols != cols || static_cast<int64_t>(r.data.size()) != rows * cols)
+    if (r.rows != rows || r.cols != cols || static_cast<int64_t>(r.data.size()) != rows * cols) {
       problem = "of the wrong shape";
-    else if (!all_finite(r.data))
+    } else if (into_group) {
+      const auto t0 = clock_type::now();
+      if (!g.sums) g.sums.emplace(rows, t.k1 - t.k0);
+      if (!g.sums->add(r.data.data(), cols, freivalds::window(call.probes, call.c.cols, t.n0),
+                       b_digest_of(call, p)))
+        problem = "containing NaN or infinity";
+      acc_.verify.seconds += seconds_since(t0);
+    } else if (!all_finite(r.data)) {
       problem = "containing NaN or infinity";
+    }
   }
   if (!problem.empty()) {
     refuse(call, p, from, problem, counts_against, calls);
@@ -128,14 +140,8 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
   acct.cache_hits += r.cache_hits;
   acct.busy_seconds += r.busy_seconds;
   acct.flops += static_cast<double>(t.flops());
-  auto& g = call.groups[p.group];
-  if (!opts_.trust_results && p.copies_wanted == 1 && !g.judged) {
-    // Into its group's sums; the verdict comes when the group is complete.
-    const auto t0 = clock_type::now();
-    if (!g.sums) g.sums.emplace(rows, t.k1 - t.k0);
-    g.sums->add(r.data.data(), cols, freivalds::window(call.probes, call.c.cols, t.n0),
-                b_digest_of(call, p));
-    acc_.verify.seconds += seconds_since(t0);
+  if (into_group) {
+    // In its group's sums (above); the verdict comes when the group is complete.
     p.result = std::move(r.data);
     p.arrived = true;
     p.answered_by = from;

@@ -118,13 +118,20 @@ row_sums::row_sums(int64_t rows, int64_t k) : magnitude(static_cast<size_t>(rows
   for (auto& v : b_r) v.assign(static_cast<size_t>(k), 0.0);
 }
 
-void row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_digest& bd) {
-  for (size_t i = 0; i < magnitude.size(); ++i) {
-    double dots[freivalds_probes];
-    double m = 0;
-    dots_and_magnitude(c + static_cast<int64_t>(i) * cols, r, cols, dots, m);
-    for (int v = 0; v < freivalds_probes; ++v) c_r[v][i] += dots[v];
-    magnitude[i] += m;
+bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_digest& bd) {
+  const size_t rows = magnitude.size();
+  std::vector<double> tile(rows * (freivalds_probes + 1));  // per row: the dots, then Σ|c|
+  double total = 0;
+  for (size_t i = 0; i < rows; ++i) {
+    double* out = tile.data() + i * (freivalds_probes + 1);
+    dots_and_magnitude(c + static_cast<int64_t>(i) * cols, r, cols, out, out[freivalds_probes]);
+    total += out[freivalds_probes];
+  }
+  if (!std::isfinite(total)) return false;
+  for (size_t i = 0; i < rows; ++i) {
+    const double* in = tile.data() + i * (freivalds_probes + 1);
+    for (int v = 0; v < freivalds_probes; ++v) c_r[v][i] += in[v];
+    magnitude[i] += in[freivalds_probes];
   }
   for (int v = 0; v < freivalds_probes; ++v) {
     for (size_t k = 0; k < b_r[v].size() && k < bd.b_r[v].size(); ++k) b_r[v][k] += bd.b_r[v][k];
@@ -132,12 +139,19 @@ void row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_
   }
   columns += cols;
   finite = finite && bd.finite;
+  return true;
 }
 
 verdict freivalds::check(const float* c, int64_t rows, int64_t cols, const stored_block& a,
                          const b_digest& bd, const probe_window& r) const {
   row_sums sums(rows, a.op_cols());
-  sums.add(c, cols, r, bd);
+  if (!sums.add(c, cols, r, bd)) {
+    verdict v;
+    v.checked = true;
+    v.passed = false;
+    v.worst_ratio = std::numeric_limits<double>::infinity();
+    return v;
+  }
   return check(a, sums);
 }
 

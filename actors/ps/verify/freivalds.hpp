@@ -102,8 +102,9 @@ struct row_sums {
 
   row_sums(int64_t rows, int64_t k);
   // Adds tile C (rows x cols, packed) with the probes' window `r` and its B
-  // block's digest.
-  void add(const float* c, int64_t cols, const probe_window& r, const b_digest& bd);
+  // block's digest. False, adding nothing, when C holds NaN or infinity
+  // (seen in the same pass: Σ|c| is then not finite).
+  bool add(const float* c, int64_t cols, const probe_window& r, const b_digest& bd);
 };
 
 struct verdict {
