@@ -81,8 +81,19 @@ int run_with_planner_process(cleave_config& cfg, const train_options& opts, int 
   run.planner = *planner;
   run.devices = min_devices;
   run.find_planner = find_planner;
-  // The detector is the planner's business here: the console shows the registry only.
-  return train_behind_edge(sys, cfg, opts, threads, run, find_planner, current_planner, {});
+  // The console shows the fleet's health from the planner's detector.
+  caf::actor detector;
+  if (!cfg.admin.empty()) {
+    caf::scoped_actor self{sys};
+    self->request(*planner, std::chrono::seconds(5), detector_atom::value)
+      .receive([&](caf::actor d) { detector = std::move(d); },
+               [&](caf::error& err) {
+                 spdlog::warn("the planner did not name its detector ({}): the console shows the "
+                              "registry only", sys.render(err));
+               });
+  }
+  return train_behind_edge(sys, cfg, opts, threads, run, find_planner, current_planner,
+                           [detector] { return detector; });
 }
 
 }  // namespace

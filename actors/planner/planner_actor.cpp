@@ -124,6 +124,7 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       for (auto& sub : st.subscribers) self->send(sub, event_atom::value, ev);
     },
     [=](subscribe_atom, caf::actor sub) { self->state.subscribers.push_back(std::move(sub)); },
+    [=](detector_atom) { return self->state.detector; },
     [=](fleet_atom) {
       auto rp = self->make_response_promise();
       self->state.waiting_for_fleet.push_back(rp);

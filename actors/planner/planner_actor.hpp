@@ -19,6 +19,7 @@ namespace cleave {
 using plan_atom = caf::atom_constant<caf::atom("plan")>;
 using mirror_atom = caf::atom_constant<caf::atom("mirror")>;
 using replace_atom = caf::atom_constant<caf::atom("replace")>;
+using detector_atom = caf::atom_constant<caf::atom("detector")>;
 
 struct fleet_member {
   int32_t id = -1;
@@ -85,6 +86,8 @@ struct planner_state {
 //   (plan_atom, gemm_problem)            -> plan
 //   (mirror_atom, plan, gemm_role, gemm_problem) -> plan (mirror, or a fresh plan when a device is gone)
 //   (replace_atom, plan, vector<int32_t> ids)   -> the plan's tiles placed on those of `ids` alive
+//   (detector_atom)                      -> the detector the planner uses (a ps's console
+//                                           asks it for the fleet's health)
 //   (caf::get_atom)                      -> (version, quorum reached, every member alive
 //                                           (suspected ones too), vector<int32_t> suspected)
 caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_options opts,
