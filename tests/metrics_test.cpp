@@ -1,9 +1,18 @@
-// The console's other view, pure: the Prometheus text of /metrics.
+// The console's other views, all pure: the Prometheus text of /metrics, the
+// terminal table of --role=status, and the status client's reading of an
+// answer; and that client against a closed port.
 #include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "actors/console/http_get.hpp"
 #include "actors/console/metrics_view.hpp"
+#include "actors/console/status_table.hpp"
+#include "schema/errors.hpp"
 
 using namespace cleave;
 using nlohmann::json;
@@ -102,6 +111,59 @@ TEST(metrics_view, leaves_out_what_the_document_lacks) {
   const auto lost = render_metrics({{"fleet", {{"planner_error", "timeout"}}}});
   EXPECT_EQ(lost, "# HELP cleave_planner_answered 1 if the planner answered the console, else 0.\n"
                   "# TYPE cleave_planner_answered gauge\ncleave_planner_answered 0\n");
+}
+
+TEST(status_table, shows_the_run_and_a_row_per_device) {
+  auto doc = small_document();
+  doc["fleet"]["devices"].push_back({{"id", 10}, {"profile", "phone"}, {"state", "alive"}, {"phi", 1.0}});
+  EXPECT_EQ(render_status_page(doc),
+            "step 12  loss 0.5000  model mlp  devices 1/0/0/1 alive/suspected/dead/quarantined"
+            "  tiles 40  verified 39  rejected 1\n"
+            "id  profile  state        tiles  MB down  MB up  busy %  refused   phi\n"
+            " 3  fast     quarantined     40      2.5      -    50.0        1  0.25\n"
+            "10  phone    alive            -        -      -       -        -  1.00\n");
+}
+
+TEST(status_table, copes_with_a_fleet_before_training) {
+  const json doc = {{"training", nullptr}, {"fleet", {{"devices", json::array()}}}};
+  EXPECT_EQ(render_status_page(doc),
+            "training not started  devices 0/0/0/0 alive/suspected/dead/quarantined\n"
+            "id  profile  state  tiles  MB down  MB up  busy %  refused  phi\n");
+  EXPECT_EQ(render_status_header(json()), "training not started  devices 0/0/0/0 alive/suspected/dead/quarantined");
+}
+
+TEST(http_get, reads_an_answer_and_its_length) {
+  auto a = parse_http_answer("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nX: y\r\n\r\nabc");
+  ASSERT_TRUE(a) << describe(a.error());
+  EXPECT_EQ(a->status, 200);
+  EXPECT_EQ(a->reason, "OK");
+  EXPECT_EQ(a->body, "abc");
+  auto nf = parse_http_answer("HTTP/1.1 404 Not Found\r\n\r\ntry GET /\n");
+  ASSERT_TRUE(nf);
+  EXPECT_EQ(nf->status, 404);
+  EXPECT_EQ(nf->body, "try GET /\n");
+  EXPECT_FALSE(parse_http_answer("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"));  // cut short
+  EXPECT_FALSE(parse_http_answer("SSH-2.0-OpenSSH\r\n\r\n"));
+  EXPECT_FALSE(parse_http_answer("HTTP/1.1 200 OK\r\n"));  // no end of head
+  EXPECT_FALSE(parse_http_answer("HTTP/1.1 2x0 OK\r\n\r\n"));
+}
+
+TEST(http_get, says_why_it_got_nothing) {
+  // A port just released by this process: nothing listens there.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const uint16_t port = ntohs(a.sin_port);
+  ::close(fd);
+  auto got = http_get("127.0.0.1", port, "/api/state");
+  ASSERT_FALSE(got);
+  EXPECT_NE(describe(got.error()).find("cannot connect to 127.0.0.1:" + std::to_string(port)),
+            std::string::npos)
+    << describe(got.error());
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 # The admin console of a running in-process fleet: `GET /` (and /api/state)
 # on --admin shows the training's progress and accounts and every device with
 # its detector level, live; `GET /metrics` passes promtool's checks (format
-# and naming); a request that is not a small GET is refused; the run itself
-# is unaffected.
+# and naming); `--role=status` prints a row per device; a request that is not
+# a small GET is refused; the run itself is unaffected.
 source "$(dirname "$0")/lib.sh"
 
 "$CLEAVE" --role=all --devices=4 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --model=mlp \
@@ -87,6 +87,25 @@ PY
   done
 fi
 
+# --role=status: a row per device, once; redrawn with --watch until SIGINT;
+# a closed port or a bad --connect is a one-line error and a non-zero exit.
+"$CLEAVE" --role=status --connect=127.0.0.1:$port > "$WORK/status.txt" 2> "$WORK/status.err"; rc=$?
+rows=$(grep -cE '^ *[0-9]+ +fast +alive ' "$WORK/status.txt")
+if ((rc != 0)) || [[ $rows != 4 ]] || ! grep -q '^step [0-9]* .*devices 4/0/0/0' "$WORK/status.txt"; then
+  fail "--role=status gave exit $rc and $rows device row(s): $(cat "$WORK/status.txt" "$WORK/status.err")"
+else echo "ok: --role=status prints a row per device"; fi
+timeout --preserve-status -s INT 2.5 "$CLEAVE" --role=status --watch --connect=127.0.0.1:$port > "$WORK/watch.txt" 2>&1; rc=$?
+pages=$(grep -o $'\e\[2J' "$WORK/watch.txt" | wc -l)
+((rc == 0 && pages >= 2)) && echo "ok: --watch redraws ($pages pages) and stops on SIGINT" \
+  || fail "--watch: exit $rc, $pages page(s)"
+closed=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$CLEAVE" --role=status --connect=127.0.0.1:$closed > /dev/null 2> "$WORK/closed.err"; rc=$?
+if ((rc == 0)) || ! grep -q "cannot connect to 127.0.0.1:$closed" "$WORK/closed.err" \
+   || (($(wc -l < "$WORK/closed.err") != 1)); then
+  fail "--role=status on a closed port: exit $rc, $(cat "$WORK/closed.err")"
+else echo "ok: a closed port: exit $rc, $(cat "$WORK/closed.err")"; fi
+"$CLEAVE" --role=status --connect=nohost > /dev/null 2>&1; rc=$?
+((rc == 2)) || fail "--role=status --connect=nohost exited $rc, expected 2"
 kill -0 $run 2>/dev/null || fail "the run died: $(tail -3 "$WORK/run.log")"
 kill -TERM $run 2>/dev/null
 wait $run 2>/dev/null
