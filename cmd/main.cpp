@@ -65,6 +65,10 @@ int main(int argc, char** argv) {
   spdlog::set_level(level);
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 
+  // A client of another process's console: no training options apply.
+  if (cfg.role == "status") return run_status(cfg);
+  if (cfg.watch) return usage_error("--watch is for --role=status");
+
   auto opts = to_train_options(cfg);
   if (!opts) return usage_error(describe(opts.error()));
   if (cfg.threads < 0) return usage_error("--threads must be >= 0");
@@ -126,5 +130,5 @@ int main(int argc, char** argv) {
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
   if (cfg.role == "device") return run_device(cfg, threads);
   if (cfg.role == "planner" || cfg.role == "detector") return run_service(cfg);
-  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, device, planner or detector)");
+  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, device, planner, detector or status)");
 }

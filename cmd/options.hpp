@@ -47,7 +47,8 @@ class cleave_config : public caf::actor_system_config {
   static constexpr int max_ps_shards = 64;  // one thread each
   std::string admin;           // [host:]port of the admin console (HTTP)
   std::string listen;          // --role=ps: the device edge; planner, detector: their BASP port
-  std::string connect;         // --role=device: host:port of the ps's device edge
+  std::string connect;         // --role=device: host:port of the ps's device edge; --role=status: of the admin console
+  bool watch = false;          // --role=status: refresh every second until interrupted
   std::string planner;         // --role=ps: host:port of a separate planner process
   std::string detector;        // --role=planner: host:port of a separate detector process
   // TLS: this node's certificate and key and the job's CA (deploy/ca.sh),

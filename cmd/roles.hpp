@@ -20,6 +20,10 @@ int run_service(cleave_config& cfg);
 // --role=device: one device that joins the ps at --connect.
 int run_device(cleave_config& cfg, int threads);
 
+// --role=status: the admin console at --connect as a terminal table, once
+// or (--watch) every second until SIGINT or SIGTERM.
+int run_status(const cleave_config& cfg);
+
 // One line on stderr; exit code 2 for usage, 1 for run-time failures.
 int usage_error(const std::string& reason);
 int runtime_error(const std::string& reason);

@@ -34,6 +34,7 @@ PACKAGES=(
   "docker-compose|validates deploy/docker-compose.yml in the tests"
   "clang|builds the fuzz targets (tests/fuzz/) with ASan and UBSan"
   "libfuzzer-14-dev|libFuzzer for clang 14: the fuzz targets' engine"
+  "prometheus|promtool checks the console's /metrics in the tests"
 )
 
 list_packages() {

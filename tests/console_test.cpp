@@ -132,6 +132,29 @@ TEST(console_endpoint, answers_get_with_the_live_fleet_and_training) {
   EXPECT_DOUBLE_EQ(doc["fleet"]["devices"][0]["phi"].get<double>(), 0.25);
 }
 
+TEST(console_endpoint, serves_the_document_and_its_metrics_by_path) {
+  console_node n(quick());
+  ASSERT_NE(n.port, 0);
+  auto get = [&](const std::string& path) {
+    raw_client c(n.port);
+    c.write_all("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_TRUE(c.sees_close());
+    return c.received;
+  };
+  for (const char* path : {"/api/state", "/status", "/"}) {
+    const auto r = get(path);
+    ASSERT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << path;
+    EXPECT_NE(r.find("Content-Type: application/json\r\n"), std::string::npos);
+    EXPECT_EQ(nlohmann::json::parse(r.substr(r.find("\r\n\r\n") + 4))["training"]["step"], 5);
+  }
+  const auto m = get("/metrics");
+  ASSERT_EQ(m.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << m;
+  EXPECT_NE(m.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
+  EXPECT_NE(m.find("\ncleave_training_step 5\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\ncleave_fleet_devices{state=\"suspected\"} 1\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\ncleave_device_phi{device=\"0\"} 0.25\n"), std::string::npos) << m;
+}
+
 TEST(console_endpoint, refuses_hostile_clients_and_keeps_serving) {
   console_node n(quick());
   ASSERT_NE(n.port, 0);

@@ -2,11 +2,14 @@
 
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/console/http_head.hpp"
+#include "actors/console/metrics_view.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {
@@ -14,6 +17,16 @@ namespace cleave {
 namespace {
 
 using head_timeout_atom = caf::atom_constant<caf::atom("htimeout")>;
+
+// What a path asks for. `/` and `/status` are the document's first
+// addresses and keep answering it for the clients written against them.
+enum class route { document, metrics, none };
+
+route route_of(const std::string& path) {
+  if (path == "/api/state" || path == "/status" || path == "/") return route::document;
+  if (path == "/metrics") return route::metrics;
+  return route::none;
+}
 
 struct http_conn {
   std::string head;
@@ -70,14 +83,28 @@ void on_data(endpoint_broker* self, caf::io::new_data_msg& msg) {
     reply(self, msg.handle, 405, "text/plain", "the console answers GET only\n");
     return;
   }
-  if ((*head)->path != "/" && (*head)->path != "/status") {
-    reply(self, msg.handle, 404, "text/plain", "try GET /\n");
+  const auto wanted = route_of((*head)->path);
+  if (wanted == route::none) {
+    reply(self, msg.handle, 404, "text/plain", "try GET /api/state or /metrics\n");
     return;
   }
   conn.answering = true;
   const auto hdl = msg.handle;
   self->request(self->state.console, std::chrono::seconds(5), caf::get_atom::value)
-    .then([=](std::string& doc) { reply(self, hdl, 200, "application/json", doc + "\n"); },
+    .then([=](std::string& doc) {
+            if (wanted == route::document) {
+              reply(self, hdl, 200, "application/json", doc + "\n");
+              return;
+            }
+            // The console hands out its document as text; reading it back
+            // keeps one source for both views, and it is a few KiB.
+            auto parsed = nlohmann::json::parse(doc, nullptr, false);
+            if (parsed.is_discarded()) {
+              reply(self, hdl, 503, "text/plain", "console: its document is not JSON\n");
+              return;
+            }
+            reply(self, hdl, 200, std::string(metrics_content_type), render_metrics(parsed));
+          },
           [=](caf::error& err) {
             reply(self, hdl, 503, "text/plain", "console: " + self->system().render(err) + "\n");
           });

@@ -1,6 +1,7 @@
 #pragma once
-// The admin console's port: `GET /` (or `/status`) is answered with the
-// console actor's document as JSON; `curl http://HOST:PORT/` is the console.
+// The admin console's port: `GET /api/state` (also `/status` and, for now,
+// `/`) is answered with the console actor's document as JSON, `GET /metrics`
+// with the same in Prometheus' text format (metrics_view.hpp).
 //
 // Every port is hostile: a connection may send one request head of at most
 // max_http_head_bytes within head_timeout, and at most max_connections are

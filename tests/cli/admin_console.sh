@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The admin console of a running in-process fleet: `GET /` on --admin shows
-# the training's progress and accounts and every device with its detector
-# level, live; a request that is not a small GET is refused; the run itself
-# is unaffected.
+# The admin console of a running in-process fleet: `GET /` (and /api/state)
+# on --admin shows the training's progress and accounts and every device with
+# its detector level, live; `GET /metrics` passes promtool's checks (format
+# and naming); `--role=status` prints a row per device; a request that is not
+# a small GET is refused; the run itself is unaffected.
 source "$(dirname "$0")/lib.sh"
 
 "$CLEAVE" --role=all --devices=4 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --model=mlp \
@@ -29,9 +30,10 @@ def get(request):
 problems = []
 steps = []
 for _ in range(100):  # until two snapshots show training moving on
-    status, body = get(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    path = (b"/", b"/api/state")[len(steps) % 2]
+    status, body = get(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
     if status != "HTTP/1.1 200 OK":
-        problems.append(f"GET / gave {status}"); break
+        problems.append(f"GET {path.decode()} gave {status}"); break
     doc = json.loads(body)
     if doc["training"] is not None:
         steps.append(doc["training"]["step"])
@@ -56,6 +58,54 @@ print(f"console saw steps {steps[0] if steps else None} .. {steps[-1] if steps e
 PY
 )
 [[ $verdict == ok ]] && echo "ok: the console shows the live fleet and training" || fail "$verdict"
+
+# /metrics, linted as Prometheus would read it. promtool comes with the
+# prometheus package (deploy/setup.sh installs it); without it this fails.
+if ! command -v promtool >/dev/null; then
+  fail "promtool is missing: install the prometheus package (bash deploy/setup.sh does)"
+else
+  python3 - "$port" "$WORK/metrics.txt" <<'PY' || fail "GET /metrics: $(cat "$WORK/metrics.err")"
+import socket, sys
+with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) as s:
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    out = b""
+    while chunk := s.recv(65536):
+        out += chunk
+head, _, body = out.partition(b"\r\n\r\n")
+ok = head.startswith(b"HTTP/1.1 200 ") and b"Content-Type: text/plain; version=0.0.4" in head
+open(sys.argv[2], "wb").write(body)
+if not ok:
+    open(sys.argv[2][:-4] + ".err", "w").write(head.split(b"\r\n")[0].decode())
+    sys.exit(1)
+PY
+  lint=$(promtool check metrics < "$WORK/metrics.txt" 2>&1); rc=$?
+  if ((rc != 0)) || [[ -n $lint ]]; then fail "promtool check metrics (exit $rc): $lint"
+  else echo "ok: /metrics passes promtool check metrics"; fi
+  for family in cleave_training_step cleave_tiles_total 'cleave_fleet_devices{state="alive"} 4' \
+                'cleave_device_tiles_total{device="0",profile="fast"}' 'cleave_device_state{device="3",state="alive"} 1'; do
+    grep -qF "$family" "$WORK/metrics.txt" || fail "/metrics lacks $family"
+  done
+fi
+
+# --role=status: a row per device, once; redrawn with --watch until SIGINT;
+# a closed port or a bad --connect is a one-line error and a non-zero exit.
+"$CLEAVE" --role=status --connect=127.0.0.1:$port > "$WORK/status.txt" 2> "$WORK/status.err"; rc=$?
+rows=$(grep -cE '^ *[0-9]+ +fast +alive ' "$WORK/status.txt")
+if ((rc != 0)) || [[ $rows != 4 ]] || ! grep -q '^step [0-9]* .*devices 4/0/0/0' "$WORK/status.txt"; then
+  fail "--role=status gave exit $rc and $rows device row(s): $(cat "$WORK/status.txt" "$WORK/status.err")"
+else echo "ok: --role=status prints a row per device"; fi
+timeout --preserve-status -s INT 2.5 "$CLEAVE" --role=status --watch --connect=127.0.0.1:$port > "$WORK/watch.txt" 2>&1; rc=$?
+pages=$(grep -o $'\e\[2J' "$WORK/watch.txt" | wc -l)
+((rc == 0 && pages >= 2)) && echo "ok: --watch redraws ($pages pages) and stops on SIGINT" \
+  || fail "--watch: exit $rc, $pages page(s)"
+closed=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$CLEAVE" --role=status --connect=127.0.0.1:$closed > /dev/null 2> "$WORK/closed.err"; rc=$?
+if ((rc == 0)) || ! grep -q "cannot connect to 127.0.0.1:$closed" "$WORK/closed.err" \
+   || (($(wc -l < "$WORK/closed.err") != 1)); then
+  fail "--role=status on a closed port: exit $rc, $(cat "$WORK/closed.err")"
+else echo "ok: a closed port: exit $rc, $(cat "$WORK/closed.err")"; fi
+"$CLEAVE" --role=status --connect=nohost > /dev/null 2>&1; rc=$?
+((rc == 2)) || fail "--role=status --connect=nohost exited $rc, expected 2"
 kill -0 $run 2>/dev/null || fail "the run died: $(tail -3 "$WORK/run.log")"
 kill -TERM $run 2>/dev/null
 wait $run 2>/dev/null

@@ -1,0 +1,212 @@
+#include "actors/console/metrics_view.hpp"
+
+#include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace cleave {
+
+namespace {
+
+using nlohmann::json;
+
+struct sample {
+  std::string labels;  // "" or {name="value",...}
+  std::string value;
+};
+
+// A JSON number as the format writes it; nullopt-like "" for anything else
+// (nlohmann writes a NaN loss as null: the sample is left out, not faked).
+std::string number(const json& v) {
+  if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
+  if (v.is_number_integer()) return v.dump();
+  if (!v.is_number()) return "";
+  const double d = v.get<double>();
+  if (std::isnan(d)) return "NaN";
+  if (std::isinf(d)) return d > 0 ? "+Inf" : "-Inf";
+  return json(d).dump();  // the shortest text that reads back as the same double
+}
+
+std::string label_text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+std::string labels(std::initializer_list<std::pair<const char*, std::string>> pairs) {
+  std::string out = "{";
+  for (const auto& [name, value] : pairs) {
+    if (out.size() > 1) out += ',';
+    out += name;
+    out += "=\"" + escape_label_value(value) + '"';
+  }
+  return out + "}";
+}
+
+std::string escape_help(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+// Every sample of a family goes under its one HELP and TYPE; a family with
+// no sample is not written at all.
+void write_family(std::string& out, std::string_view name, std::string_view type,
+                  std::string_view help, const std::vector<sample>& samples) {
+  if (samples.empty()) return;
+  out += "# HELP " + std::string(name) + ' ' + escape_help(help) + '\n';
+  out += "# TYPE " + std::string(name) + ' ' + std::string(type) + '\n';
+  for (const auto& s : samples) out += std::string(name) + s.labels + ' ' + s.value + '\n';
+}
+
+// One unlabelled sample from `obj[key]`, if it is there and a number.
+std::vector<sample> scalar(const json& obj, const char* key) {
+  if (!obj.is_object() || !obj.contains(key)) return {};
+  auto v = number(obj[key]);
+  if (v.empty()) return {};
+  return {{"", v}};
+}
+
+struct scalar_family {
+  const char* key;
+  const char* name;
+  const char* type;
+  const char* help;
+};
+
+// The training loop's status (the runtime report's accounts so far).
+constexpr scalar_family training_families[] = {
+  {"step", "cleave_training_step", "gauge", "The training step the loop last reported."},
+  {"loss", "cleave_training_loss", "gauge", "The training loss at that step."},
+  {"seconds", "cleave_training_seconds", "gauge", "Seconds since the training loop started."},
+  {"ps_shards", "cleave_ps_shards", "gauge", "Parameter-server shards."},
+  {"tiles", "cleave_tiles_total", "counter", "Tiles devices completed."},
+  {"tiles_verified", "cleave_tiles_verified_total", "counter",
+   "Device results that passed Freivalds' check."},
+  {"tiles_rejected", "cleave_tiles_rejected_total", "counter",
+   "Device results refused (malformed, not finite, failed the check or outvoted) and computed again."},
+  {"tiles_reassigned", "cleave_tiles_reassigned_total", "counter",
+   "Tiles given to another device after theirs failed."},
+  {"tiles_timed_out", "cleave_tiles_timed_out_total", "counter", "Tiles unanswered within --tile-timeout."},
+  {"speculative_tiles", "cleave_tiles_speculative_total", "counter",
+   "Copies of straggling tiles sent to idle devices."},
+  {"tiles_at_ps", "cleave_tiles_at_ps_total", "counter", "Tiles the parameter server computed itself."},
+  {"local_gemms", "cleave_local_gemms_total", "counter", "Matrix products the planner kept on the parameter server."},
+  {"devices_quarantined", "cleave_devices_quarantined", "gauge",
+   "Devices given no more tiles after --quarantine-after refused results."},
+  {"verify_seconds", "cleave_verify_seconds_total", "counter", "Seconds spent checking device results."},
+  {"failures_detected", "cleave_failures_detected_total", "counter", "Device failures the runtime detected."},
+  {"recovery_seconds_total", "cleave_recovery_seconds_total", "counter",
+   "Seconds spent recovering the tiles of failed devices."},
+  {"bytes_down", "cleave_downlink_bytes_total", "counter", "Bytes sent to devices (operands)."},
+  {"bytes_up", "cleave_uplink_bytes_total", "counter", "Bytes devices sent back (results)."},
+  {"cache_hit_rate", "cleave_cache_hit_ratio", "gauge",
+   "Fraction of operands devices already held, so not sent again."},
+};
+
+// training.per_device, labelled by device and profile.
+constexpr scalar_family device_families[] = {
+  {"tiles", "cleave_device_tiles_total", "counter", "Tiles the device completed."},
+  {"bytes_down", "cleave_device_downlink_bytes_total", "counter", "Bytes sent to the device."},
+  {"bytes_up", "cleave_device_uplink_bytes_total", "counter", "Bytes the device sent back."},
+  {"busy_seconds", "cleave_device_busy_seconds_total", "counter", "Seconds the device spent on tiles."},
+  {"cache_hits", "cleave_device_cache_hits_total", "counter", "Operands the device already held."},
+  {"refused", "cleave_device_refused_total", "counter", "Results of the device that were refused."},
+  {"flops", "cleave_device_flop_total", "counter", "Floating-point operations in the tiles the device completed."},
+};
+
+void write_training(std::string& out, const json& training) {
+  if (!training.is_object()) return;
+  for (const auto& f : training_families)
+    write_family(out, f.name, f.type, f.help, scalar(training, f.key));
+  if (const auto& split = training.value("step_split_seconds", json()); split.is_object()) {
+    std::vector<sample> parts;
+    for (const auto& [part, v] : split.items())
+      if (auto n = number(v); !n.empty()) parts.push_back({labels({{"part", part}}), n});
+    write_family(out, "cleave_step_split_seconds", "gauge",
+                 "Mean seconds per step in each part of it (predicted_*: the cost model's).", parts);
+  }
+  const auto& devices = training.value("per_device", json());
+  if (!devices.is_array()) return;
+  for (const auto& f : device_families) {
+    std::vector<sample> samples;
+    for (const auto& d : devices) {
+      if (!d.is_object() || !d.contains("id") || !d.contains(f.key)) continue;
+      auto n = number(d[f.key]);
+      if (n.empty()) continue;
+      samples.push_back(
+        {labels({{"device", label_text(d["id"])}, {"profile", label_text(d.value("profile", json("")))}}), n});
+    }
+    write_family(out, f.name, f.type, f.help, samples);
+  }
+}
+
+// The states console_view gives a device; each is always counted, so a
+// dashboard sees 0 rather than a gap.
+constexpr const char* known_states[] = {"alive", "suspected", "dead", "quarantined"};
+
+void write_fleet(std::string& out, const json& fleet) {
+  if (!fleet.is_object()) return;
+  write_family(out, "cleave_fleet_version", "gauge", "The planner's registry version.",
+               scalar(fleet, "version"));
+  write_family(out, "cleave_fleet_quorum_reached", "gauge",
+               "1 once the planner saw the devices it waits for before the first step.",
+               scalar(fleet, "quorum_reached"));
+  write_family(out, "cleave_planner_answered", "gauge", "1 if the planner answered the console, else 0.",
+               {{"", fleet.contains("planner_error") ? "0" : "1"}});
+  const auto& devices = fleet.value("devices", json());
+  if (!devices.is_array()) return;
+  std::map<std::string, int> by_state;
+  for (const char* s : known_states) by_state[s] = 0;
+  for (const auto& d : devices)
+    if (d.is_object()) ++by_state[d.value("state", std::string("unknown"))];
+  std::vector<sample> counts;
+  for (const auto& [state, n] : by_state) counts.push_back({labels({{"state", state}}), std::to_string(n)});
+  write_family(out, "cleave_fleet_devices", "gauge", "Devices in the fleet by state.", counts);
+  std::vector<sample> phi, states;
+  for (const auto& d : devices) {
+    if (!d.is_object() || !d.contains("id")) continue;
+    const auto id = label_text(d["id"]);
+    if (d.contains("phi"))
+      if (auto n = number(d["phi"]); !n.empty()) phi.push_back({labels({{"device", id}}), n});
+    // One sample per state, 1 for the device's: the usual way to expose an
+    // enum, so a change of state is a change of value, not a new series.
+    const auto state = d.value("state", std::string("unknown"));
+    bool known = false;
+    for (const char* s : known_states) {
+      known = known || state == s;
+      states.push_back({labels({{"device", id}, {"state", s}}), state == s ? "1" : "0"});
+    }
+    if (!known) states.push_back({labels({{"device", id}, {"state", state}}), "1"});
+  }
+  write_family(out, "cleave_device_phi", "gauge",
+               "The failure detector's suspicion level of the device (phi accrual).", phi);
+  write_family(out, "cleave_device_state", "gauge", "1 for the device's state, 0 for the others.", states);
+}
+
+}  // namespace
+
+std::string escape_label_value(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string render_metrics(const nlohmann::json& console_document) {
+  std::string out;
+  if (!console_document.is_object()) return out;
+  write_training(out, console_document.value("training", json()));
+  write_fleet(out, console_document.value("fleet", json()));
+  return out;
+}
+
+}  // namespace cleave
