@@ -5,8 +5,9 @@
 #  1. mlp for 100 steps across the hosts gives the in-process fleet's
 #     trajectory (the same four profiles) bit for bit;
 #  2. a device host's link cut mid-training: the console shows the device
-#     dead, the run goes on; the link back: the device joins again; the run
-#     finishes, and every namespace the script made is gone.
+#     dead (document and /metrics), the run goes on; the link back: the
+#     device joins again; the run finishes, and every namespace the script
+#     made is gone.
 source "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 CLEAVE=$(realpath "$CLEAVE")
@@ -39,15 +40,19 @@ for _ in $(seq 1 500); do
   [[ -n $id ]] && break; sleep 0.02
 done
 [[ -n $id ]] || { fail "hosts.sh did not start: $(tail -3 "$WORK/cut.log")"; finish; }
-# console STATE: waits (30 s at most) until the console lists a device in STATE.
+# console STATE: waits (30 s at most) until the console lists a device in
+# STATE, both in its document and in /metrics.
 console() {
   ip netns exec "$id-ps" python3 - "$1" <<'PY'
-import json, sys, time, urllib.request
+import json, re, sys, time, urllib.request
+want = sys.argv[1]
 for _ in range(150):
     try:
-        doc = json.load(urllib.request.urlopen("http://10.78.1.4:8080/status", timeout=5))
+        doc = json.load(urllib.request.urlopen("http://10.78.1.4:8080/api/state", timeout=5))
+        metrics = urllib.request.urlopen("http://10.78.1.4:8080/metrics", timeout=5).read().decode()
         states = [d.get("state") for d in doc["fleet"]["devices"]]
-        if sys.argv[1] in states and doc["training"] is not None:
+        in_metrics = re.search(r'^cleave_device_state\{device="\d+",state="%s"\} 1$' % want, metrics, re.M)
+        if want in states and in_metrics and doc["training"] is not None:
             print("seen"); sys.exit()
     except OSError:
         pass
@@ -57,7 +62,7 @@ PY
 }
 [[ $(console alive) == seen ]] || fail "the console never showed the fleet training"
 ip -n "$id-dev4" link set eth0 down
-[[ $(console dead) == seen ]] && echo "ok: the cut device shows dead in the console" \
+[[ $(console dead) == seen ]] && echo "ok: the cut device shows dead in the console and in /metrics" \
   || fail "the console never showed the cut device dead"
 sleep 1
 ip -n "$id-dev4" link set eth0 up
