@@ -11,6 +11,7 @@
 
 #include "actors/console/console_actor.hpp"
 #include "actors/console/console_view.hpp"
+#include "actors/console/event_log.hpp"
 #include "actors/console/http_endpoint.hpp"
 #include "actors/console/http_head.hpp"
 #include "schema/errors.hpp"
@@ -78,6 +79,36 @@ TEST(console_view, merges_the_registry_with_the_detector) {
   planner_view lost;
   lost.error = "timeout";
   EXPECT_EQ(render_console(nullptr, lost, {})["fleet"]["planner_error"], "timeout");
+}
+
+TEST(event_log, keeps_the_last_events_oldest_first) {
+  event_log log(3);
+  EXPECT_EQ(log.size(), 0u);
+  EXPECT_TRUE(log.events().empty());
+  for (int i = 0; i < 5; ++i) log.push({double(i), "dead", i, 0});
+  const auto kept = log.events();
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0].device, 2);
+  EXPECT_EQ(kept[2].device, 4);
+  EXPECT_EQ(log.dropped(), 2u);
+  event_log tiny(0);  // a zero capacity still keeps the latest
+  tiny.push({1, "join", 7, 0});
+  ASSERT_EQ(tiny.events().size(), 1u);
+  EXPECT_EQ(tiny.events()[0].device, 7);
+}
+
+TEST(console_view, lists_the_events_oldest_first) {
+  event_log log(2);
+  log.push({0.5, "join", 1, 0});
+  log.push({1.25, "suspect", 1, 3.5});
+  log.push({2.0, "checkpoint", -1, 0});
+  const auto doc = render_console(nullptr, two_devices(), {}, log);
+  const auto& ev = doc["events"];
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0], nlohmann::json({{"time", 1.25}, {"kind", "suspect"}, {"device", 1}, {"phi", 3.5}}));
+  EXPECT_EQ(ev[1], nlohmann::json({{"time", 2.0}, {"kind", "checkpoint"}}));
+  EXPECT_EQ(doc["events_dropped"], 1);
+  EXPECT_TRUE(render_console(nullptr, two_devices(), {})["events"].empty());
 }
 
 // A console over stand-in planner and detector actors, behind a real port.

@@ -6,7 +6,8 @@
 namespace cleave {
 
 nlohmann::json render_console(const nlohmann::json& training, const planner_view& planner,
-                              const std::vector<device_health>& health) {
+                              const std::vector<device_health>& health,
+                              const event_log& events) {
   std::map<int32_t, const device_health*> by_id;
   for (const auto& h : health) by_id[h.id] = &h;
   nlohmann::json devices = nlohmann::json::array();
@@ -38,7 +39,17 @@ nlohmann::json render_console(const nlohmann::json& training, const planner_view
                           {"suspected", planner.suspected.size()},
                           {"devices", std::move(devices)}};
   if (!planner.error.empty()) fleet["planner_error"] = planner.error;
-  return {{"training", training}, {"fleet", std::move(fleet)}};
+  nlohmann::json log = nlohmann::json::array();
+  for (const auto& ev : events.events()) {
+    nlohmann::json e = {{"time", ev.time}, {"kind", ev.kind}};
+    if (ev.device >= 0) e["device"] = ev.device;
+    if (ev.phi != 0) e["phi"] = ev.phi;
+    log.push_back(std::move(e));
+  }
+  return {{"training", training},
+          {"fleet", std::move(fleet)},
+          {"events", std::move(log)},
+          {"events_dropped", events.dropped()}};
 }
 
 }  // namespace cleave

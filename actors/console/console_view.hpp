@@ -1,7 +1,8 @@
 #pragma once
 // What the admin console shows, as JSON: the training loop's latest status
 // (step, loss, the fleet accounts of the report) and the live fleet, merging
-// the planner's registry with the detector's suspicion levels.
+// the planner's registry with the detector's suspicion levels, and the
+// console's log of fleet events.
 
 #include <cstdint>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/console/event_log.hpp"
 #include "actors/detector/detector_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
 
@@ -23,8 +25,12 @@ struct planner_view {
 };
 
 // `training` is null before the first step. Devices the detector still
-// remembers but the planner dropped are listed as gone.
+// remembers but the planner dropped are listed as gone. `events` becomes
+// "events": [{"time", "kind", "device", "phi"}], oldest first ("device"
+// left out when the event is about no device, "phi" when it is 0), and
+// "events_dropped" counts those the log forgot.
 nlohmann::json render_console(const nlohmann::json& training, const planner_view& planner,
-                              const std::vector<device_health>& health);
+                              const std::vector<device_health>& health,
+                              const event_log& events = event_log(1));
 
 }  // namespace cleave
