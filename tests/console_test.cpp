@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
+#include <mutex>
 #include <thread>
 
 #include <caf/all.hpp>
@@ -123,11 +125,14 @@ struct console_node {
     add_detector_message_types(cfg);
     cfg.set("logger.console-verbosity", caf::atom("quiet"));
     sys = std::make_unique<caf::actor_system>(cfg);
-    planner = sys->spawn([]() -> caf::behavior {
+    planner = sys->spawn([](caf::event_based_actor* self) -> caf::behavior {
       return {[](caf::get_atom) {
-        auto pv = two_devices();
-        return caf::make_message(pv.version, pv.quorum, pv.members, pv.suspected);
-      }};
+                auto pv = two_devices();
+                return caf::make_message(pv.version, pv.quorum, pv.members, pv.suspected);
+              },
+              [=](subscribe_atom, caf::actor sub) {
+                self->send(sub, event_atom::value, fleet_event{fleet_event_kind::dead, 3, 9.5});
+              }};
     });
     detector = sys->spawn([]() -> caf::behavior {
       return {[](caf::get_atom) { return std::vector<device_health>{{0, 0.25, false, false}}; }};
@@ -154,13 +159,20 @@ TEST(console_endpoint, answers_get_with_the_live_fleet_and_training) {
   console_node n(quick());
   ASSERT_NE(n.port, 0);
   raw_client c(n.port);
-  ASSERT_TRUE(c.write_all("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(c.write_all("GET /api/state HTTP/1.1\r\nHost: x\r\n\r\n"));
   ASSERT_TRUE(c.sees_close());
   ASSERT_EQ(c.received.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << c.received;
   const auto doc = nlohmann::json::parse(c.received.substr(c.received.find("\r\n\r\n") + 4));
   EXPECT_EQ(doc["training"]["step"], 5);
   EXPECT_EQ(doc["fleet"]["devices"].size(), 2u);
   EXPECT_DOUBLE_EQ(doc["fleet"]["devices"][0]["phi"].get<double>(), 0.25);
+  // The console subscribed to the planner at its start; the stand-in
+  // answered with one event, stamped with the console's clock.
+  ASSERT_EQ(doc["events"].size(), 1u) << doc.dump();
+  EXPECT_EQ(doc["events"][0]["kind"], "dead");
+  EXPECT_EQ(doc["events"][0]["device"], 3);
+  EXPECT_DOUBLE_EQ(doc["events"][0]["phi"].get<double>(), 9.5);
+  EXPECT_GE(doc["events"][0]["time"].get<double>(), 0.0);
 }
 
 TEST(console_endpoint, serves_the_document_and_its_metrics_by_path) {
@@ -184,6 +196,51 @@ TEST(console_endpoint, serves_the_document_and_its_metrics_by_path) {
   EXPECT_NE(m.find("\ncleave_training_step 5\n"), std::string::npos) << m;
   EXPECT_NE(m.find("\ncleave_fleet_devices{state=\"suspected\"} 1\n"), std::string::npos) << m;
   EXPECT_NE(m.find("\ncleave_device_phi{device=\"0\"} 0.25\n"), std::string::npos) << m;
+}
+
+TEST(console_actor, subscribes_again_when_the_planner_changes) {
+  caf::actor_system_config cfg;
+  add_planner_message_types(cfg);
+  add_detector_message_types(cfg);
+  cfg.set("logger.console-verbosity", caf::atom("quiet"));
+  caf::actor_system sys{cfg};
+  auto stand_in = [&](fleet_event ev) {
+    return sys.spawn([ev](caf::event_based_actor* self) -> caf::behavior {
+      return {[](caf::get_atom) {
+                return caf::make_message(uint64_t{1}, true, std::vector<fleet_member>{},
+                                         std::vector<int32_t>{});
+              },
+              [=](subscribe_atom, caf::actor sub) { self->send(sub, event_atom::value, ev); }};
+    });
+  };
+  auto first = stand_in({fleet_event_kind::join, 1, 0});
+  auto second = stand_in({fleet_event_kind::rejoin, 2, 0});
+  auto current = std::make_shared<std::pair<std::mutex, caf::actor>>();
+  current->second = first;
+  auto console = sys.spawn(console_actor, [current] {
+    std::lock_guard<std::mutex> guard{current->first};
+    return current->second;
+  }, [] { return caf::actor{}; });
+  caf::scoped_actor self{sys};
+  auto kinds = [&] {
+    std::vector<std::string> out;
+    self->request(console, std::chrono::seconds(5), caf::get_atom::value)
+      .receive([&](const std::string& doc) {
+                 const auto parsed = nlohmann::json::parse(doc);
+                 for (const auto& e : parsed["events"]) out.push_back(e["kind"]);
+               },
+               [&](caf::error& err) { ADD_FAILURE() << sys.render(err); });
+    return out;
+  };
+  for (int i = 0; i < 100 && kinds().size() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(kinds(), std::vector<std::string>{"join"});
+  {
+    std::lock_guard<std::mutex> guard{current->first};
+    current->second = second;
+  }
+  for (int i = 0; i < 100 && kinds().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(kinds(), (std::vector<std::string>{"join", "rejoin"}));
+  for (auto& a : {first, second, console}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 TEST(console_endpoint, refuses_hostile_clients_and_keeps_serving) {

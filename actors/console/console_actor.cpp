@@ -11,6 +11,11 @@ namespace cleave {
 namespace {
 
 constexpr auto ask_timeout = std::chrono::seconds(2);
+// How often the console looks for a restarted planner even when nobody
+// asks: events between a restart and the next query would be lost otherwise.
+constexpr auto resubscribe_every = std::chrono::seconds(1);
+
+using resubscribe_atom = caf::atom_constant<caf::atom("cresub")>;
 
 using console_ptr = caf::stateful_actor<console_state>*;
 
@@ -20,18 +25,34 @@ planner_view unanswered(std::string why) {
   return out;
 }
 
+void log_event(console_ptr self, std::string kind, int32_t device, double phi) {
+  auto& st = self->state;
+  const std::chrono::duration<double> since = std::chrono::steady_clock::now() - st.started;
+  st.events.push({since.count(), std::move(kind), device, phi});
+}
+
+// Subscribes to `planner` unless it is the one already subscribed to. The
+// old one, if alive, keeps sending: its events are still the fleet's.
+void subscribe(console_ptr self, const caf::actor& planner) {
+  if (!planner || planner == self->state.subscribed_to) return;
+  self->state.subscribed_to = planner;
+  self->send(planner, subscribe_atom::value, caf::actor{self});
+}
+
 void answer(console_ptr self, caf::typed_response_promise<std::string> rp, const planner_view& pv) {
   auto detector = self->state.detector ? self->state.detector() : caf::actor{};
   if (!detector) {
-    rp.deliver(render_console(self->state.training, pv, {}).dump(2));
+    rp.deliver(render_console(self->state.training, pv, {}, self->state.events).dump(2));
     return;
   }
   self->request(detector, ask_timeout, caf::get_atom::value)
     .then(
       [=](std::vector<device_health>& health) mutable {
-        rp.deliver(render_console(self->state.training, pv, health).dump(2));
+        rp.deliver(render_console(self->state.training, pv, health, self->state.events).dump(2));
       },
-      [=](caf::error&) mutable { rp.deliver(render_console(self->state.training, pv, {}).dump(2)); });
+      [=](caf::error&) mutable {
+        rp.deliver(render_console(self->state.training, pv, {}, self->state.events).dump(2));
+      });
 }
 
 }  // namespace
@@ -40,7 +61,16 @@ caf::behavior console_actor(console_ptr self, std::function<caf::actor()> planne
                             std::function<caf::actor()> detector) {
   self->state.planner = std::move(planner);
   self->state.detector = std::move(detector);
+  subscribe(self, self->state.planner());
+  self->delayed_send(self, resubscribe_every, resubscribe_atom::value);
   return {
+    [=](resubscribe_atom) {
+      subscribe(self, self->state.planner());
+      self->delayed_send(self, resubscribe_every, resubscribe_atom::value);
+    },
+    [=](event_atom, const fleet_event& ev) {
+      log_event(self, to_string(ev.kind), ev.device, ev.phi);
+    },
     [=](console_status_atom, const std::string& json) {
       auto doc = nlohmann::json::parse(json, nullptr, false);
       if (doc.is_discarded()) {
@@ -52,6 +82,7 @@ caf::behavior console_actor(console_ptr self, std::function<caf::actor()> planne
     [=](caf::get_atom) {
       auto rp = self->make_response_promise<std::string>();
       auto planner = self->state.planner();
+      subscribe(self, planner);
       if (!planner) {
         answer(self, rp, unanswered("no planner"));
         return rp;
