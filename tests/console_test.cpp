@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/console/console_actor.hpp"
+#include "actors/console/console_page.hpp"
 #include "actors/console/console_view.hpp"
 #include "actors/console/event_log.hpp"
 #include "actors/console/http_endpoint.hpp"
@@ -113,6 +114,18 @@ TEST(console_view, lists_the_events_oldest_first) {
   EXPECT_TRUE(render_console(nullptr, two_devices(), {})["events"].empty());
 }
 
+TEST(console_page, is_one_self_contained_document) {
+  const std::string page(console_page());
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page.find("fetch(\"/api/state\""), std::string::npos);
+  EXPECT_NE(page.find("<canvas"), std::string::npos);
+  EXPECT_EQ(page.find("/*@"), std::string::npos) << "a build marker left in the page";
+  // Nothing leaves the console: no address, no external script or style.
+  for (const char* outside : {"http://", "https://", "<script src", "<link", "@import", "//cdn"})
+    EXPECT_EQ(page.find(outside), std::string::npos) << outside;
+  EXPECT_EQ(page.find("innerHTML"), std::string::npos) << "data reaches the DOM as text only";
+}
+
 // A console over stand-in planner and detector actors, behind a real port.
 struct console_node {
   caf::actor_system_config cfg;
@@ -184,12 +197,18 @@ TEST(console_endpoint, serves_the_document_and_its_metrics_by_path) {
     EXPECT_TRUE(c.sees_close());
     return c.received;
   };
-  for (const char* path : {"/api/state", "/status", "/"}) {
+  for (const char* path : {"/api/state", "/status"}) {
     const auto r = get(path);
     ASSERT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << path;
     EXPECT_NE(r.find("Content-Type: application/json\r\n"), std::string::npos);
     EXPECT_EQ(nlohmann::json::parse(r.substr(r.find("\r\n\r\n") + 4))["training"]["step"], 5);
   }
+  const auto page = get("/");
+  ASSERT_EQ(page.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << page.substr(0, 200);
+  EXPECT_NE(page.find("Content-Type: text/html; charset=utf-8\r\n"), std::string::npos);
+  EXPECT_EQ(page.substr(page.find("\r\n\r\n") + 4), std::string(console_page()));
+  for (const char* outside : {"http://", "https://", "<script src"})
+    EXPECT_EQ(page.find(outside), std::string::npos) << outside;
   const auto m = get("/metrics");
   ASSERT_EQ(m.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << m;
   EXPECT_NE(m.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
@@ -198,6 +217,7 @@ TEST(console_endpoint, serves_the_document_and_its_metrics_by_path) {
   EXPECT_NE(m.find("\ncleave_device_phi{device=\"0\"} 0.25\n"), std::string::npos) << m;
 }
 
+// A restarted planner is a new actor: the console subscribes to it too.
 TEST(console_actor, subscribes_again_when_the_planner_changes) {
   caf::actor_system_config cfg;
   add_planner_message_types(cfg);

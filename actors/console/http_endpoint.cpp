@@ -8,6 +8,7 @@
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/console/console_page.hpp"
 #include "actors/console/http_head.hpp"
 #include "actors/console/metrics_view.hpp"
 #include "schema/errors.hpp"
@@ -18,12 +19,14 @@ namespace {
 
 using head_timeout_atom = caf::atom_constant<caf::atom("htimeout")>;
 
-// What a path asks for. `/` and `/status` are the document's first
-// addresses and keep answering it for the clients written against them.
-enum class route { document, metrics, none };
+// What a path asks for. `/status` is the document's first address and keeps
+// answering it for the clients written against it; `/` is the page, for a
+// person with a browser.
+enum class route { page, document, metrics, none };
 
 route route_of(const std::string& path) {
-  if (path == "/api/state" || path == "/status" || path == "/") return route::document;
+  if (path == "/") return route::page;
+  if (path == "/api/state" || path == "/status") return route::document;
   if (path == "/metrics") return route::metrics;
   return route::none;
 }
@@ -85,7 +88,11 @@ void on_data(endpoint_broker* self, caf::io::new_data_msg& msg) {
   }
   const auto wanted = route_of((*head)->path);
   if (wanted == route::none) {
-    reply(self, msg.handle, 404, "text/plain", "try GET /api/state or /metrics\n");
+    reply(self, msg.handle, 404, "text/plain", "try GET /, /api/state or /metrics\n");
+    return;
+  }
+  if (wanted == route::page) {  // static: the console need not be asked
+    reply(self, msg.handle, 200, std::string(console_page_content_type), std::string(console_page()));
     return;
   }
   conn.answering = true;

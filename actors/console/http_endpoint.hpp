@@ -1,7 +1,8 @@
 #pragma once
-// The admin console's port: `GET /api/state` (also `/status` and, for now,
-// `/`) is answered with the console actor's document as JSON, `GET /metrics`
-// with the same in Prometheus' text format (metrics_view.hpp).
+// The admin console's port: `GET /` is answered with the page
+// (console_page.hpp), `GET /api/state` (also `/status`) with the console
+// actor's document as JSON, `GET /metrics` with the same in Prometheus' text
+// format (metrics_view.hpp).
 //
 // Every port is hostile: a connection may send one request head of at most
 // max_http_head_bytes within head_timeout, and at most max_connections are

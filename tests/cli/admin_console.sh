@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The admin console of a running in-process fleet: `GET /` (and /api/state)
-# on --admin shows the training's progress and accounts and every device with
-# its detector level, live; `GET /metrics` passes promtool's checks (format
-# and naming); `--role=status` prints a row per device; a request that is not
-# a small GET is refused; the run itself is unaffected.
+# The admin console of a running in-process fleet: `GET /api/state` (and
+# /status) on --admin shows the training's progress and accounts and every
+# device with its detector level, live; `GET /` is the HTML page, with no
+# external address and JS that node accepts; `GET /metrics` passes
+# promtool's checks (format and naming); `--role=status` prints a row per
+# device; a request that is not a small GET is refused; the run itself is
+# unaffected. With a churn file, the document's events show the death.
 source "$(dirname "$0")/lib.sh"
 
 "$CLEAVE" --role=all --devices=4 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --model=mlp \
@@ -30,7 +32,7 @@ def get(request):
 problems = []
 steps = []
 for _ in range(100):  # until two snapshots show training moving on
-    path = (b"/", b"/api/state")[len(steps) % 2]
+    path = (b"/status", b"/api/state")[len(steps) % 2]
     status, body = get(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
     if status != "HTTP/1.1 200 OK":
         problems.append(f"GET {path.decode()} gave {status}"); break
@@ -58,6 +60,43 @@ print(f"console saw steps {steps[0] if steps else None} .. {steps[-1] if steps e
 PY
 )
 [[ $verdict == ok ]] && echo "ok: the console shows the live fleet and training" || fail "$verdict"
+
+# The page: HTML, self-contained, and its script parses (node --check).
+python3 - "$port" "$WORK/page.html" "$WORK/page.js" <<'PY' || fail "GET /: $(cat "$WORK/page.err" 2>/dev/null)"
+import re, socket, sys
+with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) as s:
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    out = b""
+    while chunk := s.recv(65536):
+        out += chunk
+head, _, body = out.partition(b"\r\n\r\n")
+page = body.decode()
+open(sys.argv[2], "w").write(page)
+scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+open(sys.argv[3], "w").write("\n".join(scripts))
+problems = []
+if not head.startswith(b"HTTP/1.1 200 "): problems.append(head.split(b"\r\n")[0].decode())
+if b"Content-Type: text/html; charset=utf-8" not in head: problems.append("not text/html")
+if len(scripts) != 1: problems.append(f"{len(scripts)} inline scripts")
+for outside in ("http://", "https://", "<script src", "<link"):
+    if outside in page: problems.append(f"the page holds {outside!r}")
+if problems:
+    open(sys.argv[2][:-5] + ".err", "w").write("; ".join(problems))
+    sys.exit(1)
+PY
+if ! command -v node >/dev/null; then fail "node is missing: the page's script cannot be checked"
+elif out=$(node --check "$WORK/page.js" 2>&1); then echo "ok: GET / is a self-contained page whose script node accepts"
+else fail "node --check on the page's script: $out"; fi
+# Optional: the live page in headless Chromium, when playwright-core is
+# reachable (NODE_PATH) and chromium installed: no script error, a row per
+# device, nothing fetched from elsewhere; a screenshot in $WORK (copied to
+# $CLEAVE_ARTIFACTS if set). Skipped, and said so, otherwise.
+if command -v chromium >/dev/null && node -e 'require.resolve("playwright-core")' 2>/dev/null; then
+  if out=$(node "$(dirname "$0")/page_screenshot.js" "http://127.0.0.1:$port/" "$WORK/console.png" 4 2>&1); then
+    echo "ok: headless Chromium drew the page ($(stat -c %s "$WORK/console.png") byte screenshot)"
+    [[ -n ${CLEAVE_ARTIFACTS:-} ]] && cp "$WORK/console.png" "$CLEAVE_ARTIFACTS/"
+  else fail "the page in headless Chromium: $out"; fi
+else echo "skip: no chromium or playwright-core (NODE_PATH): the page was not driven"; fi
 
 # /metrics, linted as Prometheus would read it. promtool comes with the
 # prometheus package (deploy/setup.sh installs it); without it this fails.
@@ -107,6 +146,46 @@ else echo "ok: a closed port: exit $rc, $(cat "$WORK/closed.err")"; fi
 "$CLEAVE" --role=status --connect=nohost > /dev/null 2>&1; rc=$?
 ((rc == 2)) || fail "--role=status --connect=nohost exited $rc, expected 2"
 kill -0 $run 2>/dev/null || fail "the run died: $(tail -3 "$WORK/run.log")"
+kill -TERM $run 2>/dev/null
+wait $run 2>/dev/null
+
+# Churn: device 2 dies at step 20; the console's event log shows it dead
+# (the console subscribed to the planner's events).
+echo '{"events": [{"step": 20, "action": "die", "device": 2}]}' > "$WORK/churn.json"
+"$CLEAVE" --role=all --devices=4 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --model=mlp \
+  --steps=100000 --threads=1 --churn="$WORK/churn.json" --admin=127.0.0.1:0 > "$WORK/churn.log" 2>&1 &
+run=$!
+port=
+for _ in $(seq 1 500); do
+  port=$(grep -o "admin console: http://127.0.0.1:[0-9]*" "$WORK/churn.log" | grep -o "[0-9]*$")
+  [[ -n $port ]] && break; sleep 0.02
+done
+if [[ -z $port ]]; then fail "churn run: no console port: $(tail -3 "$WORK/churn.log")"
+else
+  verdict=$(python3 - "$port" <<'PY'
+import json, socket, sys, time
+def state():
+    with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) as s:
+        s.sendall(b"GET /api/state HTTP/1.1\r\nHost: x\r\n\r\n")
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return json.loads(out.partition(b"\r\n\r\n")[2])
+for _ in range(150):  # 30 s
+    doc = state()
+    events = doc.get("events", [])
+    dead = [e for e in events if e["kind"] == "dead" and e.get("device") == 2]
+    if dead:
+        bad = [e for e in events if not isinstance(e.get("time"), (int, float)) or e["time"] < 0]
+        print(f"bad times: {bad}" if bad else "ok")
+        break
+    time.sleep(0.2)
+else:
+    print(f"no dead event for device 2 by step {(doc['training'] or {}).get('step')}: {events}")
+PY
+)
+  [[ $verdict == ok ]] && echo "ok: the console's events show device 2 dead" || fail "churn: $verdict"
+fi
 kill -TERM $run 2>/dev/null
 wait $run 2>/dev/null
 finish

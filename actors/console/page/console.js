@@ -1,0 +1,284 @@
+// The console page: polls /api/state every second and redraws. Every value
+// from the document reaches the DOM through textContent or a canvas, never
+// as markup. History lives here, capped, and starts again on reload (the
+// event log is the server's and survives).
+"use strict";
+
+const MAX_POINTS = 2000;
+const SPLIT_PARTS = [["ps_compute", "#2f6fdb"], ["issue_tiles", "#8e44ad"],
+                     ["wait_on_devices", "#e67e22"], ["allgather", "#16a085"]];
+const trail = { loss: [], step: [], tiles: [], alive: [], split: {} };
+SPLIT_PARTS.forEach(([name]) => { trail.split[name] = []; });
+let previous = null;  // the last training sample: derived rates need two
+let sort = { key: "id", dir: 1 };
+let lastDoc = null;
+const pageStarted = performance.now();
+
+function $(id) { return document.getElementById(id); }
+
+function push(series, point) {
+  series.push(point);
+  if (series.length > MAX_POINTS) series.splice(0, series.length - MAX_POINTS);
+}
+
+function num(v) { return typeof v === "number" && isFinite(v) ? v : null; }
+
+function fixed(v, digits) { return num(v) === null ? "-" : v.toFixed(digits); }
+
+function elapsed(seconds) {
+  if (num(seconds) === null) return "-";
+  const s = Math.floor(seconds);
+  const h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, r = s % 60;
+  return (h > 0 ? h + ":" + String(m).padStart(2, "0") : String(m)) + ":" + String(r).padStart(2, "0");
+}
+
+// Samples whose step went back (a new run, a resume) start the charts again.
+function record(doc) {
+  const t = doc.training;
+  const now = (performance.now() - pageStarted) / 1000;
+  if (doc.fleet && num(doc.fleet.alive) !== null) push(trail.alive, [now, doc.fleet.alive]);
+  if (!t || num(t.step) === null) return;
+  if (previous && t.step < previous.step) {
+    for (const k of ["loss", "step", "tiles"]) trail[k].length = 0;
+    SPLIT_PARTS.forEach(([name]) => { trail.split[name].length = 0; });
+    previous = null;
+  }
+  if (num(t.loss) !== null && (!previous || t.step !== previous.step)) push(trail.loss, [t.step, t.loss]);
+  if (previous && t.step > previous.step && t.seconds > previous.seconds) {
+    const steps = t.step - previous.step, dt = t.seconds - previous.seconds;
+    push(trail.step, [t.seconds, dt / steps]);
+    if (num(t.tiles) !== null && num(previous.tiles) !== null)
+      push(trail.tiles, [t.seconds, Math.max(0, t.tiles - previous.tiles) / dt]);
+    // The report's split is an average over the run: the interval's own
+    // share is the difference of the running totals.
+    const now_split = t.step_split_seconds || {}, then_split = previous.step_split_seconds || {};
+    SPLIT_PARTS.forEach(([name]) => {
+      const a = num(now_split[name]), b = num(then_split[name]);
+      if (a === null || b === null) return;
+      push(trail.split[name], [t.seconds, Math.max(0, (a * t.step - b * previous.step) / steps)]);
+    });
+  }
+  if (!previous || t.step !== previous.step) previous = t;
+}
+
+function draw_chart(canvas, series, x_label) {
+  const ctx = canvas.getContext("2d");
+  const w = canvas.width, h = canvas.height, left = 52, bottom = 22, top = 8, right = 8;
+  ctx.clearRect(0, 0, w, h);
+  ctx.font = "11px sans-serif";
+  ctx.fillStyle = "#666";
+  const all = series.flatMap(s => s.points);
+  if (all.length < 2) {
+    ctx.fillText("waiting for data", left, h / 2);
+    return;
+  }
+  let x0 = Math.min(...all.map(p => p[0])), x1 = Math.max(...all.map(p => p[0]));
+  let y0 = Math.min(0, ...all.map(p => p[1])), y1 = Math.max(...all.map(p => p[1]));
+  if (x1 === x0) x1 = x0 + 1;
+  if (y1 === y0) y1 = y0 + 1;
+  y1 += (y1 - y0) * 0.05;
+  const px = x => left + (x - x0) / (x1 - x0) * (w - left - right);
+  const py = y => h - bottom - (y - y0) / (y1 - y0) * (h - bottom - top);
+  ctx.strokeStyle = "#ddd";
+  ctx.lineWidth = 1;
+  for (let i = 0; i <= 4; ++i) {
+    const y = y0 + (y1 - y0) * i / 4;
+    ctx.beginPath(); ctx.moveTo(left, py(y)); ctx.lineTo(w - right, py(y)); ctx.stroke();
+    ctx.fillText(y.toPrecision(3), 2, py(y) + 4);
+  }
+  ctx.fillText(x0.toPrecision(4), left, h - 6);
+  const end = x1.toPrecision(4) + " " + x_label;
+  ctx.fillText(end, w - right - ctx.measureText(end).width, h - 6);
+  for (const s of series) {
+    if (s.points.length < 1) continue;
+    ctx.strokeStyle = s.color;
+    ctx.lineWidth = s.width || 1.5;
+    ctx.beginPath();
+    s.points.forEach((p, i) => i === 0 ? ctx.moveTo(px(p[0]), py(p[1])) : ctx.lineTo(px(p[0]), py(p[1])));
+    ctx.stroke();
+  }
+}
+
+function draw_charts() {
+  draw_chart($("c-loss"), [{ points: trail.loss, color: "#c0392b" }], "step");
+  const step_series = [{ points: trail.step, color: "#222", width: 2 }];
+  SPLIT_PARTS.forEach(([name, color]) => step_series.push({ points: trail.split[name], color: color }));
+  draw_chart($("c-step"), step_series, "s");
+  draw_chart($("c-tiles"), [{ points: trail.tiles, color: "#2f6fdb" }], "s");
+  draw_chart($("c-fleet"), [{ points: trail.alive, color: "#1b7f3b" }], "s (page)");
+}
+
+function legend() {
+  const box = $("l-step");
+  const entries = [["step", "#222"]].concat(SPLIT_PARTS);
+  for (const [name, color] of entries) {
+    const span = document.createElement("span");
+    span.style.setProperty("--c", color);
+    span.textContent = name;
+    box.appendChild(span);
+  }
+}
+
+// One row per device: the fleet's view (state, phi) joined with the
+// training accounts (tiles, bytes, busy time) by id.
+function device_rows(doc) {
+  const t = doc.training || {};
+  const accounts = new Map();
+  for (const a of (t.per_device || [])) accounts.set(a.id, a);
+  const seconds = num(t.seconds);
+  const rows = [];
+  const seen = new Set();
+  for (const d of ((doc.fleet && doc.fleet.devices) || [])) {
+    seen.add(d.id);
+    rows.push(row_of(d, accounts.get(d.id) || {}, seconds));
+  }
+  // Devices the accounts know but the fleet no longer lists (left the run).
+  for (const [id, a] of accounts) if (!seen.has(id)) rows.push(row_of({ id: id, state: "gone" }, a, seconds));
+  return rows;
+}
+
+function row_of(d, a, seconds) {
+  const busy = num(a.busy_seconds) !== null && seconds ? 100 * a.busy_seconds / seconds : null;
+  return {
+    id: d.id, profile: d.profile || a.profile || "", state: d.state || "",
+    tiles: num(a.tiles), mb_down: num(a.bytes_down) === null ? null : a.bytes_down / 1e6,
+    mb_up: num(a.bytes_up) === null ? null : a.bytes_up / 1e6, busy: busy,
+    refused: num(a.refused), phi: num(d.phi),
+  };
+}
+
+function state_class(state) {
+  return ["alive", "suspected", "dead", "quarantined"].includes(state) ? "s-" + state : "s-other";
+}
+
+function render_table(rows) {
+  const needle = $("filter").value.trim().toLowerCase();
+  const shown = rows.filter(r => !needle || [String(r.id), r.profile, r.state]
+    .some(v => String(v).toLowerCase().includes(needle)));
+  shown.sort((a, b) => {
+    const x = a[sort.key], y = b[sort.key];
+    if (x === y) return a.id - b.id;
+    if (x === null || x === undefined) return 1;
+    if (y === null || y === undefined) return -1;
+    return (x < y ? -1 : 1) * sort.dir;
+  });
+  const body = document.createElement("tbody");
+  for (const r of shown) {
+    const tr = document.createElement("tr");
+    const cells = [String(r.id), r.profile, r.state, r.tiles === null ? "-" : String(r.tiles),
+                   fixed(r.mb_down, 1), fixed(r.mb_up, 1), fixed(r.busy, 1),
+                   r.refused === null ? "-" : String(r.refused), fixed(r.phi, 2)];
+    cells.forEach((text, i) => {
+      const td = document.createElement("td");
+      td.textContent = text;
+      if (i === 2) td.className = "state " + state_class(r.state);
+      if (i === 1) td.style.textAlign = "left";
+      tr.appendChild(td);
+    });
+    body.appendChild(tr);
+  }
+  $("fleet").replaceChild(body, $("fleet").tBodies[0]);
+  for (const th of document.querySelectorAll("#fleet th")) {
+    th.classList.toggle("sorted-asc", th.dataset.key === sort.key && sort.dir > 0);
+    th.classList.toggle("sorted-desc", th.dataset.key === sort.key && sort.dir < 0);
+  }
+}
+
+// Cold (idle) blue to hot (always busy) red.
+function heat_colour(share) {
+  const s = Math.max(0, Math.min(1, share));
+  const hue = 220 - 220 * s;
+  return "hsl(" + hue.toFixed(0) + ", 70%, " + (55 - 10 * s).toFixed(0) + "%)";
+}
+
+function render_heat(rows) {
+  const strip = $("heat");
+  const cells = rows.slice().sort((a, b) => a.id - b.id).map(r => {
+    const cell = document.createElement("div");
+    cell.textContent = String(r.id);
+    cell.style.background = r.busy === null ? "#bbb" : heat_colour(r.busy / 100);
+    cell.title = "device " + r.id + " (" + r.profile + ", " + r.state + "): " +
+                 (r.busy === null ? "no accounts yet" : r.busy.toFixed(1) + "% busy");
+    return cell;
+  });
+  strip.replaceChildren(...cells);
+}
+
+function render_events(doc) {
+  const events = doc.events || [];
+  const list = $("events");
+  const items = events.slice().reverse().map(e => {
+    const li = document.createElement("li");
+    let text = "+" + elapsed(e.time) + "  " + e.kind;
+    if (num(e.device) !== null) text += "  device " + e.device;
+    if (num(e.phi) !== null) text += "  phi " + e.phi.toFixed(2);
+    li.textContent = text;
+    li.className = state_class(e.kind === "suspect" ? "suspected" : e.kind === "join" || e.kind === "rejoin" ? "alive" : e.kind);
+    return li;
+  });
+  list.replaceChildren(...items);
+  const dropped = num(doc.events_dropped) || 0;
+  $("events-note").textContent = "(" + events.length + " kept, times since the console started" +
+    (dropped > 0 ? "; " + dropped + " older ones dropped" : "") + ")";
+}
+
+function render_header(doc) {
+  const t = doc.training || {};
+  const counts = { alive: 0, suspected: 0, dead: 0, quarantined: 0 };
+  for (const d of ((doc.fleet && doc.fleet.devices) || []))
+    if (d.state in counts) counts[d.state] += 1;
+  $("h-model").textContent = t.model || "-";
+  $("h-step").textContent = num(t.step) === null ? "-" : String(t.step);
+  $("h-loss").textContent = fixed(t.loss, 4);
+  $("h-elapsed").textContent = elapsed(t.seconds);
+  $("h-devices").textContent = counts.alive + " alive, " + counts.suspected + " suspected, " +
+                               counts.dead + " dead, " + counts.quarantined + " quarantined";
+  for (const [id, key] of [["h-tiles", "tiles"], ["h-verified", "tiles_verified"],
+                           ["h-rejected", "tiles_rejected"], ["h-quarantined", "devices_quarantined"]])
+    $(id).textContent = num(t[key]) === null ? "-" : String(t[key]);
+}
+
+function render() {
+  if (!lastDoc) return;
+  const rows = device_rows(lastDoc);
+  render_header(lastDoc);
+  render_table(rows);
+  render_heat(rows);
+  render_events(lastDoc);
+  draw_charts();
+}
+
+function status(text, ok) {
+  const p = $("connection");
+  p.textContent = text;
+  p.className = ok ? "ok" : "stale";
+}
+
+async function poll() {
+  try {
+    const answer = await fetch("/api/state", { cache: "no-store" });
+    if (!answer.ok) throw new Error("HTTP " + answer.status);
+    const doc = await answer.json();
+    lastDoc = doc;
+    record(doc);
+    render();
+    status("live, updated " + new Date().toLocaleTimeString(), true);
+  } catch (err) {
+    status("no answer (" + err.message + "); retrying", false);
+  }
+  setTimeout(poll, 1000);
+}
+
+function setup() {
+  legend();
+  for (const th of document.querySelectorAll("#fleet th"))
+    th.addEventListener("click", () => {
+      sort = sort.key === th.dataset.key ? { key: sort.key, dir: -sort.dir } : { key: th.dataset.key, dir: 1 };
+      render();
+    });
+  $("filter").addEventListener("input", render);
+  draw_charts();
+  poll();
+}
+
+setup();
