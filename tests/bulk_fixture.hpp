@@ -42,6 +42,13 @@ struct collector {
     std::unique_lock<std::mutex> lk(mx);
     return cv.wait_for(lk, timeout, [&] { return pred(); });
   }
+
+  // Why the k-th connection closed, once it has (empty if it never does).
+  std::string closed_reason(size_t k) {
+    EXPECT_TRUE(wait([&] { return closed.size() > k; }));
+    std::lock_guard<std::mutex> lk(mx);
+    return closed.size() > k ? closed[k].second : std::string{};
+  }
 };
 
 using release_atom = caf::atom_constant<caf::atom("release")>;

@@ -205,11 +205,7 @@ TEST(BulkTls, HostilePeersCloseOnlyTheirConnection) {
   auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
   ASSERT_TRUE(lst);
   n.actors.push_back(lst->channel);
-  auto closed_with = [&](size_t k) {
-    EXPECT_TRUE(col->wait([&] { return col->closed.size() > k; }));
-    std::lock_guard<std::mutex> lk(col->mx);
-    return col->closed.size() > k ? col->closed[k].second : std::string{};
-  };
+  auto closed_with = [&](size_t k) { return col->closed_reason(k); };
   {  // random bytes instead of a ClientHello
     raw_client bad(lst->port);
     auto junk = pattern(100000, 77);
