@@ -7,6 +7,7 @@
 # device; a request that is not a small GET is refused; the run itself is
 # unaffected. With a churn file, the document's events show the death.
 source "$(dirname "$0")/lib.sh"
+export CONSOLE_HTTP=$(cd "$(dirname "$0")" && pwd)  # console_http.py, shared by the checks below
 
 "$CLEAVE" --role=all --devices=4 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --model=mlp \
   --steps=100000 --threads=1 --admin=127.0.0.1:0 > "$WORK/run.log" 2>&1 &
@@ -19,15 +20,12 @@ done
 [[ -n $port ]] || { fail "no console port: $(tail -3 "$WORK/run.log")"; finish; }
 
 verdict=$(python3 - "$port" <<'PY'
-import json, socket, sys, time
+import json, sys, time
+import os, sys; sys.path.insert(0, os.environ["CONSOLE_HTTP"])
+from console_http import exchange, get as http_get
 port = int(sys.argv[1])
 def get(request):
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(request)
-        out = b""
-        while chunk := s.recv(65536):
-            out += chunk
-    head, _, body = out.partition(b"\r\n\r\n")
+    head, body = exchange(port, request)
     return head.split(b"\r\n")[0].decode(), body
 problems = []
 steps = []
@@ -63,13 +61,10 @@ PY
 
 # The page: HTML, self-contained, and its script parses (node --check).
 python3 - "$port" "$WORK/page.html" "$WORK/page.js" <<'PY' || fail "GET /: $(cat "$WORK/page.err" 2>/dev/null)"
-import re, socket, sys
-with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) as s:
-    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-    out = b""
-    while chunk := s.recv(65536):
-        out += chunk
-head, _, body = out.partition(b"\r\n\r\n")
+import re
+import os, sys; sys.path.insert(0, os.environ["CONSOLE_HTTP"])
+from console_http import exchange, get as http_get
+head, body = http_get(int(sys.argv[1]), "/")
 page = body.decode()
 open(sys.argv[2], "w").write(page)
 scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
@@ -104,13 +99,9 @@ if ! command -v promtool >/dev/null; then
   fail "promtool is missing: install the prometheus package (bash deploy/setup.sh does)"
 else
   python3 - "$port" "$WORK/metrics.txt" <<'PY' || fail "GET /metrics: $(cat "$WORK/metrics.err")"
-import socket, sys
-with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) as s:
-    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-    out = b""
-    while chunk := s.recv(65536):
-        out += chunk
-head, _, body = out.partition(b"\r\n\r\n")
+import os, sys; sys.path.insert(0, os.environ["CONSOLE_HTTP"])
+from console_http import exchange, get as http_get
+head, body = http_get(int(sys.argv[1]), "/metrics")
 ok = head.startswith(b"HTTP/1.1 200 ") and b"Content-Type: text/plain; version=0.0.4" in head
 open(sys.argv[2], "wb").write(body)
 if not ok:
@@ -163,14 +154,11 @@ done
 if [[ -z $port ]]; then fail "churn run: no console port: $(tail -3 "$WORK/churn.log")"
 else
   verdict=$(python3 - "$port" <<'PY'
-import json, socket, sys, time
+import json, time
+import os, sys; sys.path.insert(0, os.environ["CONSOLE_HTTP"])
+from console_http import exchange, get as http_get
 def state():
-    with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) as s:
-        s.sendall(b"GET /api/state HTTP/1.1\r\nHost: x\r\n\r\n")
-        out = b""
-        while chunk := s.recv(65536):
-            out += chunk
-    return json.loads(out.partition(b"\r\n\r\n")[2])
+    return json.loads(http_get(int(sys.argv[1]), "/api/state")[1])
 for _ in range(150):  # 30 s
     doc = state()
     events = doc.get("events", [])
