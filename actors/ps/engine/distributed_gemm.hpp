@@ -13,7 +13,8 @@
 // the planner), tile_policy (who takes a tile that must move; pure),
 // fold_order (results into C in tile order; pure) and accounts. This class
 // issues tiles and waits for them: distributed_gemm.cpp runs a batch of
-// products, tile_issue.cpp cuts, sends, checks, reassigns and speculates.
+// products, tile_issue.cpp cuts, sends, reassigns and speculates, and
+// tile_check.cpp checks what comes back (actors/ps/verify/).
 
 #include <functional>
 #include <map>

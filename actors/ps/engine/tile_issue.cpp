@@ -122,15 +122,12 @@ void distributed_gemm::speculate(gemm_call& call) {
 }
 
 std::vector<float> distributed_gemm::compute_here(const gemm_call& call, const pending_tile& p) {
-  const auto& in = call.in;
   const tile& t = p.where.t;
   std::vector<float> out(static_cast<size_t>((t.m1 - t.m0) * (t.n1 - t.n0)), 0.0f);
-  const auto& ra = p.a;
-  const auto& rb = p.b;
-  gemm_local<float>({in.a.data + ra.r0 * in.a.ld + ra.c0, ra.r1 - ra.r0, ra.c1 - ra.c0, in.a.ld},
-                    in.trans_a,
-                    {in.b.data + rb.r0 * in.b.ld + rb.c0, rb.r1 - rb.r0, rb.c1 - rb.c0, in.b.ld},
-                    in.trans_b, {out.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
+  const stored_block a = block_of(call, p.a);
+  const stored_block b = block_of(call, p.b);
+  gemm_local<float>({a.data, a.rows, a.cols, a.ld}, a.trans, {b.data, b.rows, b.cols, b.ld}, b.trans,
+                    {out.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
   return out;
 }
 
