@@ -19,7 +19,7 @@ cleave_config::cleave_config() {
     .add(role, "role", "what this process runs: all = every role in one process")
     .add(devices, "devices", "emulated devices for --role=all (0: every GEMM runs locally)")
     .add(model, "model", "mlp or gpt")
-    .add(gpt_shape, "shape", "gpt shape: small (d=256, 4 layers), opt-125m ... opt-13b")
+    .add(gpt_shape, "shape", "gpt shape: small (d=256, 4 layers), opt-125m ... opt-30b")
     .add(hidden, "hidden", "mlp hidden widths, comma-separated (default 512,256)")
     .add(context, "context", "gpt context length in tokens (default 128)")
     .add(vocab, "vocab", "gpt vocabulary (default 256: bytes; OPT uses 50272)")

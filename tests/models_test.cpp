@@ -6,6 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <tuple>
+
+#include "actors/planner/step_gemms.hpp"
 #include "training/models/model.hpp"
 #include "kernels/random.hpp"
 #include "schema/errors.hpp"
@@ -108,4 +112,60 @@ TEST(models, bad_configs_are_refused_with_a_reason) {
   ASSERT_FALSE(m);
   EXPECT_NE(describe(m.error()).find("unknown model"), std::string::npos);
   EXPECT_FALSE(gpt_preset("opt-999b", 256, 128));
+}
+
+namespace {
+
+// Multiplies locally and counts every product by shape and role.
+class shape_recorder final : public gemm_engine<float> {
+ public:
+  void gemm(gemm_tag tag, const_view<float> a, bool ta, const_view<float> b, bool tb,
+            mut_view<float> c, float beta) override {
+    const int64_t k = ta ? a.rows : a.cols;
+    ++counts[{c.rows, c.cols, k, static_cast<int>(tag.role)}];
+    gemm_local(a, ta, b, tb, c, beta);
+  }
+  bool computes_here(gemm_tag, int64_t, int64_t, int64_t) override { return false; }
+  std::map<std::tuple<int64_t, int64_t, int64_t, int>, int64_t> counts;
+};
+
+void expect_step_gemms_match_a_real_step(const model_config& cfg) {
+  shape_recorder rec;
+  auto m = make_model(cfg, 3, rec);
+  ASSERT_TRUE(m) << describe(m.error());
+  const auto b = make_batch(cfg, 9);
+  (*m)->train_batch(b);
+  const int64_t samples = cfg.kind == "gpt" ? b.rows / cfg.context : b.rows;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int>, int64_t> predicted;
+  for (const auto& g : step_gemms(cfg, samples))
+    predicted[{g.problem.m, g.problem.n, g.problem.k, static_cast<int>(g.problem.role)}] += g.count;
+  EXPECT_EQ(predicted, rec.counts);
+}
+
+}  // namespace
+
+TEST(models, step_gemms_lists_the_products_a_real_step_issues) {
+  expect_step_gemms_match_a_real_step(tiny_mlp());
+  expect_step_gemms_match_a_real_step(tiny_gpt());
+  auto wide = tiny_gpt();
+  wide.ffn = 48;
+  wide.heads = 4;
+  expect_step_gemms_match_a_real_step(wide);
+}
+
+TEST(models, opt_30b_is_a_named_shape) {
+  auto cfg = gpt_preset("opt-30b", 50272, 512);
+  ASSERT_TRUE(cfg);
+  EXPECT_EQ(cfg->d_model, 7168);
+  EXPECT_EQ(cfg->layers, 48);
+  EXPECT_EQ(cfg->heads, 56);
+  EXPECT_EQ(cfg->ffn, 28672);
+  // 6 x params x tokens: the linear products' share of the step.
+  double linear = 0;
+  for (const auto& g : step_gemms(*cfg, 1))
+    if (g.problem.role == gemm_role::forward || g.problem.role == gemm_role::grad_input
+        || g.problem.role == gemm_role::grad_weight)
+      linear += g.flops();
+  const double weights = 48.0 * (4 * 7168.0 * 7168 + 2 * 7168.0 * 28672) + 7168.0 * 50272;
+  EXPECT_NEAR(linear, 6 * weights * 512, 1e-9 * linear);
 }

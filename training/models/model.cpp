@@ -82,7 +82,7 @@ caf::expected<model_config> gpt_preset(const std::string& name, int64_t vocab, i
     {"small", 256, 4, 4, 1024},       {"opt-125m", 768, 12, 12, 3072},
     {"opt-350m", 1024, 24, 16, 4096}, {"opt-1.3b", 2048, 24, 32, 8192},
     {"opt-2.7b", 2560, 32, 32, 10240}, {"opt-6.7b", 4096, 32, 32, 16384},
-    {"opt-13b", 5120, 40, 40, 20480},
+    {"opt-13b", 5120, 40, 40, 20480}, {"opt-30b", 7168, 48, 56, 28672},
   };
   for (const auto& s : shapes) {
     if (name == s.name) {
@@ -98,7 +98,7 @@ caf::expected<model_config> gpt_preset(const std::string& name, int64_t vocab, i
     }
   }
   return fail("unknown gpt shape '" + name
-              + "' (expected small, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b or opt-13b)");
+              + "' (expected small, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, opt-13b or opt-30b)");
 }
 
 }  // namespace cleave

@@ -67,7 +67,7 @@ class model {
 caf::expected<std::unique_ptr<model>> make_model(const model_config& cfg, uint64_t seed,
                                                  gemm_engine<float>& eng);
 
-// Named transformer shapes: "small" (the default) and opt-125m ... opt-13b
+// Named transformer shapes: "small" (the default) and opt-125m ... opt-30b
 // (hidden / layers / heads / ffn as in shared/anchors/cloud-gpu.md).
 caf::expected<model_config> gpt_preset(const std::string& name, int64_t vocab, int64_t context);
 

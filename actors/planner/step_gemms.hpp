@@ -1,0 +1,31 @@
+#pragma once
+// The matrix products one training step of a model hands to its gemm_engine,
+// by shape: what the planner plans and the simulator replays. It follows the
+// models in training/models/ (a test records a real step and compares).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/planner/plan.hpp"
+#include "schema/model_config.hpp"
+
+namespace cleave {
+
+struct step_gemm {
+  std::string name;     // e.g. "fc forward", "attn scores"
+  gemm_problem problem; // m x n x k and role
+  int64_t count = 1;    // times per step (layers, or batch x heads x layers)
+  double flops() const { return problem.flops() * static_cast<double>(count); }
+};
+
+// The products of one step (forward then backward) of cfg on `batch`
+// samples (sequences of cfg.context tokens for gpt), in the order the model
+// first issues each shape. Products with equal shape and role are merged
+// into one entry whose count adds up. cfg must be valid (make_model's checks).
+std::vector<step_gemm> step_gemms(const model_config& cfg, int64_t batch);
+
+// Sum of flops() over the step's products.
+double step_gemm_flops(const std::vector<step_gemm>& gemms);
+
+}  // namespace cleave
