@@ -1,0 +1,284 @@
+// The LSH kernels of sparse mode: each family's collision rate against its
+// formula on random vectors, densification, the bucket policies, active sets,
+// the refresh schedule and determinism under the seed.
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/lsh/lsh_hash.hpp"
+#include "kernels/lsh/lsh_index.hpp"
+#include "kernels/lsh/lsh_tables.hpp"
+#include "kernels/random.hpp"
+
+using namespace cleave;
+
+namespace {
+
+std::vector<float> gaussian(int64_t dim, rng& r) {
+  std::vector<float> v(static_cast<size_t>(dim));
+  for (auto& x : v) x = static_cast<float>(r.normal());
+  return v;
+}
+
+// y = x + noise * a fresh Gaussian: a pair at a chosen similarity.
+std::vector<float> near(const std::vector<float>& x, double noise, rng& r) {
+  auto y = x;
+  for (auto& v : y) v += static_cast<float>(noise * r.normal());
+  return y;
+}
+
+// The fraction of tables (one hash each) in which x and y share a code.
+double collision_rate(const lsh_config& cfg, const std::vector<float>& x, const std::vector<float>& y) {
+  lsh_hash h(cfg, static_cast<int64_t>(x.size()));
+  std::vector<uint32_t> cx(static_cast<size_t>(cfg.tables)), cy(cx.size());
+  h.codes(x.data(), cx.data());
+  h.codes(y.data(), cy.data());
+  int same = 0;
+  for (size_t t = 0; t < cx.size(); ++t) same += cx[t] == cy[t];
+  return static_cast<double>(same) / cfg.tables;
+}
+
+lsh_config one_hash_per_table(lsh_family family) {
+  lsh_config cfg;
+  cfg.family = family;
+  cfg.hashes = 1;
+  cfg.tables = 4096;
+  cfg.bin_size = 4;
+  cfg.simhash_sparsity = 1;
+  return cfg;
+}
+
+}  // namespace
+
+TEST(lsh, dwta_collides_as_its_formula_says) {
+  rng r(11);
+  const int64_t dim = 32;
+  for (double noise : {0.1, 0.5, 1.0, 3.0}) {
+    const auto x = gaussian(dim, r);
+    const auto y = near(x, noise, r);
+    auto cfg = one_hash_per_table(lsh_family::dwta);
+    cfg.seed = 5;
+    const double p = dwta_collision_probability(x.data(), y.data(), dim, cfg.bin_size);
+    const double sigma = std::sqrt(p * (1 - p) / cfg.tables);
+    EXPECT_NEAR(collision_rate(cfg, x, y), p, 5 * sigma + 1e-3) << "noise " << noise;
+  }
+  // The formula itself: a vector always collides with itself, and with its
+  // negation only by chance of ties (never, for distinct values).
+  const auto x = gaussian(dim, r);
+  EXPECT_NEAR(dwta_collision_probability(x.data(), x.data(), dim, 4), 1.0, 1e-12);
+  std::vector<float> neg(x.size());
+  std::transform(x.begin(), x.end(), neg.begin(), [](float v) { return -v; });
+  EXPECT_NEAR(dwta_collision_probability(x.data(), neg.data(), dim, 4), 0.0, 1e-12);
+}
+
+TEST(lsh, simhash_collides_at_one_minus_angle_over_pi) {
+  rng r(12);
+  const int64_t dim = 256;
+  for (double noise : {0.2, 0.7, 1.5, 5.0}) {
+    const auto x = gaussian(dim, r);
+    const auto y = near(x, noise, r);
+    auto cfg = one_hash_per_table(lsh_family::simhash);
+    cfg.seed = 6;
+    const double p = simhash_collision_probability(x.data(), y.data(), dim);
+    const double sigma = std::sqrt(p * (1 - p) / cfg.tables);
+    // +-1 projections are not Gaussian ones: allow 1% beyond the sampling noise.
+    EXPECT_NEAR(collision_rate(cfg, x, y), p, 5 * sigma + 0.01) << "noise " << noise;
+  }
+}
+
+TEST(lsh, sparse_simhash_still_separates_near_from_far) {
+  rng r(13);
+  const int64_t dim = 256;
+  auto cfg = one_hash_per_table(lsh_family::simhash);
+  cfg.simhash_sparsity = 3;
+  const auto x = gaussian(dim, r);
+  EXPECT_GT(collision_rate(cfg, x, near(x, 0.2, r)), collision_rate(cfg, x, near(x, 2.0, r)) + 0.2);
+}
+
+TEST(lsh, densified_dwta_hashes_sparse_vectors) {
+  rng r(14);
+  const int64_t dim = 128;
+  lsh_config cfg;
+  cfg.hashes = 4;
+  cfg.tables = 64;
+  cfg.bin_size = 8;
+  lsh_hash h(cfg, dim);
+  // 95% zeros, as after a ReLU: most bins are empty.
+  std::vector<float> x(static_cast<size_t>(dim), 0.0f);
+  for (int i = 0; i < 6; ++i) x[static_cast<size_t>(r.below(dim))] = static_cast<float>(1 + r.uniform());
+  std::vector<uint32_t> a(64), b(64);
+  h.codes(x.data(), a.data());
+  h.codes(x.data(), b.data());
+  EXPECT_EQ(a, b);
+  std::sort(a.begin(), a.end());
+  EXPECT_GT(std::unique(a.begin(), a.end()) - a.begin(), 8) << "empty bins must borrow, not all hash alike";
+  // A near copy (one more coordinate) still collides far more than a stranger.
+  auto y = x;
+  y[static_cast<size_t>(r.below(dim))] += 0.5f;
+  std::vector<float> z(static_cast<size_t>(dim), 0.0f);
+  for (int i = 0; i < 6; ++i) z[static_cast<size_t>(r.below(dim))] = static_cast<float>(1 + r.uniform());
+  auto one_hash = cfg;
+  one_hash.hashes = 1;
+  one_hash.tables = 2048;
+  EXPECT_GT(collision_rate(one_hash, x, y), collision_rate(one_hash, x, z) + 0.3);
+  // All zeros: no winner anywhere, a code all the same, no crash.
+  std::vector<float> zero(static_cast<size_t>(dim), 0.0f);
+  h.codes(zero.data(), a.data());
+  EXPECT_TRUE(std::all_of(a.begin(), a.end(), [](uint32_t c) { return c == 0; }));
+}
+
+TEST(lsh, codes_follow_the_seed) {
+  rng r(15);
+  const auto x = gaussian(64, r);
+  for (auto family : {lsh_family::dwta, lsh_family::simhash}) {
+    lsh_config cfg;
+    cfg.family = family;
+    cfg.seed = 3;
+    std::vector<uint32_t> a(50), b(50), c(50);
+    lsh_hash(cfg, 64).codes(x.data(), a.data());
+    lsh_hash(cfg, 64).codes(x.data(), b.data());
+    cfg.seed = 4;
+    lsh_hash(cfg, 64).codes(x.data(), c.data());
+    EXPECT_EQ(a, b) << to_string(family);
+    EXPECT_NE(a, c) << to_string(family);
+  }
+}
+
+TEST(lsh, bad_configurations_are_refused_with_the_reason) {
+  auto refused = [](lsh_config cfg, int64_t dim, const char* needle) {
+    try {
+      check_lsh_config(cfg, dim);
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      return;
+    }
+    ADD_FAILURE() << "accepted a config that should be refused: " << needle;
+  };
+  lsh_config cfg;
+  cfg.bin_size = 6;
+  refused(cfg, 64, "power of two");
+  cfg.bin_size = 16;
+  cfg.hashes = 9;
+  refused(cfg, 64, "more than 32");
+  cfg.hashes = 2;
+  refused(cfg, 8, "larger than the dimension");
+  cfg.tables = 0;
+  refused(cfg, 64, "must be positive");
+  lsh_config sim;
+  sim.family = lsh_family::simhash;
+  sim.hashes = 33;
+  refused(sim, 64, "at most 32");
+  EXPECT_THROW(lsh_tables(4, 0, bucket_policy::fifo, 1), std::invalid_argument);
+}
+
+TEST(lsh, fifo_buckets_keep_the_newest) {
+  lsh_tables t(2, 4, bucket_policy::fifo, 1);
+  const uint32_t codes[2] = {7, 9};
+  for (int32_t id = 0; id < 10; ++id) t.insert(id, codes);
+  auto kept = t.bucket(0, 7);
+  std::sort(kept.begin(), kept.end());
+  EXPECT_EQ(kept, (std::vector<int32_t>{6, 7, 8, 9}));
+  EXPECT_EQ(t.bucket(1, 9).size(), 4u);
+  EXPECT_TRUE(t.bucket(0, 9).empty());
+  t.clear();
+  EXPECT_TRUE(t.bucket(0, 7).empty());
+}
+
+TEST(lsh, reservoir_buckets_keep_every_id_alike) {
+  // 1000 ids into a bucket of 10, over 2000 seeds: each id stays with
+  // probability 1/100, early or late.
+  const int ids = 1000, cap = 10, runs = 2000;
+  std::vector<int> kept(ids, 0);
+  const uint32_t code = 1;
+  for (int s = 0; s < runs; ++s) {
+    lsh_tables t(1, cap, bucket_policy::reservoir, static_cast<uint64_t>(s));
+    for (int32_t id = 0; id < ids; ++id) t.insert(id, &code);
+    for (int32_t id : t.bucket(0, code)) ++kept[static_cast<size_t>(id)];
+  }
+  const double expected = static_cast<double>(runs) * cap / ids;  // 20 per id
+  const double first = std::accumulate(kept.begin(), kept.begin() + 100, 0.0) / 100;
+  const double last = std::accumulate(kept.end() - 100, kept.end(), 0.0) / 100;
+  // The mean of 100 ids has a standard deviation near sqrt(20 / 100) = 0.45.
+  EXPECT_NEAR(first, expected, 2.5);
+  EXPECT_NEAR(last, expected, 2.5);
+}
+
+TEST(lsh, active_set_is_buckets_plus_labels_topped_up) {
+  lsh_tables t(2, 8, bucket_policy::fifo, 1);
+  const uint32_t a[2] = {1, 2}, b[2] = {5, 2};
+  t.insert(3, a);
+  t.insert(40, a);
+  t.insert(17, b);  // shares table 1's bucket with a
+  std::vector<uint8_t> marks(100, 0);
+  rng draw(2);
+  auto set = active_set(t, a, {99}, 100, 0, draw, marks);
+  EXPECT_EQ(set, (std::vector<int32_t>{3, 17, 40, 99}));
+  set = active_set(t, a, {99}, 100, 30, draw, marks);
+  EXPECT_EQ(set.size(), 30u);
+  EXPECT_TRUE(std::is_sorted(set.begin(), set.end()));
+  EXPECT_EQ(std::adjacent_find(set.begin(), set.end()), set.end());
+  for (int32_t must : {3, 17, 40, 99}) EXPECT_TRUE(std::binary_search(set.begin(), set.end(), must));
+  // Asking for more than half the layer, or all of it, still ends.
+  EXPECT_EQ(active_set(t, a, {}, 100, 90, draw, marks).size(), 90u);
+  EXPECT_EQ(active_set(t, a, {}, 100, 500, draw, marks).size(), 100u);
+  EXPECT_TRUE(std::all_of(marks.begin(), marks.end(), [](uint8_t m) { return m == 0; }));
+  EXPECT_THROW(active_set(t, a, {100}, 100, 0, draw, marks), std::out_of_range);
+}
+
+TEST(lsh, an_index_finds_the_neuron_that_matches_the_input) {
+  rng r(16);
+  const int64_t dim = 64;
+  const int32_t neurons = 2000;
+  std::vector<float> w(static_cast<size_t>(neurons * dim));
+  for (auto& v : w) v = static_cast<float>(r.normal());
+  for (auto family : {lsh_family::dwta, lsh_family::simhash}) {
+    lsh_config cfg;
+    cfg.family = family;
+    cfg.hashes = family == lsh_family::dwta ? 3 : 9;
+    cfg.tables = 16;
+    lsh_index index(cfg, dim, neurons, 64, bucket_policy::fifo);
+    index.rehash(w.data(), dim);
+    std::vector<uint8_t> marks(neurons, 0);
+    rng draw(1);
+    int found = 0;
+    size_t total = 0;
+    for (int32_t j = 0; j < 50; ++j) {
+      auto set = index.active(w.data() + j * dim, {}, 0, draw, marks);
+      found += std::binary_search(set.begin(), set.end(), j);
+      total += set.size();
+    }
+    EXPECT_EQ(found, 50) << to_string(family);  // a neuron's own weights collide in every table
+    EXPECT_LT(total / 50, static_cast<size_t>(neurons / 4)) << to_string(family) << ": the set must be sparse";
+    const auto gen = index.generation();
+    index.rebuild(w.data(), dim);
+    EXPECT_EQ(index.generation(), gen + 1);
+  }
+}
+
+TEST(lsh, refresh_schedule_rehashes_and_rebuilds_on_time) {
+  lsh_schedule s;
+  s.rehash_every = 5;
+  s.rebuild_every = 20;
+  std::vector<int64_t> rehash, rebuild;
+  for (int64_t step = 0; step <= 40; ++step) {
+    const auto due = refresh_due(s, step);
+    if (due == lsh_refresh::rehash) rehash.push_back(step);
+    if (due == lsh_refresh::rebuild) rebuild.push_back(step);
+  }
+  EXPECT_EQ(rehash, (std::vector<int64_t>{5, 10, 15, 25, 30, 35}));
+  EXPECT_EQ(rebuild, (std::vector<int64_t>{20, 40}));
+  s.rehash_every = 0;
+  s.rebuild_every = 10;
+  s.rebuild_growth = 2;
+  rebuild.clear();
+  for (int64_t step = 0; step <= 200; ++step)
+    if (refresh_due(s, step) == lsh_refresh::rebuild) rebuild.push_back(step);
+  EXPECT_EQ(rebuild, (std::vector<int64_t>{10, 30, 70, 150}));
+  s.rebuild_growth = 0.5;
+  EXPECT_THROW(refresh_due(s, 1), std::invalid_argument);
+}
