@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
   if (auto err = cfg.parse(argc, argv))
     return usage_error(explain_parse_error(cfg.render(err)));
   if (cfg.cli_helptext_printed) return 0;
+  if (auto err = resolve_defaults(cfg)) return usage_error(describe(err));
 
   auto level = spdlog::level::from_str(cfg.log_level);
   if (level == spdlog::level::off && cfg.log_level != "off")

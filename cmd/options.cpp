@@ -5,6 +5,7 @@
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>
 
+#include "actors/churn/demo_scenario.hpp"
 #include "actors/detector/detector_actor.hpp"
 #include "actors/gateway/edge_gateway.hpp"
 #include "actors/planner/planner_actor.hpp"
@@ -18,7 +19,8 @@ cleave_config::cleave_config() {
   opt_group{custom_options_, "global"}
     .add(role, "role", "what this process runs: all = every role in one process")
     .add(devices, "devices", "emulated devices for --role=all (0: every GEMM runs locally)")
-    .add(model, "model", "mlp or gpt")
+    .add(model, "model", "mlp or gpt (default mlp; --role=all with no --model, --devices, --fleet or --profile runs the gpt demo)")
+    .add(scenario, "scenario", "the demo's scripted churn and lies: demo (default) or none")
     .add(gpt_shape, "shape", "gpt shape: small (d=256, 4 layers), opt-125m ... opt-30b")
     .add(hidden, "hidden", "mlp hidden widths, comma-separated (default 512,256)")
     .add(context, "context", "gpt context length in tokens (default 128)")
@@ -103,6 +105,32 @@ caf::expected<std::vector<int64_t>> parse_widths(const std::string& text) {
 }
 
 }  // namespace
+
+caf::error resolve_defaults(cleave_config& c) {
+  c.demo = c.role == "all" && c.model.empty() && c.devices == cleave_config::devices_not_given
+           && c.fleet.empty() && c.profile.empty();
+  if (!c.scenario.empty()) {
+    if (!c.demo)
+      return fail("--scenario belongs to the embedded demo: --role=all without --model, --devices, "
+                  "--fleet or --profile");
+    if (c.scenario != "demo" && c.scenario != "none")
+      return fail("--scenario must be demo or none, got '" + c.scenario + "'");
+  }
+  if (c.demo) {
+    c.model = "gpt";
+    c.devices = demo_devices;
+    if (c.steps == 0 && c.epochs < 0) c.steps = static_cast<int>(demo_steps);
+    // The demo's PS and devices share this process: the PS's link is memory.
+    if (c.ps_egress == cleave_config::default_ps_egress) c.ps_egress = 1e10;
+    if (c.admin.empty()) c.admin = demo_console;
+    // Scripted churn or lies from the flags replace the demo's own.
+    if (c.scenario.empty())
+      c.scenario = c.churn.empty() && c.churn_rate == 0 && c.byzantine.empty() ? "demo" : "none";
+  }
+  if (c.model.empty()) c.model = "mlp";
+  if (c.devices == cleave_config::devices_not_given) c.devices = 0;
+  return caf::none;
+}
 
 caf::expected<train_options> to_train_options(const cleave_config& c) {
   train_options o;

@@ -17,8 +17,13 @@ class cleave_config : public caf::actor_system_config {
   cleave_config();
 
   std::string role = "all";
-  int devices = 0;
-  std::string model = "mlp";
+  // Left at these, with no --fleet or --profile, --role=all runs the
+  // embedded demo (see resolve_defaults).
+  static constexpr int devices_not_given = -1000000;
+  int devices = devices_not_given;
+  std::string model;    // default: mlp, or gpt for the demo
+  std::string scenario; // the demo's scenario: demo (default) or none
+  bool demo = false;    // resolved: this run is the embedded demo
   std::string gpt_shape = "small";
   std::string hidden = "512,256";
   int context = 128;
@@ -67,7 +72,8 @@ class cleave_config : public caf::actor_system_config {
   int min_devices = -1;        // default: --devices for role all, 1 for role ps
   double tile_timeout = 30;    // seconds before a tile is given to someone else
   double ps_flops = 5e10;      // the PS's own GEMM rate, for the cost model
-  double ps_egress = 1.25e9;   // bytes/s the PS can send to the fleet
+  static constexpr double default_ps_egress = 1.25e9;
+  double ps_egress = default_ps_egress;   // bytes/s the PS can send to the fleet
   int max_tiles_per_device = 4;  // planner: tiles of one GEMM a device may get
   double heartbeat = 0.1;      // seconds between device heartbeats
   double progress_seconds = 5;
@@ -87,6 +93,12 @@ class cleave_config : public caf::actor_system_config {
   bool stay = false;              // --role=device: wait for the next run instead of exiting
   std::string failure_policy = "continue";  // or "restart": the baselines' way, for benchmarks
 };
+
+// Decides whether this run is the embedded demo (--role=all with none of
+// --model, --devices, --fleet or --profile) and fills in what that implies:
+// the demo's model, fleet size, steps and console; otherwise mlp and no
+// devices, as without the demo. Refuses --scenario outside the demo.
+caf::error resolve_defaults(cleave_config& cfg);
 
 // Checks every value and fills in model-dependent defaults. Errors are one
 // line naming the flag.

@@ -2,9 +2,13 @@
 // reference; with N, a supervisor over the control plane, N emulated devices
 // and scripted churn, and the training loop over that fleet.
 
+#include <optional>
+#include <sstream>
+
 #include <spdlog/spdlog.h>
 
 #include "actors/churn/churn_actor.hpp"
+#include "actors/churn/demo_scenario.hpp"
 #include "actors/device/byzantine_file.hpp"
 #include "actors/device/device_actor.hpp"
 #include "cmd/roles.hpp"
@@ -52,10 +56,17 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
       return usage_error("--admin shows a fleet: use it with --devices, --fleet or --role=ps");
     return train_locally(cfg, opts, threads);
   }
-  auto fleet = in_process_fleet(cfg);
+  std::optional<demo_setup> demo;
+  if (cfg.demo) {
+    auto made = make_demo(opts.steps, cfg.scenario == "demo");
+    if (!made) return runtime_error(describe(made.error()));
+    demo = std::move(*made);
+  }
+  auto fleet = demo ? caf::expected<std::vector<device_profile>>{demo->fleet} : in_process_fleet(cfg);
   if (!fleet) return usage_error(describe(fleet.error()));
   const int n = static_cast<int>(fleet->size());
   byzantine_fleet liars;
+  if (demo) liars = demo->liars;
   if (!cfg.byzantine.empty()) {
     auto read = byzantine_from_file(cfg.byzantine, n);
     if (!read) return usage_error(describe(read.error()));
@@ -83,7 +94,8 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
                         },
                         false});
   }
-  auto schedule = churn_for(cfg, n);
+  auto schedule = demo && cfg.scenario == "demo" ? caf::expected<churn_schedule>{demo->churn}
+                                                 : churn_for(cfg, n);
   if (!schedule) return usage_error(describe(schedule.error()));
   const bool churning = !schedule->empty();
   if (churning)
@@ -94,13 +106,25 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
                         },
                         false});
   auto supervisor = start_supervisor(sys, std::move(children));
-  auto console = start_console(sys, cfg, base.find_planner,
-                               [&system] { return registered(system, "detector"); });
+  auto find_detector = [&system] { return registered(system, "detector"); };
+  auto console = start_console(sys, cfg, base.find_planner, find_detector);
+  if (!console && demo && cfg.admin == demo_console) {
+    spdlog::warn("{} is taken; the demo's console takes any free port", demo_console);
+    cfg.admin = "127.0.0.1:0";
+    console = start_console(sys, cfg, base.find_planner, find_detector);
+  }
   if (!console) {
     stop(supervisor);
     return runtime_error(describe(console.error()));
   }
   spdlog::info("in-process fleet: {} emulated devices", n);
+  if (demo) {
+    spdlog::info("the demo: gpt small on {} emulated devices for {} steps; watch it in the console above", n,
+                 opts.steps);
+    std::istringstream story(demo->story);
+    for (std::string line; std::getline(story, line);) spdlog::info("  scenario: {}", line);
+    if (cfg.scenario != "demo") spdlog::info("  scenario: none (--scenario=none, or churn or lies from flags)");
+  }
   if (!cfg.byzantine.empty()) spdlog::info("--byzantine: {}", describe_byzantine(liars, n));
   fleet_run run;
   run.planner = registered(sys, "planner");

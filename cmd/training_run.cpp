@@ -1,11 +1,14 @@
 #include "cmd/training_run.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <memory>
 #include <vector>
 
 #include <spdlog/spdlog.h>
 
+#include "actors/churn/demo_scenario.hpp"
 #include "actors/console/console_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
 #include "actors/ps/engine/distributed_gemm.hpp"
@@ -32,6 +35,28 @@ nlohmann::json churn_summary(caf::actor_system& sys, const caf::actor& churn) {
                spdlog::warn("churn actor did not report: {}", sys.render(err));
              });
   return out;
+}
+
+// The single-process reference's median step on this host (the first step
+// left out), measured on the same model and data after the fleet has gone:
+// what the demo's step time is held against. 0 if it cannot be measured.
+double reference_step_seconds(const train_options& opts) {
+  train_options ref = opts;
+  ref.steps = 6;
+  ref.checkpoint_dir.clear();
+  ref.resume = false;
+  ref.eval_tokens = ref.model.context;  // one window: the evaluation is not what is measured
+  ref.progress_seconds = 1e9;
+  auto data = load_training_data(ref);
+  if (!data) return 0;
+  set_gemm_threads(compute_threads());  // as a --devices=0 run has it
+  local_parameter_store store;
+  trainer t(ref, **data, default_gemm_engine<float>(), store);
+  auto res = t.run();
+  if (!res || res->step_seconds.size() < 2) return 0;
+  std::vector<double> steps(res->step_seconds.begin() + 1, res->step_seconds.end());
+  std::nth_element(steps.begin(), steps.begin() + steps.size() / 2, steps.end());
+  return steps[steps.size() / 2];
 }
 
 // Runs the training loop and writes the report. `fleet` holds one engine per
@@ -100,12 +125,20 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     spdlog::info("fleet: {} tiles, {:.1f} MB down, {:.1f} MB up, {} GEMMs kept local",
                  training.tiles, down / 1e6, up / 1e6, training.local_gemms);
   }
+  if (cfg.report.empty() && !cfg.demo) return 0;
+  auto doc = make_report(opts, *res, devices, threads);
+  doc["ps_shards"] = cfg.ps_shards;
+  if (!fleet.empty())
+    add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
+  if (churn) doc["churn"] = churn_summary(churn.home_system(), churn);
+  if (cfg.demo) {
+    spdlog::info("measuring the single-process reference's step on this host for the summary");
+    const double reference = reference_step_seconds(opts);
+    doc["reference_median_step_seconds"] = reference;
+    std::istringstream summary(demo_summary(doc, reference));
+    for (std::string line; std::getline(summary, line);) spdlog::info("{}", line);
+  }
   if (!cfg.report.empty()) {
-    auto doc = make_report(opts, *res, devices, threads);
-    doc["ps_shards"] = cfg.ps_shards;
-    if (!fleet.empty())
-      add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
-    if (churn) doc["churn"] = churn_summary(churn.home_system(), churn);
     if (auto err = write_json_file(cfg.report, doc)) return runtime_error(describe(err));
     spdlog::info("report written to {}", cfg.report);
   }

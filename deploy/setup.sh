@@ -89,9 +89,8 @@ case $cmd in
   build) install_packages; build ;;
   run)
     install_packages; build
-    echo "setup: training the embedded default (report.json at the end)"
-    exec ./build/cmd/cleave --role=all --devices=16 --model=mlp --dataset=fashion-mnist \
-      --epochs=5 --report=report.json "$@" ;;
+    echo "setup: running the demo: gpt small on 64 emulated devices, with churn and a liar (report.json at the end)"
+    exec ./build/cmd/cleave --role=all --report=report.json "$@" ;;
   test)
     install_packages; build
     echo "setup: running the test suite (ctest)"
