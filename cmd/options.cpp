@@ -108,11 +108,12 @@ caf::expected<std::vector<int64_t>> parse_widths(const std::string& text) {
 
 caf::error resolve_defaults(cleave_config& c) {
   c.demo = c.role == "all" && c.model.empty() && c.devices == cleave_config::devices_not_given
-           && c.fleet.empty() && c.profile.empty();
+           && c.fleet.empty() && c.profile.empty() && c.hidden.empty() && c.gpt_shape.empty()
+           && c.dataset.empty();
   if (!c.scenario.empty()) {
     if (!c.demo)
       return fail("--scenario belongs to the embedded demo: --role=all without --model, --devices, "
-                  "--fleet or --profile");
+                  "--fleet, --profile, --hidden, --shape or --dataset");
     if (c.scenario != "demo" && c.scenario != "none")
       return fail("--scenario must be demo or none, got '" + c.scenario + "'");
   }
@@ -128,6 +129,8 @@ caf::error resolve_defaults(cleave_config& c) {
       c.scenario = c.churn.empty() && c.churn_rate == 0 && c.byzantine.empty() ? "demo" : "none";
   }
   if (c.model.empty()) c.model = "mlp";
+  if (c.hidden.empty()) c.hidden = "512,256";
+  if (c.gpt_shape.empty()) c.gpt_shape = "small";
   if (c.devices == cleave_config::devices_not_given) c.devices = 0;
   return caf::none;
 }

@@ -24,8 +24,8 @@ class cleave_config : public caf::actor_system_config {
   std::string model;    // default: mlp, or gpt for the demo
   std::string scenario; // the demo's scenario: demo (default) or none
   bool demo = false;    // resolved: this run is the embedded demo
-  std::string gpt_shape = "small";
-  std::string hidden = "512,256";
+  std::string gpt_shape;  // default small
+  std::string hidden;     // default 512,256
   int context = 128;
   int vocab = 256;
   std::string dataset;  // default follows the model
@@ -95,7 +95,7 @@ class cleave_config : public caf::actor_system_config {
 };
 
 // Decides whether this run is the embedded demo (--role=all with none of
-// --model, --devices, --fleet or --profile) and fills in what that implies:
+// --model, --devices, --fleet, --profile, --hidden, --shape or --dataset) and fills in what that implies:
 // the demo's model, fleet size, steps and console; otherwise mlp and no
 // devices, as without the demo. Refuses --scenario outside the demo.
 caf::error resolve_defaults(cleave_config& cfg);

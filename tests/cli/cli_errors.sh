@@ -37,7 +37,7 @@ expect_refusal "not both" --devices=4 --churn-rate=0.1 --churn=x.json
 expect_refusal "kill real device processes" --role=ps --listen=0 --churn-rate=0.1
 expect_refusal "--failure-policy" --failure-policy=panic
 expect_refusal "--suspect-phi" --suspect-phi=9 --dead-phi=8
-expect_refusal "--admin shows a fleet" --admin=0
+expect_refusal "--admin shows a fleet" --devices=0 --admin=0
 expect_refusal "--admin: 'notaport' has no valid port" --devices=2 --admin=notaport
 printf '{"events": [{"step": 1, "action": "die", "device": 7}]}' > "$WORK/churn.json"
 expect_refusal "events[0]: device 7 does not exist" --devices=4 --churn="$WORK/churn.json"
@@ -50,7 +50,7 @@ printf '{"liars": [{"device": 1, "lies": [{"kind": "fib", "rate": 0.5}]}]}' > "$
 expect_refusal "liars[0].lies[0]: unknown lie kind 'fib'" --devices=4 --byzantine="$WORK/byz-kind.json"
 printf '{"liars": [' > "$WORK/byz-json.json"
 expect_refusal "$WORK/byz-json.json: not valid JSON" --devices=4 --byzantine="$WORK/byz-json.json"
-expect_refusal "--byzantine gives lies to the in-process fleet" --byzantine="$WORK/byz-kind.json"
+expect_refusal "--byzantine gives lies to the in-process fleet" --devices=0 --byzantine="$WORK/byz-kind.json"
 expect_refusal "--byzantine gives lies to the in-process fleet" --role=ps --listen=0 --byzantine="$WORK/byz-kind.json"
 expect_refusal "--lie is for --role=device" --devices=2 --lie=element:1
 expect_refusal "--lie is for --role=device" --role=ps --listen=0 --lie=element:1
@@ -62,9 +62,9 @@ mkdir -p "$WORK/fm"
 src=/usr/share/datasets/fashion-mnist
 cp "$src"/*.gz "$WORK/fm/"
 head -c 100000 "$src/train-images-idx3-ubyte.gz" > "$WORK/fm/train-images-idx3-ubyte.gz"
-expect_refusal "$WORK/fm/train-images-idx3-ubyte.gz" --data-dir="$WORK/fm"
+expect_refusal "$WORK/fm/train-images-idx3-ubyte.gz" --model=mlp --data-dir="$WORK/fm"
 cp "$src/train-labels-idx1-ubyte.gz" "$WORK/fm/train-images-idx3-ubyte.gz"
-expect_refusal "magic" --data-dir="$WORK/fm"
+expect_refusal "magic" --model=mlp --data-dir="$WORK/fm"
 
 # A corrupt checkpoint is refused with its name; the older one is used instead.
 ck="$WORK/ck"
