@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "kernels/ops.hpp"
 #include "kernels/reproducible.hpp"
@@ -84,30 +85,73 @@ void adamw_loop(T* wp, T* mp, T* vp, const T* gp, int64_t n, T b1, T a1, T b2, T
   }
 }
 
+// The scalars of update t, shared by the whole-tensor and the row updates so
+// that a row changes alike in both.
+template <class T>
+struct adamw_step {
+  T b1, a1, b2, a2, inv_bc1, inv_bc2, lr, eps, s, wd;
+  adamw_step(int64_t t, const adamw_config& cfg, double grad_scale, bool decay)
+      : b1(T(cfg.beta1)),
+        a1(T(1.0 - cfg.beta1)),
+        b2(T(cfg.beta2)),
+        a2(T(1.0 - cfg.beta2)),
+        inv_bc1(T(1.0 / (1.0 - std::pow(cfg.beta1, static_cast<double>(t))))),
+        inv_bc2(T(1.0 / (1.0 - std::pow(cfg.beta2, static_cast<double>(t))))),
+        lr(T(cfg.lr)),
+        eps(T(cfg.eps)),
+        s(T(grad_scale)),
+        wd(decay ? T(cfg.weight_decay) : T(0)) {}
+  void run(T* w, T* m, T* v, const T* g, int64_t n) const {
+    adamw_loop<T>(w, m, v, g, n, b1, a1, b2, a2, inv_bc1, inv_bc2, lr, eps, s, wd);
+  }
+};
+
+template <class T>
+void check_update(const char* who, const basic_tensor<T>& w, const basic_tensor<T>& g, int64_t t) {
+  if (g.rows() != w.rows() || g.cols() != w.cols())
+    throw std::invalid_argument(std::string{who} + ": gradient shape differs from the weight's");
+  if (t < 1) throw std::invalid_argument(std::string{who} + ": step t must be >= 1");
+}
+
 template <class T>
 void adamw_update(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tensor<T>& m,
                   basic_tensor<T>& v, int64_t t, const adamw_config& cfg, double grad_scale,
                   bool decay) {
-  if (g.rows() != w.rows() || g.cols() != w.cols())
-    throw std::invalid_argument("adamw_update: gradient shape differs from the weight's");
-  if (t < 1) throw std::invalid_argument("adamw_update: step t must be >= 1");
+  check_update("adamw_update", w, g, t);
   // Moments start at zero the first time they are shaped.
   m.resize(w.rows(), w.cols());
   v.resize(w.rows(), w.cols());
-  const T b1 = T(cfg.beta1), b2 = T(cfg.beta2);
-  const T a1 = T(1.0 - cfg.beta1), a2 = T(1.0 - cfg.beta2);
-  const T inv_bc1 = T(1.0 / (1.0 - std::pow(cfg.beta1, static_cast<double>(t))));
-  const T inv_bc2 = T(1.0 / (1.0 - std::pow(cfg.beta2, static_cast<double>(t))));
-  const T lr = T(cfg.lr), eps = T(cfg.eps), s = T(grad_scale);
-  const T wd = decay ? T(cfg.weight_decay) : T(0);
-  adamw_loop<T>(w.data(), m.data(), v.data(), g.data(), w.size(), b1, a1, b2, a2, inv_bc1,
-                inv_bc2, lr, eps, s, wd);
+  adamw_step<T>(t, cfg, grad_scale, decay).run(w.data(), m.data(), v.data(), g.data(), w.size());
+}
+
+template <class T>
+void adamw_update_rows(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tensor<T>& m,
+                       basic_tensor<T>& v, const std::vector<int32_t>& rows, int64_t t,
+                       const adamw_config& cfg, double grad_scale, bool decay) {
+  check_update("adamw_update_rows", w, g, t);
+  for (int32_t r : rows)
+    if (r < 0 || r >= w.rows())
+      throw std::out_of_range("adamw_update_rows: row " + std::to_string(r) + " of "
+                              + std::to_string(w.rows()));
+  m.resize(w.rows(), w.cols());
+  v.resize(w.rows(), w.cols());
+  const adamw_step<T> step(t, cfg, grad_scale, decay);
+  const int64_t cols = w.cols();
+  // A row is far below adamw_loop's own threshold for threads: parallel over rows.
+#pragma omp parallel for num_threads(compute_threads()) schedule(static) if (rows.size() > 256)
+  for (int64_t k = 0; k < static_cast<int64_t>(rows.size()); ++k) {
+    const int64_t o = static_cast<int64_t>(rows[static_cast<size_t>(k)]) * cols;
+    step.run(w.data() + o, m.data() + o, v.data() + o, g.data() + o, cols);
+  }
 }
 
 #define CLEAVE_INST(T)                                                                     \
   template double sum_of_squares<T>(const basic_tensor<T>&);                               \
   template void adamw_update<T>(basic_tensor<T>&, const basic_tensor<T>&, basic_tensor<T>&, \
-                                basic_tensor<T>&, int64_t, const adamw_config&, double, bool);
+                                basic_tensor<T>&, int64_t, const adamw_config&, double, bool); \
+  template void adamw_update_rows<T>(basic_tensor<T>&, const basic_tensor<T>&, basic_tensor<T>&, \
+                                     basic_tensor<T>&, const std::vector<int32_t>&, int64_t,    \
+                                     const adamw_config&, double, bool);
 CLEAVE_INST(float)
 CLEAVE_INST(double)
 #undef CLEAVE_INST

@@ -115,4 +115,13 @@ void adamw_update(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tensor<T>&
                   basic_tensor<T>& v, int64_t t, const adamw_config& cfg, double grad_scale,
                   bool decay);
 
+// The same update on the listed rows only, each row exactly as adamw_update
+// would change it; rows not listed keep their weights and moments (a lazy
+// Adam, for sparse mode: a step costs what it touched). Rows must be
+// distinct and in range (std::out_of_range otherwise).
+template <class T>
+void adamw_update_rows(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tensor<T>& m,
+                       basic_tensor<T>& v, const std::vector<int32_t>& rows, int64_t t,
+                       const adamw_config& cfg, double grad_scale, bool decay);
+
 }  // namespace cleave
