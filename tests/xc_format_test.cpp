@@ -113,6 +113,12 @@ TEST_F(XcFormat, ReadsTheRepositoryConventions) {
   EXPECT_EQ(d->feature_offsets, (std::vector<int64_t>{0, 2, 3, 4}));
   EXPECT_EQ(d->feature_ids, (std::vector<int32_t>{2, 7, 9, 0}));
   EXPECT_EQ(d->values, (std::vector<float>{0.15f, 0.5f, 3.f, 1.f}));
+
+  // LSHTC's files put a space after each comma.
+  auto lshtc = parse_xc("1 20 600\n545, 32,\t7 8:1 18:2\n", "mem");
+  ASSERT_TRUE(lshtc) << describe(lshtc.error());
+  EXPECT_EQ(lshtc->label_ids, (std::vector<int32_t>{7, 32, 545}));
+  EXPECT_EQ(lshtc->feature_ids, (std::vector<int32_t>{8, 18}));
 }
 
 TEST_F(XcFormat, RefusesEachKindOfMalformedLine) {
@@ -126,6 +132,8 @@ TEST_F(XcFormat, RefusesEachKindOfMalformedLine) {
   expect_refused("2 10 5\n0 1:1\n  \t\n", ", line 3", "neither labels nor features");
   expect_refused("1 10 5\n1:1 2:1\n", ", line 2", "starts with a space");
   expect_refused("1 10 5\n0,,1 1:1\n", ", line 2", "empty label");
+  expect_refused("1 10 5\n0, 1:1\n", ", line 2", "labels expected before the first feature");
+  expect_refused("1 10 5\n0,\n", ", line 2", "empty label in '0,'");
   expect_refused("1 10 5\n0,x 1:1\n", ", line 2", "label 'x'");
   expect_refused("1 10 5\n-1 1:1\n", ", line 2", "label '-1'");
   expect_refused("1 10 5\n5 1:1\n", ", line 2", "label 5 is out of range [0, 5)");

@@ -131,7 +131,13 @@ class xc_reader {
     size_t pos = 0;
     const size_t label_start = d_.label_ids.size(), feature_start = d_.feature_ids.size();
     if (!blank_char(s[0])) {
-      while (pos < s.size() && !blank_char(s[pos])) ++pos;
+      // The labels end at the first blank not after a comma: LSHTC's files
+      // write `545, 32 8:1`.
+      for (;;) {
+        while (pos < s.size() && !blank_char(s[pos])) ++pos;
+        if (pos == s.size() || s[pos - 1] != ',') break;
+        while (pos < s.size() && blank_char(s[pos])) ++pos;
+      }
       if (auto err = labels(s.substr(0, pos))) return err;
     }
     for (auto w : words(s.substr(pos)))
@@ -151,7 +157,8 @@ class xc_reader {
     size_t i = 0;
     for (;;) {
       const size_t comma = std::min(t.find(',', i), t.size());
-      const auto item = t.substr(i, comma - i);
+      auto item = t.substr(i, comma - i);
+      while (!item.empty() && blank_char(item.front())) item.remove_prefix(1);
       const int64_t id = parse_count(item);
       if (item.empty()) return problem("empty label in " + shown(t));
       if (id < 0) return problem("label " + shown(item) + " is not a non-negative integer");

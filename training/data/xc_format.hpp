@@ -1,17 +1,19 @@
 #pragma once
 // Extreme-classification data in the XMLRepository text format, the one
-// Amazon-670K, WikiLSHTC and the tasks of training/data/build_xc_datasets.py are shipped in:
+// Amazon-670K and WikiLSHTC are shipped in and build_xc_datasets.py (beside
+// this file) writes:
 //
 //   samples features labels            header: three counts
 //   3,17 0:1 42:0.5 1033:2.25          one line per sample: labels, then feature:value
 //    5:1 9:1                           a sample without labels starts with a space
 //
-// Labels are 0-based ids in [0, labels), comma-separated with no spaces;
-// features are 0-based ids in [0, features) with a finite value, separated by
-// spaces or tabs. A file is hostile until read: the header's counts are capped
-// before anything is sized by them, every id is checked against the header,
-// the number of sample lines must match it, and each error is one line naming
-// the file, the line number and the problem.
+// Labels are 0-based ids in [0, labels), comma-separated (a comma may be
+// followed by blanks, as in LSHTC's files); features are 0-based ids in
+// [0, features) with a finite value, separated by spaces or tabs. A file is
+// hostile until read: the header's counts are capped before anything is sized
+// by them, every id is checked against the header, the number of sample lines
+// must match it, and each error is one line naming the file, the line number
+// and the problem.
 
 #include <cstdint>
 #include <string>
