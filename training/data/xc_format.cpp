@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "schema/atomic_file.hpp"
+#include "training/data/regular_file.hpp"
 
 namespace cleave {
 
@@ -220,14 +221,8 @@ class xc_reader {
   sparse_dataset d_;
 };
 
-struct file_closer {
-  void operator()(std::FILE* f) const {
-    if (f) std::fclose(f);
-  }
-};
-
-// What read_xc would refuse in d, or nothing. rows names the offsets and ids
-// of one CSR half; bound is its id range.
+// What read_xc would refuse in one CSR half of a dataset (its offsets, and
+// ids that must lie in [0, bound)), or nothing. what names the half.
 caf::error check_rows(const std::vector<int64_t>& offsets, const std::vector<int32_t>& ids, int64_t samples,
                       int64_t bound, const char* what) {
   const std::string w = what;
@@ -282,13 +277,9 @@ caf::expected<sparse_dataset> parse_xc(std::string_view text, const std::string&
 }
 
 caf::expected<sparse_dataset> read_xc(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return fail("cannot open " + path + ": " + std::strerror(EISDIR));
-  errno = 0;
-  std::unique_ptr<std::FILE, file_closer> f{std::fopen(path.c_str(), "rb")};
-  if (!f) return fail("cannot open " + path + ": " + std::strerror(errno ? errno : EIO));
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec) return fail("cannot open " + path + ": " + ec.message());
+  auto opened = open_regular(path);
+  if (!opened) return std::move(opened.error());
+  auto& [f, size] = *opened;
   xc_reader reader(path, size);
   std::string carry;  // the start of a line the last chunk cut
   std::vector<char> chunk(size_t{1} << 20);
