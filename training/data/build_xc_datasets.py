@@ -21,8 +21,9 @@ spell-670k (wamerican-insane): every word of the list is a class, in the
 list's order. A sample is a seeded misspelling of it (1 or 2 random
 deletions, insertions, substitutions or transpositions); its features are
 the counts of its character 2- and 3-grams with ^ and $ marking the ends
-(so the first and last letters count on their own), hashed into 2^17 ids. Train holds 2 misspellings of every word; test holds a
-third, different one of every 8th word.
+(so the first and last letters count on their own), hashed into 2^17 ids.
+Train holds 2 misspellings of every word; test holds a third, different one
+of every 8th word.
 
 Everything is deterministic: no wall clock, no Python hash(), one seeded
 random.Random per file drawn in a fixed order, so the same packages give
@@ -83,7 +84,8 @@ VALUE_ONE = [f" {i}:1" for i in range(max(NEXTWORD_FEATURES, SPELL_FEATURES))]  
 
 def sample_line(label, counts):
     """One XMLRepository line: the label, then id:value by ascending id."""
-    return str(label) + "".join([VALUE_ONE[k] if c == 1 else f" {k}:{c}" for k, c in sorted(counts.items())]) + "\n"
+    feats = [VALUE_ONE[k] if c == 1 else f" {k}:{c}" for k, c in sorted(counts.items())]
+    return str(label) + "".join(feats) + "\n"
 
 
 def write_task(out_dir, name, n_features, class_names, train, test):
@@ -256,13 +258,14 @@ def build_spell(out_dir, slice_every):
 
     def line(label, spelling):
         marked = "^" + spelling + "$"
-        grams = [marked[i:i + 2] for i in range(len(marked) - 1)] + [marked[i:i + 3] for i in range(len(marked) - 2)]
+        grams = [marked[i:i + 2] for i in range(len(marked) - 1)]
+        grams += [marked[i:i + 3] for i in range(len(marked) - 2)]
         return sample_line(label, collections.Counter(map(gram_ids.__getitem__, grams)))
 
     # One generator per file, drawn in list order: train's spellings never
     # depend on how many test spellings were drawn, and the other way round.
     train_rng, test_rng = random.Random(SEED), random.Random(SEED + 1)
-    seen = {}  # label -> its train spellings, for the words test samples
+    seen = {}  # label -> its train spellings, for the words test draws from
 
     def train():
         for label, word in enumerate(words):
