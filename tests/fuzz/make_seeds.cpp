@@ -139,6 +139,8 @@ void text() {
   seed("http_head", "get", "GET / HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\n\r\n");
   seed("http_head", "status_query", "GET /status?pretty=1 HTTP/1.0\r\n\r\n");
   seed("http_head", "partial", "POST /status HTTP/1.1\r\nContent-Length: 3\r\n");
+  seed("xc", "repository", "4 300 20\n3,17 0:1 42:0.5 133:2.25\n 5:1 9:0.125\n0 299:-1e-05\n19 7:3\n");
+  seed("xc", "unsorted_crlf", "2 50 10\r\n9,1\t40:0.75 2:1 \r\n0 49:1e+06");
 }
 
 }  // namespace

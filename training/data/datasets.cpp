@@ -1,7 +1,5 @@
 #include "training/data/datasets.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -12,6 +10,8 @@
 #include <utility>
 
 #include <zlib.h>
+
+#include "training/data/regular_file.hpp"
 
 namespace cleave {
 
@@ -49,26 +49,6 @@ std::string hex_bytes(const uint8_t* p, size_t n) {
 
 uint32_t be32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
-}
-
-struct file_closer {
-  void operator()(std::FILE* f) const {
-    if (f) std::fclose(f);
-  }
-};
-using file_ptr = std::unique_ptr<std::FILE, file_closer>;
-
-// Opens a regular file for reading; the error is "cannot open PATH: reason".
-caf::expected<std::pair<file_ptr, uint64_t>> open_regular(const std::string& path) {
-  errno = 0;
-  file_ptr f{std::fopen(path.c_str(), "rb")};
-  if (!f) return fail("cannot open " + path + ": " + std::strerror(errno ? errno : EIO));
-  struct stat st {};
-  if (::fstat(::fileno(f.get()), &st) != 0)
-    return fail("cannot open " + path + ": " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return fail("cannot open " + path + ": " + std::strerror(EISDIR));
-  if (!S_ISREG(st.st_mode)) return fail("cannot open " + path + ": not a regular file");
-  return std::make_pair(std::move(f), static_cast<uint64_t>(st.st_size));
 }
 
 // A sequential byte stream over a file that is either raw or gzip (possibly
