@@ -8,8 +8,8 @@
 namespace cleave {
 
 struct model_config {
-  std::string kind;  // "mlp" or "gpt"
-  // mlp
+  std::string kind;  // "mlp", "gpt" or "xc"
+  // mlp; xc: inputs = sparse features, hidden = {width}, classes = labels
   int64_t inputs = 0;
   std::vector<int64_t> hidden;
   int64_t classes = 0;

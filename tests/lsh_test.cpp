@@ -53,42 +53,47 @@ lsh_config one_hash_per_table(lsh_family family) {
   return cfg;
 }
 
-}  // namespace
 
-TEST(lsh, dwta_collides_as_its_formula_says) {
-  rng r(11);
-  const int64_t dim = 32;
+// For pairs at several distances: the family's collision rate over 4096
+// one-hash tables is its formula's probability, within 5 sigma of sampling
+// noise plus `bias` (what the formula leaves out).
+void expect_collision_rates(lsh_family family, int64_t dim, uint64_t seed, double bias,
+                            double (*formula)(const float*, const float*, int64_t, const lsh_config&)) {
+  rng r(seed);
   for (double noise : {0.1, 0.5, 1.0, 3.0}) {
     const auto x = gaussian(dim, r);
     const auto y = near(x, noise, r);
-    auto cfg = one_hash_per_table(lsh_family::dwta);
-    cfg.seed = 5;
-    const double p = dwta_collision_probability(x.data(), y.data(), dim, cfg.bin_size);
+    auto cfg = one_hash_per_table(family);
+    cfg.seed = seed;
+    const double p = formula(x.data(), y.data(), dim, cfg);
     const double sigma = std::sqrt(p * (1 - p) / cfg.tables);
-    EXPECT_NEAR(collision_rate(cfg, x, y), p, 5 * sigma + 1e-3) << "noise " << noise;
+    EXPECT_NEAR(collision_rate(cfg, x, y), p, 5 * sigma + bias) << to_string(family) << " noise " << noise;
   }
+}
+
+}  // namespace
+
+TEST(lsh, dwta_collides_as_its_formula_says) {
+  expect_collision_rates(lsh_family::dwta, 32, 11, 1e-3,
+                         [](const float* x, const float* y, int64_t dim, const lsh_config& cfg) {
+                           return dwta_collision_probability(x, y, dim, cfg.bin_size);
+                         });
   // The formula itself: a vector always collides with itself, and with its
-  // negation only by chance of ties (never, for distinct values).
-  const auto x = gaussian(dim, r);
-  EXPECT_NEAR(dwta_collision_probability(x.data(), x.data(), dim, 4), 1.0, 1e-12);
+  // negation never (distinct values have no ties).
+  rng r(11);
+  const auto x = gaussian(32, r);
+  EXPECT_NEAR(dwta_collision_probability(x.data(), x.data(), 32, 4), 1.0, 1e-12);
   std::vector<float> neg(x.size());
   std::transform(x.begin(), x.end(), neg.begin(), [](float v) { return -v; });
-  EXPECT_NEAR(dwta_collision_probability(x.data(), neg.data(), dim, 4), 0.0, 1e-12);
+  EXPECT_NEAR(dwta_collision_probability(x.data(), neg.data(), 32, 4), 0.0, 1e-12);
 }
 
 TEST(lsh, simhash_collides_at_one_minus_angle_over_pi) {
-  rng r(12);
-  const int64_t dim = 256;
-  for (double noise : {0.2, 0.7, 1.5, 5.0}) {
-    const auto x = gaussian(dim, r);
-    const auto y = near(x, noise, r);
-    auto cfg = one_hash_per_table(lsh_family::simhash);
-    cfg.seed = 6;
-    const double p = simhash_collision_probability(x.data(), y.data(), dim);
-    const double sigma = std::sqrt(p * (1 - p) / cfg.tables);
-    // +-1 projections are not Gaussian ones: allow 1% beyond the sampling noise.
-    EXPECT_NEAR(collision_rate(cfg, x, y), p, 5 * sigma + 0.01) << "noise " << noise;
-  }
+  // +-1 projections are not Gaussian ones: 1% allowed beyond the sampling noise.
+  expect_collision_rates(lsh_family::simhash, 256, 12, 0.01,
+                         [](const float* x, const float* y, int64_t dim, const lsh_config&) {
+                           return simhash_collision_probability(x, y, dim);
+                         });
 }
 
 TEST(lsh, sparse_simhash_still_separates_near_from_far) {
