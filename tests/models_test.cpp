@@ -89,13 +89,18 @@ TEST(models, same_seed_same_weights_other_seed_other_weights) {
   EXPECT_TRUE(differs);
 }
 
-TEST(models, gpt_parameter_count_matches_opt_125m_shape) {
-  auto cfg = gpt_preset("opt-125m", 50272, 512);
-  ASSERT_TRUE(cfg);
-  EXPECT_EQ(cfg->d_model, 768);
-  EXPECT_EQ(cfg->layers, 12);
-  EXPECT_EQ(cfg->heads, 12);
-  EXPECT_EQ(cfg->ffn, 3072);
+TEST(models, gpt_presets_have_the_opt_shapes) {
+  struct shape {
+    const char* name;
+    int64_t d, layers, heads, ffn;
+  };
+  for (const shape& want : {shape{"opt-125m", 768, 12, 12, 3072}, shape{"opt-30b", 7168, 48, 56, 28672}}) {
+    auto cfg = gpt_preset(want.name, 50272, 512);
+    ASSERT_TRUE(cfg) << want.name;
+    EXPECT_EQ(std::make_tuple(cfg->d_model, cfg->layers, cfg->heads, cfg->ffn),
+              std::make_tuple(want.d, want.layers, want.heads, want.ffn))
+      << want.name;
+  }
 }
 
 TEST(models, bad_configs_are_refused_with_a_reason) {
@@ -153,14 +158,9 @@ TEST(models, step_gemms_lists_the_products_a_real_step_issues) {
   expect_step_gemms_match_a_real_step(wide);
 }
 
-TEST(models, opt_30b_is_a_named_shape) {
+TEST(models, step_gemms_of_opt_30b_count_six_flops_per_weight_and_token) {
   auto cfg = gpt_preset("opt-30b", 50272, 512);
   ASSERT_TRUE(cfg);
-  EXPECT_EQ(cfg->d_model, 7168);
-  EXPECT_EQ(cfg->layers, 48);
-  EXPECT_EQ(cfg->heads, 56);
-  EXPECT_EQ(cfg->ffn, 28672);
-  // 6 x params x tokens: the linear products' share of the step.
   double linear = 0;
   for (const auto& g : step_gemms(*cfg, 1))
     if (g.problem.role == gemm_role::forward || g.problem.role == gemm_role::grad_input
