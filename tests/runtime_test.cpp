@@ -21,8 +21,8 @@ enum class rogue_mode { wrong_shape, nan, wrong_values, unknown_task };
 
 engine_options timeout(double seconds, double speculate = 0) {
   engine_options o;
-  o.tile_timeout_seconds = seconds;
-  o.speculate_factor = speculate;
+  o.schedule.tile_timeout_seconds = seconds;
+  o.schedule.speculate_factor = speculate;
   return o;
 }
 
