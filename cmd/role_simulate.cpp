@@ -8,6 +8,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/detector/detection_time.hpp"
+#include "actors/simulator/baselines/baseline_run.hpp"
 #include "actors/simulator/cleave_sim.hpp"
 #include "actors/simulator/fleet_draw.hpp"
 #include "actors/simulator/sim_report.hpp"
@@ -68,15 +70,47 @@ caf::expected<sim_config> simulation_of(const cleave_config& cfg, const train_op
   return sc;
 }
 
+caf::expected<baseline_system> baseline_of(const std::string& system) {
+  if (system == "asteroid") return baseline_system::asteroid;
+  if (system == "megatron") return baseline_system::megatron;
+  if (system == "dp") return baseline_system::data_parallel;
+  return fail("--system must be cleave, asteroid, megatron or dp, got '" + system + "'");
+}
+
+int run_baseline(const cleave_config& cfg, const sim_config& sc, churn_feed& churn) {
+  auto system = baseline_of(cfg.system);
+  if (!system) return usage_error(describe(system.error()));
+  baseline_config bc;
+  bc.system = *system;
+  bc.model = sc.model;
+  bc.batch = sc.batch;
+  bc.steps = sc.steps;
+  bc.replay = cfg.recovery == "replay";
+  bc.checkpoint_every = cfg.checkpoint_every;
+  bc.detection_seconds = detection_seconds(sc.detector);
+  const auto res = simulate_baseline(bc, sc.fleet, churn);
+  auto report = report_head(cfg.system, sc.model, sc.batch, sc.fleet.size(),
+                            static_cast<uint64_t>(cfg.seed));
+  add_baseline_report(report, res);
+  if (res.plan.fits)
+    std::cout << "simulated " << cfg.system << ": mean step " << report["mean_step_seconds"].get<double>()
+              << " s over " << res.step_seconds.size() << " step(s) on " << sc.fleet.size()
+              << " devices (" << res.plan.reason << ")\n";
+  else
+    std::cout << "simulated " << cfg.system << ": does not fit: " << res.plan.reason << "\n";
+  if (!cfg.report.empty())
+    if (auto err = write_json_file(cfg.report, report)) return runtime_error(describe(err));
+  return 0;
+}
+
 }  // namespace
 
 int run_simulate(const cleave_config& cfg, const train_options& opts) {
-  if (cfg.system != "cleave")
-    return usage_error("--system must be cleave, asteroid, megatron or dp, got '" + cfg.system + "'");
   auto sc = simulation_of(cfg, opts);
   if (!sc) return usage_error(describe(sc.error()));
   auto churn = simulated_churn(cfg, sc->fleet.size());
   if (!churn) return usage_error(describe(churn.error()));
+  if (cfg.system != "cleave") return run_baseline(cfg, *sc, *churn);
   spdlog::info("simulate: {} on {} devices, batch {}, {} step(s), {} PS shard(s)",
                to_string(sc->model), sc->fleet.size(), sc->batch, sc->steps, sc->shards.size());
   const auto t0 = std::chrono::steady_clock::now();

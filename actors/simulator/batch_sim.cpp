@@ -100,6 +100,7 @@ void batch_sim::push_clock(uint32_t shard) {
 
 void batch_sim::compute_here(double now, uint32_t shard, uint32_t tile) {
   ++totals_->tiles_at_ps;
+  at_ps_[shard][tile] = true;
   const double seconds = static_cast<double>(plans_[shard]->tiles[tile].t.flops()) / ps_flops_;
   ps_free_at_[shard] = std::max(now, ps_free_at_[shard]) + seconds;
   totals_->ps_tile_seconds += seconds;
@@ -140,7 +141,7 @@ void batch_sim::on_result(double now, uint32_t slot, uint32_t which) {
   const tile& t = plans_[shard]->tiles[which].t;
   d.busy_seconds += now - started_[slot];
   held_bytes_[static_cast<size_t>(dev)] -= tile_working_set(t);
-  if (flights_[shard].result(now, 0, which, dev)) {
+  if (!at_ps_[shard][which] && flights_[shard].result(now, 0, which, dev)) {
     ++d.tiles;
     d.flops += static_cast<double>(t.flops());
     push_clock(shard);
@@ -206,6 +207,7 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
   totals.shard_bytes_down.resize(shards_, 0);
   totals.shard_bytes_up.resize(shards_, 0);
   flights_.clear();
+  at_ps_.resize(shards_);
   std::vector<policy_device> members;
   for (size_t i = 0; i < fleet.size(); ++i)
     if (fleet.devices()[i].member)
@@ -215,6 +217,7 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
     ps_free_at_[s] = now;
     const plan& p = *plans_[s];
     batch_view view(1);
+    at_ps_[s].assign(p.local ? 0 : p.tiles.size(), false);
     if (!p.local) {
       view[0].resize(p.tiles.size());
       for (size_t i = 0; i < p.tiles.size(); ++i) {

@@ -108,6 +108,9 @@ class batch_sim {
   std::vector<const plan*> plans_;
   std::vector<tile_flight> flights_;
   std::vector<double> failed_at_;  // by shard: first failure in this GEMM
+  // By shard and tile: queued for the PS. The engine computes such tiles
+  // before it reads another message, so a device's late result never wins.
+  std::vector<std::vector<bool>> at_ps_;
   sim_fleet* fleet_ = nullptr;
   batch_totals* totals_ = nullptr;
   churn_feed* feed_ = nullptr;

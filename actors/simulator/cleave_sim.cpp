@@ -189,6 +189,9 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
           left = 0;
           break;
         }
+        double predicted = 0;
+        for (const plan* p : shard_plans)
+          if (!p->local) predicted = std::max(predicted, p->predicted_seconds);
         const run_marks before{fleet.devices(), totals};
         const uint64_t epoch = fleet.epoch();
         const double began = now;
@@ -199,12 +202,14 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
         --left;
         if (step == 0) ++res.split_products;
         st.device_gemms += took;
+        st.predicted_device_gemms += predicted;
         // The rest are identical unless churn reaches them.
         if (left > 0 && fleet.epoch() == epoch && churn.next_time() > now + took * static_cast<double>(left)) {
           const double times = static_cast<double>(left);
           add_scaled(before, fleet, totals, times, fleet, totals);
           now += took * times;
           st.device_gemms += took * times;
+          st.predicted_device_gemms += predicted * times;
           if (step == 0) res.split_products += static_cast<uint64_t>(left);
           left = 0;
         }

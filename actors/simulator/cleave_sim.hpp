@@ -47,6 +47,7 @@ struct sim_config {
 struct step_time {
   double seconds = 0;
   double device_gemms = 0;  // split products, waiting on devices (incl. their recovery)
+  double predicted_device_gemms = 0;  // what their plans predicted
   double ps_gemms = 0;      // products the plans keep on the PS
   double ps_rowwise = 0;
   double ps_optimizer = 0;

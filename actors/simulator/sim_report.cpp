@@ -35,6 +35,7 @@ void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_resul
   for (const auto& s : res.steps) {
     seconds.push_back(s.seconds);
     sum.device_gemms += s.device_gemms;
+    sum.predicted_device_gemms += s.predicted_device_gemms;
     sum.ps_gemms += s.ps_gemms;
     sum.ps_rowwise += s.ps_rowwise;
     sum.ps_optimizer += s.ps_optimizer;
@@ -87,6 +88,7 @@ void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_resul
                       + res.totals.tiles_timed_out;
   j["recovery_seconds_total"] = res.totals.recovery_seconds;
   j["step_split_seconds"] = {{"wait_on_devices", sum.device_gemms / n_steps},
+                             {"predicted_wait_on_devices", sum.predicted_device_gemms / n_steps},
                              {"ps_compute", sum.ps_gemms / n_steps},
                              {"ps_rowwise", sum.ps_rowwise / n_steps},
                              {"ps_optimizer", sum.ps_optimizer / n_steps}};
@@ -98,6 +100,37 @@ void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_resul
     {"fleet_flops", fleet_flops > 0 ? res.total_flops_per_step / (fleet_flops + cfg.planner.ps_flops) : 0.0},
     {"ps_egress", static_cast<double>(down) / n_steps / egress}};
   j["gemm_flops_per_step"] = res.total_flops_per_step;
+}
+
+void add_baseline_report(nlohmann::json& j, const baseline_result& res) {
+  const auto& p = res.plan;
+  j["fits"] = p.fits;
+  j["plan"] = p.reason;
+  if (!p.fits) {
+    j["steps"] = res.step_seconds.size();
+    return;
+  }
+  add_step_seconds(j, res.step_seconds);
+  j["micro_batch"] = p.micro_batch;
+  j["stages"] = p.stages;
+  j["devices_used"] = p.used.size();
+  j["step_split_seconds"] = {{"compute", p.compute}, {"communication", p.communication},
+                             {"pipeline_bubble", p.bubble}, {"optimizer", p.optimizer}};
+  uint64_t down = 0, up = 0;
+  auto per_device = nlohmann::json::array();
+  for (size_t i = 0; i < res.devices.size(); ++i) {
+    const auto& d = res.devices[i];
+    down += d.bytes_down;
+    up += d.bytes_up;
+    per_device.push_back({{"id", i}, {"profile", d.profile.name}, {"bytes_down", d.bytes_down},
+                          {"bytes_up", d.bytes_up}, {"busy_seconds", d.busy_seconds},
+                          {"peak_memory_bytes", d.peak_bytes}, {"alive", d.alive}});
+  }
+  j["bytes_down"] = down;
+  j["bytes_up"] = up;
+  j["per_device"] = per_device;
+  j["failures_detected"] = res.failures;
+  j["recovery_seconds_total"] = res.recovery_seconds;
 }
 
 }  // namespace cleave

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/simulator/baselines/baseline_run.hpp"
 #include "actors/simulator/cleave_sim.hpp"
 
 namespace cleave {
@@ -18,5 +19,9 @@ nlohmann::json report_head(const std::string& system, const model_config& model,
 void add_step_seconds(nlohmann::json& j, const std::vector<double>& seconds);
 
 void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_result& res);
+
+// A baseline's run; one that does not fit reports "fits": false with the
+// reason and no step time.
+void add_baseline_report(nlohmann::json& j, const baseline_result& res);
 
 }  // namespace cleave
