@@ -16,8 +16,9 @@ baseline_step plan_data_parallel(const model_footprint& model, int64_t batch,
   auto needs = [&](int64_t micro) {
     return state + static_cast<uint64_t>(activations * 4 * static_cast<double>(micro));
   };
+  const auto order = fastest_first(devices);
   std::vector<const device_view*> able;
-  for (const auto& d : fastest_first(devices))
+  for (const auto& d : order)
     if (d.profile.memory_bytes >= needs(1) && able.size() < static_cast<size_t>(batch)) able.push_back(&d);
   // Every device must hold the whole model: fit it where it fits, or say
   // how far it is from fitting.
