@@ -45,4 +45,11 @@ class tile_flight {
   std::vector<schedule_action> actions_;  // the last answer, reused
 };
 
+// The live engine's schedule_log replayed through tile_flight: each batch
+// as the engine issued it to the members it had, then the same results,
+// losses and clock readings at the same times. The answer is the
+// simulator's own log, record for record; where it differs from `live`,
+// the simulator would have decided otherwise.
+schedule_log replay_schedule(const schedule_log& live, schedule_options opts);
+
 }  // namespace cleave

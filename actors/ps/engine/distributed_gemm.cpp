@@ -113,7 +113,7 @@ void distributed_gemm::on_event(const fleet_event& ev, std::vector<gemm_call>& c
     apply(schedule_->on_device_lost(now, ev.device, view, policy()), calls);
     return;
   }
-  tile_schedule outside_a_wait(opts_.schedule, now, 0, view);
+  tile_schedule outside_a_wait(opts_.schedule, now, 0, view, policy());
   apply(outside_a_wait.on_device_lost(now, ev.device, view, policy()), calls);
 }
 
@@ -156,7 +156,7 @@ void distributed_gemm::apply(const std::vector<schedule_action>& actions,
 
 void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_seconds) {
   const double start = seconds_now();
-  tile_schedule schedule(opts_.schedule, start, predicted_seconds, policy_view(calls),
+  tile_schedule schedule(opts_.schedule, start, predicted_seconds, policy_view(calls), policy(),
                          opts_.schedule_record);
   schedule_ = &schedule;
   // The call and tile a result or miss is about, if it is in flight.

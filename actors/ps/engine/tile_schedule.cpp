@@ -17,7 +17,8 @@ const char* to_string(schedule_action_kind k) {
 }
 
 tile_schedule::tile_schedule(schedule_options opts, double now, double predicted_seconds,
-                             const batch_view& issued, schedule_log* log)
+                             const batch_view& issued, const tile_policy& policy,
+                             schedule_log* log)
     : opts_(opts), start_(now),
       speculate_at_(opts.speculate_factor > 0
                       ? now + std::max(opts.speculate_factor * predicted_seconds,
@@ -27,10 +28,13 @@ tile_schedule::tile_schedule(schedule_options opts, double now, double predicted
   if (log_ == nullptr) return;
   std::vector<schedule_action> sent;
   for (size_t c = 0; c < issued.size(); ++c)
-    for (size_t t = 0; t < issued[c].size(); ++t)
+    for (size_t t = 0; t < issued[c].size(); ++t) {
       for (int32_t d : issued[c][t].holders) sent.push_back({schedule_action_kind::send, c, t, d});
+      if (issued[c][t].holders.empty()) sent.push_back({schedule_action_kind::here, c, t, -1});
+    }
   record(schedule_input::batch, now, issued.size(), 0, -1, sent);
   log_->back().predicted_seconds = predicted_seconds;
+  log_->back().members = policy.devices();
 }
 
 double tile_schedule::deadline() const {

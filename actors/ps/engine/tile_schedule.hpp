@@ -45,7 +45,7 @@ struct schedule_action {
 // What the schedule was told, and what it answered: for comparing the live
 // engine with the simulator on the same events.
 enum class schedule_input : uint8_t {
-  batch,   // a batch of GEMMs issued: a `send` action for each tile's first holder
+  batch,   // a batch of GEMMs issued: `send` to each tile's first holder, `here` for the others
   result,  // tile `tile` of `call` finished, from `device`
   lost,    // `device` left (dead, suspected or quarantined)
   clock,   // a deadline passed
@@ -57,7 +57,8 @@ struct schedule_record {
   size_t call = 0, tile = 0;
   int32_t device = -1;
   std::vector<schedule_action> actions;
-  double predicted_seconds = 0;  // batch: what its plans predict
+  double predicted_seconds = 0;          // batch: what its plans predict
+  std::vector<policy_device> members;    // batch: the devices the engine may use
 };
 
 using schedule_log = std::vector<schedule_record>;
@@ -65,11 +66,11 @@ using batch_view = std::vector<std::vector<policy_tile>>;  // by call, by tile
 
 class tile_schedule {
  public:
-  // A batch issued at `now` (seconds, any epoch) as `issued` shows, whose
-  // plans predict `predicted_seconds`; `log`, when given, records every
-  // input and answer.
+  // A batch issued at `now` (seconds, any epoch) as `issued` shows to the
+  // members `policy` knows, whose plans predict `predicted_seconds`; `log`,
+  // when given, records every input and answer.
   tile_schedule(schedule_options opts, double now, double predicted_seconds,
-                const batch_view& issued, schedule_log* log = nullptr);
+                const batch_view& issued, const tile_policy& policy, schedule_log* log = nullptr);
 
   // When on_clock next has something to do: the tile timeout, or the start
   // of speculation while it is ahead.
