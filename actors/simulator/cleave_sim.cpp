@@ -163,7 +163,7 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
   };
   for (int64_t step = 0; step < cfg.steps; ++step) {
     fleet.admit_joined();
-    churn.begin_step(step, now, fleet);
+    churn.begin_step(step + 1, now, fleet);  // churn files count steps from 1, as live runs do
     drain(now);
     step_time st;
     const double step_began = now;

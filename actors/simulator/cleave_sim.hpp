@@ -18,6 +18,7 @@
 // much as the first, and their sum is the first times their count.
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include <caf/expected.hpp>

@@ -164,14 +164,9 @@ baseline_step plan_asteroid(const model_footprint& model, int64_t batch,
       const auto traffic = static_cast<uint64_t>(micro_batches * (in + out) * 4 * static_cast<double>(mb)
                                                  / static_cast<double>(st.active)
                                                  + ring_allreduce_bytes(4 * p, hi - lo));
-      for (size_t i = lo; i < hi; ++i) {
-        s.used.push_back(sc.order[i].id);
-        s.memory_bytes.push_back(st.memory);
-        s.state_held.push_back(state_bytes(static_cast<uint64_t>(p)));
-        s.bytes_sent.push_back(traffic);
-        s.bytes_received.push_back(traffic);
-        s.group.push_back(static_cast<int32_t>(k));
-      }
+      for (size_t i = lo; i < hi; ++i)
+        s.add_member(sc.order[i].id, static_cast<int32_t>(k), st.memory,
+                     state_bytes(static_cast<uint64_t>(p)), traffic);
       s.group_parameters.push_back(static_cast<uint64_t>(p));
       s.group_size.push_back(static_cast<int32_t>(hi - lo));
     }

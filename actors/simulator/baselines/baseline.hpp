@@ -32,6 +32,18 @@ struct baseline_step {
   std::vector<int32_t> group_size;
   double stage_seconds = 0;  // asteroid: the bottleneck stage per micro-batch
   int32_t stages = 1;
+
+  // Device `id` takes part in `group`, holding `memory` bytes at its peak
+  // (`state` of them the model's state) and sending and receiving
+  // `traffic` bytes per step.
+  void add_member(int32_t id, int32_t in_group, uint64_t memory, uint64_t state, uint64_t traffic) {
+    used.push_back(id);
+    group.push_back(in_group);
+    memory_bytes.push_back(memory);
+    state_held.push_back(state);
+    bytes_sent.push_back(traffic);
+    bytes_received.push_back(traffic);
+  }
 };
 
 // Ring all-reduce of `bytes` among `ring` (in ring order): 2 (n - 1) rounds,

@@ -69,7 +69,7 @@ baseline_result simulate_baseline(const baseline_config& cfg,
   int64_t last_checkpoint = 0;
   for (int64_t step = 0; step < cfg.steps; ++step) {
     fleet.admit_joined();
-    churn.begin_step(step, now, fleet);
+    churn.begin_step(step + 1, now, fleet);  // churn files count steps from 1, as live runs do
     if (fleet.epoch() != planned_for) {
       plan = plan_baseline(cfg, members(fleet));
       planned_for = fleet.epoch();

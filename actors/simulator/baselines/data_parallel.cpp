@@ -49,14 +49,7 @@ baseline_step plan_data_parallel(const model_footprint& model, int64_t batch,
   out.optimizer = 12.0 * static_cast<double>(model.parameters) * slowest;
   out.seconds = forward + std::max(backward, out.communication) + out.optimizer;
   const auto moved = static_cast<uint64_t>(ring_allreduce_bytes(grad_bytes, n));
-  for (const auto* d : able) {
-    out.used.push_back(d->id);
-    out.memory_bytes.push_back(needs(out.micro_batch));
-    out.state_held.push_back(state);
-    out.bytes_sent.push_back(moved);
-    out.bytes_received.push_back(moved);
-    out.group.push_back(0);
-  }
+  for (const auto* d : able) out.add_member(d->id, 0, needs(out.micro_batch), state, moved);
   out.group_parameters = {model.parameters};
   out.group_size = {static_cast<int32_t>(n)};
   out.fits = true;

@@ -54,14 +54,7 @@ baseline_step plan_megatron(const model_config& cfg, const model_footprint& mode
     s.seconds = s.compute + s.communication + s.optimizer;
     if (best.fits && best.seconds <= s.seconds) continue;
     const auto moved = static_cast<uint64_t>(allreduces * ring_allreduce_bytes(act_bytes, static_cast<size_t>(t)));
-    for (int64_t i = 0; i < t; ++i) {
-      s.used.push_back(order[static_cast<size_t>(i)].id);
-      s.memory_bytes.push_back(needs(mb));
-      s.state_held.push_back(state);
-      s.bytes_sent.push_back(moved);
-      s.bytes_received.push_back(moved);
-      s.group.push_back(0);
-    }
+    for (int64_t i = 0; i < t; ++i) s.add_member(order[static_cast<size_t>(i)].id, 0, needs(mb), state, moved);
     s.group_parameters = {model.parameters};
     s.group_size = {static_cast<int32_t>(t)};
     s.reason = format_numbers("tensor parallel over %.0f devices, micro-batch %.0f", td,
