@@ -87,9 +87,9 @@ int main(int argc, char** argv) {
     return usage_error("--tile-timeout, --heartbeat, --ps-flops and --ps-egress must be positive");
   if (!(cfg.churn_rate >= 0 && cfg.churn_rate <= 100)) return usage_error("--churn-rate must be in [0, 100]");
   if (!cfg.churn.empty() && cfg.churn_rate > 0) return usage_error("use --churn or --churn-rate, not both");
-  if ((!cfg.churn.empty() || cfg.churn_rate > 0) && cfg.role != "all")
-    return usage_error("--churn and --churn-rate emulate churn in the in-process fleet (--role=all); "
-                       "kill real device processes instead");
+  if ((!cfg.churn.empty() || cfg.churn_rate > 0) && cfg.role != "all" && cfg.role != "simulate")
+    return usage_error("--churn and --churn-rate emulate churn in the in-process fleet (--role=all) "
+                       "or in virtual time (--role=simulate); kill real device processes instead");
   if (!cfg.byzantine.empty() && (cfg.role != "all" || (cfg.devices == 0 && cfg.fleet.empty())))
     return usage_error("--byzantine gives lies to the in-process fleet (--role=all with --devices or --fleet); "
                        "a device process takes --lie");
@@ -117,6 +117,11 @@ int main(int argc, char** argv) {
     cfg.openssl_key = cfg.tls_key;
     cfg.openssl_cafile = cfg.tls_ca;
   }
+  if (cfg.role == "simulate") {
+    for (int i = 1; i < argc; ++i)
+      cfg.vocab_given = cfg.vocab_given || std::string_view{argv[i]}.rfind("--vocab", 0) == 0;
+    return run_simulate(cfg, *opts);
+  }
   if (cfg.role == "all") {
     if (cfg.devices > 0 || !cfg.fleet.empty()) {
       shorten_omp_spins_for_emulated_devices(argv);
@@ -131,5 +136,5 @@ int main(int argc, char** argv) {
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
   if (cfg.role == "device") return run_device(cfg, threads);
   if (cfg.role == "planner" || cfg.role == "detector") return run_service(cfg);
-  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, device, planner, detector or status)");
+  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, device, planner, detector, status or simulate)");
 }

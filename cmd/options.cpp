@@ -17,7 +17,7 @@ namespace cleave {
 
 cleave_config::cleave_config() {
   opt_group{custom_options_, "global"}
-    .add(role, "role", "what this process runs: all = every role in one process")
+    .add(role, "role", "what this process runs: all = every role in one process; simulate = training steps in virtual time")
     .add(devices, "devices", "emulated devices for --role=all (0: every GEMM runs locally)")
     .add(model, "model", "mlp or gpt (default mlp; --role=all with no --model, --devices, --fleet or --profile runs the gpt demo)")
     .add(scenario, "scenario", "the demo's scripted churn and lies: demo (default) or none")
@@ -66,8 +66,8 @@ cleave_config::cleave_config() {
     .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9)")
     .add(max_tiles_per_device, "max-tiles-per-device", "planner: most tiles of one GEMM per device (default 4)")
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)")
-    .add(churn, "churn", "--role=all: churn schedule file (JSON, see README)")
-    .add(churn_rate, "churn-rate", "--role=all: random churn events per step, drawn from --seed")
+    .add(churn, "churn", "--role=all or simulate: churn schedule file (JSON, see README)")
+    .add(churn_rate, "churn-rate", "--role=all: random churn events per step; --role=simulate: per device-hour; drawn from --seed")
     .add(byzantine, "byzantine", "--role=all with a fleet: file naming emulated devices that corrupt results (JSON, see README; tests only)")
     .add(lie, "lie", "--role=device: corrupt results on purpose, KIND:RATE[:SIZE],... (tests only)")
     .add(speculate, "speculate", "copy a GEMM's unfinished tiles to idle devices past this x its predicted time (default 3, 0: off)")
@@ -78,7 +78,12 @@ cleave_config::cleave_config() {
     .add(dead_phi, "dead-phi", "detector: phi at which a device is declared dead (default 8)")
     .add(failure_policy, "failure-policy", "continue (default): a lost device costs its tiles; restart: stop the run for --resume, as the baselines do")
     .add(reconnect_seconds, "reconnect-seconds", "--role=device: when the ps vanishes without ending the run, keep trying to reach it this long, then exit 1 (default 60)")
-    .add(stay, "stay", "--role=device: when a run ends (or its ps vanishes), wait for the next one instead of exiting");
+    .add(stay, "stay", "--role=device: when a run ends (or its ps vanishes), wait for the next one instead of exiting")
+    .add(system, "system", "--role=simulate: cleave (default), asteroid, megatron or dp")
+    .add(fleet_preset, "fleet-preset", "--role=simulate: phone, edge, laptop, vm or mix: --devices drawn around the preset with --seed")
+    .add(ps_ingress, "ps-ingress", "--role=simulate: bytes/s each PS shard receives from the fleet (default: as --ps-egress)")
+    .add(ps_memory_bandwidth, "ps-memory-bandwidth", "--role=simulate: bytes/s of the PS's memory, for its row-wise ops and optimizer (default 2e10)")
+    .add(recovery, "recovery", "--role=simulate --system=asteroid: replay (pipeline replay, default) or restart (from the last checkpoint)");
   add_cleave_message_types(*this);
   add_planner_message_types(*this);
   add_detector_message_types(*this);

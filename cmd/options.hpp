@@ -92,6 +92,13 @@ class cleave_config : public caf::actor_system_config {
   double reconnect_seconds = 60;  // --role=device: how long to keep trying to reach a vanished ps
   bool stay = false;              // --role=device: wait for the next run instead of exiting
   std::string failure_policy = "continue";  // or "restart": the baselines' way, for benchmarks
+  // --role=simulate
+  std::string system = "cleave";    // cleave, asteroid, megatron or dp
+  std::string fleet_preset;         // phone, edge, laptop, vm or mix: --devices drawn with --seed
+  double ps_ingress = 0;            // bytes/s each PS shard receives (0: as --ps-egress)
+  double ps_memory_bandwidth = 2e10;  // bytes/s of the PS's memory: its row-wise ops and optimizer
+  std::string recovery = "replay";  // asteroid: replay (pipeline replay) or restart (from a checkpoint)
+  bool vocab_given = false;         // --vocab on the command line (simulate: OPT's 50272 otherwise)
 };
 
 // Decides whether this run is the embedded demo (--role=all with none of

@@ -24,6 +24,10 @@ int run_device(cleave_config& cfg, int threads);
 // or (--watch) every second until SIGINT or SIGTERM.
 int run_status(const cleave_config& cfg);
 
+// --role=simulate: training steps of --model on a fleet in virtual time, for
+// --system (cleave or a baseline); the report (--report) has "simulated": true.
+int run_simulate(const cleave_config& cfg, const train_options& opts);
+
 // One line on stderr; exit code 2 for usage, 1 for run-time failures.
 int usage_error(const std::string& reason);
 int runtime_error(const std::string& reason);

@@ -176,8 +176,8 @@ int train_locally(const cleave_config& cfg, const train_options& opts, int threa
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                    int threads, const fleet_run& run) {
   engine_options eopts;
-  eopts.tile_timeout_seconds = cfg.tile_timeout;
-  eopts.speculate_factor = cfg.speculate;
+  eopts.schedule.tile_timeout_seconds = cfg.tile_timeout;
+  eopts.schedule.speculate_factor = cfg.speculate;
   eopts.replicate = cfg.replicate;
   eopts.trust_results = cfg.trust_results;
   eopts.trust.quarantine_after = cfg.quarantine_after;

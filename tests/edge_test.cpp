@@ -217,7 +217,7 @@ TEST_F(edge, a_device_process_joins_and_its_tiles_equal_the_local_product) {
   for (int i = 0; i < 3; ++i) remote_device();
   ASSERT_TRUE(wait_for([&] { return fleet_size() == 3; })) << "the devices did not join through the edge";
   engine_options eo;
-  eo.tile_timeout_seconds = 10;
+  eo.schedule.tile_timeout_seconds = 10;
   distributed_gemm eng(sys, planner, eo);
   ASSERT_FALSE(eng.begin_step(1));
   const tensor x = random_matrix(96, 80, 1), w = random_matrix(80, 64, 2), dy = random_matrix(96, 64, 3);

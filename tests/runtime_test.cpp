@@ -10,6 +10,7 @@
 #include "actors/device/device_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
 #include "actors/ps/engine/distributed_gemm.hpp"
+#include "actors/simulator/tile_flight.hpp"
 #include "actors/supervisor/supervisor.hpp"
 #include "kernels/random.hpp"
 
@@ -21,16 +22,18 @@ enum class rogue_mode { wrong_shape, nan, wrong_values, unknown_task };
 
 engine_options timeout(double seconds, double speculate = 0) {
   engine_options o;
-  o.tile_timeout_seconds = seconds;
-  o.speculate_factor = speculate;
+  o.schedule.tile_timeout_seconds = seconds;
+  o.schedule.speculate_factor = speculate;
   return o;
 }
 
-// Joins like a device, takes tiles and never answers. With `heartbeats` it
-// still looks alive to the detector (a straggler); without, it goes silent.
-caf::behavior black_hole(caf::event_based_actor* self, caf::actor planner, bool heartbeats) {
+// Joins like a device declaring `declared`, takes tiles and never answers.
+// With `heartbeats` it still looks alive to the detector (a straggler);
+// without, it goes silent.
+caf::behavior black_hole(caf::event_based_actor* self, caf::actor planner, bool heartbeats,
+                         device_profile declared) {
   self->request(planner, caf::infinite, join_atom::value,
-                join_request{message_schema_version, *preset_profile("fast")})
+                join_request{message_schema_version, declared})
     .then([=](welcome_atom, int32_t id, caf::actor detector) {
       if (heartbeats) self->send(self, tick_atom::value, id, detector);
     });
@@ -103,11 +106,11 @@ class runtime : public ::testing::Test {
   }
 
   // `odd` joins first (device 0, first in line for tiles), then three good
-  // devices; returns when all four are in the fleet.
-  void lead_three_good_devices(caf::actor odd) {
+  // devices (declaring `good`); returns when all four are in the fleet.
+  void lead_three_good_devices(caf::actor odd, device_profile good = *preset_profile("fast")) {
     spawned.push_back(std::move(odd));
     expect_fleet(1);
-    for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
+    for (int i = 0; i < 3; ++i) add_device(good);
     expect_fleet(4);
   }
 
@@ -250,7 +253,7 @@ TEST_F(runtime, a_device_killed_mid_gemm_costs_only_its_tiles) {
   // The doomed device joins first, heartbeats, and takes tiles it never
   // answers; it is killed 200 ms in. Speculation is off and the tile
   // timeout (30 s) far away: only the kill's detection can finish the GEMM.
-  auto doomed = sys.spawn(black_hole, planner, true);
+  auto doomed = sys.spawn(black_hole, planner, true, *preset_profile("fast"));
   lead_three_good_devices(doomed);
   distributed_gemm eng(sys, planner, timeout(30.0));
   caf::delayed_anon_send(doomed, std::chrono::milliseconds(200), caf::exit_msg{{}, caf::exit_reason::kill});
@@ -265,7 +268,7 @@ TEST_F(runtime, a_device_killed_mid_gemm_costs_only_its_tiles) {
 TEST_F(runtime, a_silent_device_is_suspected_and_its_tiles_move) {
   // No heartbeats, no answers, never killed: phi-accrual suspicion alone
   // must move its tiles.
-  lead_three_good_devices(sys.spawn(black_hole, planner, false));
+  lead_three_good_devices(sys.spawn(black_hole, planner, false, *preset_profile("fast")));
   distributed_gemm eng(sys, planner, timeout(30.0));
   check_products_long_before_the_timeout(eng);
   EXPECT_GE(eng.accounts().churn.failures_detected, 1u);
@@ -275,7 +278,7 @@ TEST_F(runtime, a_silent_device_is_suspected_and_its_tiles_move) {
 TEST_F(runtime, a_straggler_s_tiles_are_copied_and_the_first_result_wins) {
   // Heartbeats keep the straggler above suspicion; only speculative copies
   // (past 0.05 s) finish its tiles before the 30 s timeout.
-  lead_three_good_devices(sys.spawn(black_hole, planner, true));
+  lead_three_good_devices(sys.spawn(black_hole, planner, true, *preset_profile("fast")));
   distributed_gemm eng(sys, planner, timeout(30.0, 1.0));
   check_products_long_before_the_timeout(eng);
   const auto acc = eng.accounts();
@@ -303,6 +306,85 @@ TEST_F(runtime, a_device_too_small_for_any_tile_gets_none) {
       EXPECT_EQ(a.tiles, 0u);
     }
   }
+}
+
+// The simulator decides what the live engine decides: the engine records
+// what its tile schedule was told (batches as issued, results, a device
+// lost, the clock) and what it answered; the simulator's tile_flight,
+// told the same at the same times, must answer the same, action for action.
+void expect_the_simulator_decides_alike(const schedule_log& live, schedule_options opts,
+                                        schedule_input must_see) {
+  // Decisions worth comparing: several tiles, moved or copied to devices.
+  size_t moved = 0;
+  for (const auto& r : live)
+    if (r.input == must_see)
+      for (const auto& a : r.actions)
+        moved += a.kind == schedule_action_kind::send || a.kind == schedule_action_kind::copy;
+  ASSERT_GE(moved, 2u) << "the engine moved fewer than two tiles: the test proves little";
+  const schedule_log replayed = replay_schedule(live, opts);
+
+
+
+  auto decisions = [](const schedule_log& log) {
+    std::vector<std::pair<int, std::vector<schedule_action>>> out;
+    for (const auto& r : log)
+      if (r.input != schedule_input::result) out.emplace_back(static_cast<int>(r.input), r.actions);
+    return out;
+  };
+  const auto want = decisions(live), got = decisions(replayed);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].first, want[i].first) << "record " << i;
+    ASSERT_EQ(got[i].second.size(), want[i].second.size()) << "record " << i;
+    for (size_t j = 0; j < want[i].second.size(); ++j)
+      EXPECT_TRUE(got[i].second[j] == want[i].second[j])
+        << "record " << i << " action " << j << ": live " << to_string(want[i].second[j].kind)
+        << " tile " << want[i].second[j].tile << " to " << want[i].second[j].device
+        << ", simulated " << to_string(got[i].second[j].kind) << " tile "
+        << got[i].second[j].tile << " to " << got[i].second[j].device;
+  }
+}
+
+// What every device of the two tests below declares: slow enough (1
+// GFLOP/s) that the planner cuts the products below into tiles for all
+// four devices.
+device_profile gflop_device() {
+  auto p = *preset_profile("fast");
+  p.flops = 1e9;
+  return p;
+}
+
+// A backward pair in one batch, then a forward product: a device that fails
+// in the first batch holds tiles of both its products.
+void run_layer(distributed_gemm& eng) {
+  ASSERT_FALSE(eng.begin_step(1));
+  const tensor x = random_matrix(512, 512, 1), w = random_matrix(512, 512, 2), dy = random_matrix(512, 512, 3);
+  tensor y(512, 512), dx(512, 512), dw(512, 512);
+  eng.gemm_batch({{{0, gemm_role::grad_input}, dy.view(), false, w.view(), true, dx.view(), 0.0f},
+                  {{0, gemm_role::grad_weight}, x.view(), true, dy.view(), false, dw.view(), 0.0f}});
+  eng.gemm({0, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), 0.0f);
+}
+
+TEST_F(runtime, the_simulator_moves_a_killed_device_s_tiles_as_the_engine_does) {
+  auto doomed = sys.spawn(black_hole, planner, true, gflop_device());
+  lead_three_good_devices(doomed, gflop_device());
+  schedule_log log;
+  auto opts = timeout(30.0);
+  opts.schedule_record = &log;
+  distributed_gemm eng(sys, planner, opts);
+  caf::delayed_anon_send(doomed, std::chrono::milliseconds(200), caf::exit_msg{{}, caf::exit_reason::kill});
+  run_layer(eng);
+  expect_the_simulator_decides_alike(log, opts.schedule, schedule_input::lost);
+}
+
+TEST_F(runtime, the_simulator_copies_a_straggler_s_tiles_as_the_engine_does) {
+  lead_three_good_devices(sys.spawn(black_hole, planner, true, gflop_device()), gflop_device());
+  schedule_log log;
+  auto opts = timeout(30.0, 1.0);
+  opts.schedule_record = &log;
+  distributed_gemm eng(sys, planner, opts);
+  run_layer(eng);
+  expect_the_simulator_decides_alike(log, opts.schedule, schedule_input::clock);
 }
 
 // An emulated device paces a tile from when the PS sent it: time the task

@@ -107,28 +107,58 @@ void distributed_gemm::on_planner_lost(std::vector<gemm_call>& calls) {
 
 void distributed_gemm::on_event(const fleet_event& ev, std::vector<gemm_call>& calls) {
   if (!fleet_.on_event(ev)) return;
-  const int32_t dev = ev.device;
-  for (auto& call : calls)
-    for (auto& pt : call.tiles) {
-      if (pt.done) continue;
-      auto h = std::find(pt.holders.begin(), pt.holders.end(), dev);
-      if (h == pt.holders.end()) continue;
-      pt.holders.erase(h);
-      if (call.failed_at < 0) call.failed_at = seconds_now();
-      if (!pt.holders.empty()) continue;  // a copy is still running elsewhere
-      ++acc_.churn.tiles_reassigned;
-      reassign(call, pt);
+  batch_view view = policy_view(calls);
+  const double now = seconds_now();
+  if (schedule_ != nullptr) {
+    apply(schedule_->on_device_lost(now, ev.device, view, policy()), calls);
+    return;
+  }
+  tile_schedule outside_a_wait(opts_.schedule, now, 0, view, policy());
+  apply(outside_a_wait.on_device_lost(now, ev.device, view, policy()), calls);
+}
+
+void distributed_gemm::apply(const std::vector<schedule_action>& actions,
+                             std::vector<gemm_call>& calls) {
+  for (const auto& a : actions) {
+    auto& call = calls[a.call];
+    auto& pt = call.tiles[a.tile];
+    switch (a.kind) {
+      case schedule_action_kind::drop: {
+        pt.holders.erase(std::find(pt.holders.begin(), pt.holders.end(), a.device));
+        if (call.failed_at < 0) call.failed_at = seconds_now();
+        break;
+      }
+      case schedule_action_kind::send:
+        ++acc_.churn.tiles_reassigned;
+        pt.where.device = a.device;
+        send_task(call, pt, a.device, true);
+        break;
+      case schedule_action_kind::here:
+        ++acc_.churn.tiles_reassigned;
+        pt.where.device = -1;
+        break;
+      case schedule_action_kind::timed_out:
+        spdlog::warn("tile step {} gemm {} tile {} timed out on device {}; computing it here",
+                     step_, pt.key.gemm, pt.key.tile, a.device);
+        pt.holders.clear();
+        ++acc_.churn.tiles_timed_out;
+        break;
+      case schedule_action_kind::copy:
+        pt.speculated = true;
+        ++acc_.churn.speculative_tiles;
+        spdlog::debug("speculative copy of step {} gemm {} tile {} (on {}) to device {}", step_,
+                      pt.key.gemm, pt.key.tile, pt.holders.front(), a.device);
+        send_task(call, pt, a.device, false);
+        break;
     }
+  }
 }
 
 void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_seconds) {
   const double start = seconds_now();
-  const double speculate_at =
-    opts_.speculate_factor > 0
-      ? start + std::max(opts_.speculate_factor * predicted_seconds, opts_.speculate_min_seconds)
-      : std::numeric_limits<double>::infinity();
-  double last_progress = start;
-  bool speculated = false;
+  tile_schedule schedule(opts_.schedule, start, predicted_seconds, policy_view(calls), policy(),
+                         opts_.schedule_record);
+  schedule_ = &schedule;
   // The call and tile a result or miss is about, if it is in flight.
   auto find = [&](const tile_key& k) -> std::pair<gemm_call*, pending_tile*> {
     if (k.step == step_)
@@ -143,11 +173,8 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
   };
   for (auto& call : calls) compute_unheld(call, calls);
   while (remaining() > 0) {
-    const double deadline = std::min(last_progress + opts_.tile_timeout_seconds,
-                                      speculated ? std::numeric_limits<double>::infinity()
-                                                 : speculate_at);
     const auto wait = std::chrono::duration_cast<caf::timespan>(
-      std::chrono::duration<double>(std::max(0.0, deadline - seconds_now())));
+      std::chrono::duration<double>(std::max(0.0, schedule.deadline() - seconds_now())));
     self_->receive(
       [&](tile_result& r) {
         auto [call, pt] = find(r.key);
@@ -156,7 +183,9 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
                         r.key.step, r.key.gemm, r.key.tile, r.device);
           return;
         }
-        if (take(*call, r.key.tile, r, calls)) last_progress = seconds_now();
+        if (take(*call, r.key.tile, r, calls))
+          schedule.result(seconds_now(), static_cast<size_t>(call - calls.data()), r.key.tile,
+                          r.device);
       },
       [&](tile_miss& m) {
         auto [call, pt] = find(m.key);
@@ -172,23 +201,13 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
       },
       caf::after(wait) >> [] {});
     const double now = seconds_now();
-    if (now >= last_progress + opts_.tile_timeout_seconds) {
-      for (auto& call : calls)
-        for (auto& pt : call.tiles)
-          if (!pt.done && !pt.holders.empty()) {
-            spdlog::warn("tile step {} gemm {} tile {} timed out on device {}; computing it here",
-                         step_, pt.key.gemm, pt.key.tile, pt.holders.front());
-            pt.holders.clear();
-            ++acc_.churn.tiles_timed_out;
-          }
-      last_progress = now;
-    } else if (!speculated && now >= speculate_at && remaining() > 0) {
-      speculated = true;
-      for (auto& call : calls)
-        if (call.remaining > 0) speculate(call);
+    if (remaining() > 0 && now >= schedule.deadline()) {
+      batch_view view = policy_view(calls);
+      apply(schedule.on_clock(now, view, policy()), calls);
     }
     for (auto& call : calls) compute_unheld(call, calls);
   }
+  schedule_ = nullptr;
   // One recovery per batch: from its first failure until all its products are done.
   double failed_at = std::numeric_limits<double>::infinity();
   for (const auto& call : calls)

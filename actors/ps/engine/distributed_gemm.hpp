@@ -11,9 +11,10 @@
 //
 // Its parts: plan_cache (plans for the run), fleet_client (the members and
 // the planner), tile_policy (who takes a tile that must move; pure),
+// tile_schedule (when tiles move: timeout, speculation, a lost device; pure),
 // fold_order (results into C in tile order; pure) and accounts. This class
 // issues tiles and waits for them: distributed_gemm.cpp runs a batch of
-// products, tile_issue.cpp cuts, sends, reassigns and speculates, and
+// products, tile_issue.cpp cuts, sends and reassigns, and
 // tile_check.cpp checks what comes back (actors/ps/verify/).
 
 #include <functional>
@@ -36,6 +37,7 @@
 #include "actors/ps/engine/step_predictor.hpp"
 #include "training/elapsed.hpp"
 #include "actors/ps/engine/tile_policy.hpp"
+#include "actors/ps/engine/tile_schedule.hpp"
 #include "actors/ps/verify/freivalds.hpp"
 #include "actors/ps/verify/reputation.hpp"
 #include "kernels/gemm.hpp"
@@ -44,12 +46,11 @@
 namespace cleave {
 
 struct engine_options {
-  double tile_timeout_seconds = 30;  // no progress this long: the PS computes what is left
-  // A GEMM running past speculate_factor x its predicted time (and at least
-  // speculate_min_seconds) gives copies of its unfinished tiles to idle
-  // devices; the first result wins. 0 disables speculation.
-  double speculate_factor = 3;
-  double speculate_min_seconds = 0.05;
+  // The tile timeout and speculation (tile_schedule.hpp); of a speculated
+  // tile, the first result wins.
+  schedule_options schedule;
+  // Tests: every decision of the tile schedule, with what it was told.
+  schedule_log* schedule_record = nullptr;
   // The baselines' way, for comparison: a device declared dead stops the run
   // at the next step (to be resumed from the last checkpoint).
   bool stop_on_failure = false;
@@ -183,11 +184,14 @@ class distributed_gemm final : public gemm_engine<float> {
 
   // The problem the planner sees for an m x n product with inner dimension k.
   gemm_problem problem_of(gemm_tag tag, int64_t m, int64_t n, int64_t k) const;
-  // A fleet event mid-GEMM: a failed device's outstanding tiles move.
+  // A fleet event mid-GEMM: a failed device's outstanding tiles move, as
+  // the batch's tile schedule says.
   void on_event(const fleet_event& ev, std::vector<gemm_call>& calls);
   void on_planner_lost(std::vector<gemm_call>& calls);
   void wait_for(std::vector<gemm_call>& calls, double predicted_seconds);
-  void speculate(gemm_call& call);
+  // The schedule's actions on the batch's tiles.
+  void apply(const std::vector<schedule_action>& actions, std::vector<gemm_call>& calls);
+  static batch_view policy_view(const std::vector<gemm_call>& calls);
   void compute_unheld(gemm_call& call, std::vector<gemm_call>& calls);
   tile_policy policy() const;
   static std::vector<policy_tile> policy_view(const gemm_call& call);
@@ -237,6 +241,8 @@ class distributed_gemm final : public gemm_engine<float> {
   // Tile i's result is in: folds it into C with the tiles it unblocks.
   static void fold_ready(gemm_call& call, size_t i);
   void reassign(gemm_call& call, pending_tile& p);
+  // The batch being waited for (wait_for), which fleet events reach.
+  tile_schedule* schedule_ = nullptr;
 
   caf::scoped_actor self_;
   engine_options opts_;

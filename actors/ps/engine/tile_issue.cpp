@@ -1,8 +1,7 @@
 // The distributed engine's tiles: cutting operand blocks (hashed for the
-// devices' caches, copied into snapshots when sent), sending tasks, checking
-// results, moving a tile whose device failed, speculative copies, tiles the
-// PS computes itself, and folding results into C. Checking results is
-// tile_check.cpp's.
+// devices' caches, copied into snapshots when sent), sending tasks, moving a
+// tile (where to: tile_schedule.hpp), tiles the PS computes itself, and
+// folding results into C. Checking results is tile_check.cpp's.
 
 #include <algorithm>
 #include <cstring>
@@ -103,22 +102,20 @@ std::vector<policy_tile> distributed_gemm::policy_view(const gemm_call& call) {
   return out;
 }
 
-void distributed_gemm::reassign(gemm_call& call, pending_tile& p) {
-  // The PS itself computes the tile when no device is left that can hold it.
-  const int32_t next = policy().take_over(policy_view(call), static_cast<size_t>(&p - call.tiles.data()));
-  p.where.device = next;
-  if (next >= 0) send_task(call, p, next, true);
+batch_view distributed_gemm::policy_view(const std::vector<gemm_call>& calls) {
+  batch_view out;
+  out.reserve(calls.size());
+  for (const auto& call : calls) out.push_back(policy_view(call));
+  return out;
 }
 
-void distributed_gemm::speculate(gemm_call& call) {
-  for (const auto& [i, dev] : policy().speculate(policy_view(call))) {
-    auto& pt = call.tiles[i];
-    pt.speculated = true;
-    ++acc_.churn.speculative_tiles;
-    spdlog::debug("speculative copy of step {} gemm {} tile {} (on {}) to device {}", step_,
-                  pt.key.gemm, pt.key.tile, pt.holders.front(), dev);
-    send_task(call, pt, dev, false);
-  }
+void distributed_gemm::reassign(gemm_call& call, pending_tile& p) {
+  // The PS itself computes the tile when no device is left that can hold it.
+  auto view = policy_view(call);
+  const auto next = tile_schedule::reassign(view, 0, static_cast<size_t>(&p - call.tiles.data()),
+                                            policy());
+  p.where.device = next.device;
+  if (next.device >= 0) send_task(call, p, next.device, true);
 }
 
 std::vector<float> distributed_gemm::compute_here(const gemm_call& call, const pending_tile& p) {

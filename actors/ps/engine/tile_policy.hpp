@@ -42,6 +42,8 @@ class tile_policy {
   // tile the next idle device cannot take is passed over.
   std::vector<std::pair<size_t, int32_t>> speculate(const std::vector<policy_tile>& tiles) const;
 
+  const std::vector<policy_device>& devices() const { return devices_; }
+
  private:
   std::vector<policy_device> devices_;  // by id
 };

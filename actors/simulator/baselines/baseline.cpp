@@ -1,0 +1,33 @@
+#include "actors/simulator/baselines/baseline.hpp"
+
+#include <algorithm>
+
+namespace cleave {
+
+double ring_allreduce_seconds(double bytes, const std::vector<const device_profile*>& ring) {
+  const size_t n = ring.size();
+  if (n < 2 || bytes <= 0) return 0;
+  double slowest_hop = 0, latency = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& from = *ring[i];
+    const auto& to = *ring[(i + 1) % n];
+    slowest_hop = std::max(slowest_hop, 1.0 / std::min(from.uplink, to.downlink));
+    latency = std::max(latency, from.latency);
+  }
+  const double rounds = 2.0 * static_cast<double>(n - 1);
+  return rounds * (bytes / static_cast<double>(n) * slowest_hop + latency);
+}
+
+double ring_allreduce_bytes(double bytes, size_t members) {
+  if (members < 2) return 0;
+  return 2.0 * static_cast<double>(members - 1) / static_cast<double>(members) * bytes;
+}
+
+std::vector<device_view> fastest_first(std::vector<device_view> devices) {
+  std::sort(devices.begin(), devices.end(), [](const device_view& a, const device_view& b) {
+    return a.profile.flops > b.profile.flops || (a.profile.flops == b.profile.flops && a.id < b.id);
+  });
+  return devices;
+}
+
+}  // namespace cleave

@@ -1,0 +1,333 @@
+#include "actors/simulator/batch_sim.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "actors/planner/cost_model.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+constexpr double infinity = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+batch_sim::batch_sim(std::vector<shard_links> shards, schedule_options schedule, double ps_flops,
+                     double detection_seconds)
+    : links_cfg_(std::move(shards)), schedule_(schedule), ps_flops_(ps_flops),
+      detection_seconds_(detection_seconds), shards_(static_cast<uint32_t>(links_cfg_.size())) {
+  link_version_.assign(2 * shards_, 0);
+  clock_version_.assign(shards_, 0);
+  ps_free_at_.assign(shards_, 0);
+  failed_at_.assign(shards_, -1);
+}
+
+void batch_sim::size_for(size_t devices) {
+  if (devices <= devices_ && !links_.empty()) return;
+  devices_ = std::max(devices, devices_);
+  links_.clear();
+  for (const auto& l : links_cfg_) {
+    links_.emplace_back(l.egress, devices_);
+    links_.emplace_back(l.ingress, devices_);
+  }
+  const size_t slots = devices_ * shards_;
+  head_.assign(slots, none);
+  tail_.assign(slots, none);
+  current_.assign(slots, none);
+  epoch_.assign(slots, 0);
+  started_.assign(slots, 0);
+  held_bytes_.assign(devices_, 0);
+}
+
+void batch_sim::push(double at, ev_kind kind, uint32_t slot, uint32_t arg) {
+  events_.push_back({at, seq_++, kind, slot, arg, kind == ev_kind::link || kind == ev_kind::clock
+                                                     || kind == ev_kind::ps_done
+                                                   ? 0u
+                                                   : epoch_[slot]});
+  std::push_heap(events_.begin(), events_.end(), std::greater<>{});
+}
+
+double batch_sim::rate(int32_t device, double declared) const {
+  return declared / (static_cast<double>(shards_) * fleet_->devices()[static_cast<size_t>(device)].slowdown);
+}
+
+uint64_t batch_sim::bytes_down(const assignment& a, bool all_operands) const {
+  if (all_operands) return a.t.a_bytes() + a.t.b_bytes();
+  return (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
+}
+
+void batch_sim::enqueue(double now, uint32_t shard, int32_t device, uint32_t tile,
+                        bool all_operands) {
+  const uint32_t slot = shard * static_cast<uint32_t>(devices_) + static_cast<uint32_t>(device);
+  const uint32_t e = static_cast<uint32_t>(entries_.size());
+  entries_.push_back({tile, none, all_operands});
+  if (tail_[slot] == none) head_[slot] = e;
+  else entries_[tail_[slot]].next = e;
+  tail_[slot] = e;
+  if (current_[slot] == none && fleet_->devices()[static_cast<size_t>(device)].alive)
+    start_next(now, slot);
+}
+
+void batch_sim::start_next(double now, uint32_t slot) {
+  const uint32_t e = head_[slot];
+  current_[slot] = e;
+  if (e == none) return;
+  head_[slot] = entries_[e].next;
+  if (head_[slot] == none) tail_[slot] = none;
+  const uint32_t shard = slot / static_cast<uint32_t>(devices_);
+  const int32_t dev = static_cast<int32_t>(slot % devices_);
+  auto& d = fleet_->devices()[static_cast<size_t>(dev)];
+  started_[slot] = now;
+  held_bytes_[static_cast<size_t>(dev)] += tile_working_set(plans_[shard]->tiles[entries_[e].tile].t);
+  d.peak_bytes = std::max(d.peak_bytes, held_bytes_[static_cast<size_t>(dev)]);
+  push(now + d.profile.latency, ev_kind::arrived, slot, e);
+}
+
+void batch_sim::wake_link(uint32_t link) {
+  const uint32_t version = ++link_version_[link];
+  const double at = links_[link].next_finish();
+  if (at < infinity) push(at, ev_kind::link, link, version);
+}
+
+void batch_sim::push_clock(uint32_t shard) {
+  const uint32_t version = ++clock_version_[shard];
+  const double at = flights_[shard].deadline();
+  if (flights_[shard].remaining() > 0 && at < infinity) push(at, ev_kind::clock, shard, version);
+}
+
+void batch_sim::compute_here(double now, uint32_t shard, uint32_t tile) {
+  ++totals_->tiles_at_ps;
+  at_ps_[shard][tile] = true;
+  const double seconds = static_cast<double>(plans_[shard]->tiles[tile].t.flops()) / ps_flops_;
+  ps_free_at_[shard] = std::max(now, ps_free_at_[shard]) + seconds;
+  totals_->ps_tile_seconds += seconds;
+  push(ps_free_at_[shard], ev_kind::ps_done, shard, tile);
+}
+
+void batch_sim::apply(double now, uint32_t shard, const std::vector<schedule_action>& actions) {
+  for (const auto& a : actions) {
+    const auto tile = static_cast<uint32_t>(a.tile);
+    switch (a.kind) {
+      case schedule_action_kind::drop:
+        if (failed_at_[shard] < 0) failed_at_[shard] = now;
+        break;
+      case schedule_action_kind::send:
+        ++totals_->tiles_reassigned;
+        enqueue(now, shard, a.device, tile, true);
+        break;
+      case schedule_action_kind::here:
+        ++totals_->tiles_reassigned;
+        compute_here(now, shard, tile);
+        break;
+      case schedule_action_kind::timed_out:
+        ++totals_->tiles_timed_out;
+        compute_here(now, shard, tile);
+        break;
+      case schedule_action_kind::copy:
+        ++totals_->speculative_tiles;
+        enqueue(now, shard, a.device, tile, true);
+        break;
+    }
+  }
+}
+
+void batch_sim::on_result(double now, uint32_t slot, uint32_t which) {
+  const uint32_t shard = slot / static_cast<uint32_t>(devices_);
+  const int32_t dev = static_cast<int32_t>(slot % devices_);
+  auto& d = fleet_->devices()[static_cast<size_t>(dev)];
+  const tile& t = plans_[shard]->tiles[which].t;
+  d.busy_seconds += now - started_[slot];
+  held_bytes_[static_cast<size_t>(dev)] -= tile_working_set(t);
+  if (!at_ps_[shard][which] && flights_[shard].result(now, 0, which, dev)) {
+    ++d.tiles;
+    d.flops += static_cast<double>(t.flops());
+    push_clock(shard);
+  }
+  start_next(now, slot);
+}
+
+void batch_sim::on_link(double now, uint32_t link) {
+  finished_.clear();
+  links_[link].finish_due(now, finished_);
+  const uint32_t shard = link / 2;
+  for (uint32_t dev : finished_) {
+    const uint32_t slot = shard * static_cast<uint32_t>(devices_) + dev;
+    const auto& d = fleet_->devices()[dev];
+    const uint32_t tile = entries_[current_[slot]].tile;
+    if (link % 2 == 0) {  // operands in: compute
+      const double flops = static_cast<double>(plans_[shard]->tiles[tile].t.flops());
+      push(now + flops / rate(static_cast<int32_t>(dev), d.profile.flops), ev_kind::computed, slot,
+           tile);
+    } else {  // result out: it reaches the PS a latency later
+      push(now + d.profile.latency, ev_kind::result, slot, tile);
+    }
+  }
+  wake_link(link);
+}
+
+void batch_sim::on_churn(double now, const timed_churn& ev) {
+  const bool dies = !ev.seen && ev.device >= 0
+                    && static_cast<size_t>(ev.device) < fleet_->size()
+                    && fleet_->devices()[static_cast<size_t>(ev.device)].alive
+                    && ev.action != churn_action::slow && ev.action != churn_action::join;
+  const bool left = fleet_->apply(ev, detection_seconds_, feed_->queue());
+  if (dies && static_cast<size_t>(ev.device) < devices_) {
+    // Its work in flight is lost: transfers stop, pending phases never come.
+    const auto dev = static_cast<uint32_t>(ev.device);
+    for (uint32_t s = 0; s < shards_; ++s) {
+      const uint32_t slot = s * static_cast<uint32_t>(devices_) + dev;
+      ++epoch_[slot];
+      current_[slot] = none;
+      for (uint32_t link : {2 * s, 2 * s + 1})
+        if (links_[link].running(dev)) {
+          links_[link].cancel(now, dev);
+          wake_link(link);
+        }
+    }
+    held_bytes_[dev] = 0;
+  }
+  if (!left) return;
+  for (uint32_t s = 0; s < shards_; ++s) {
+    if (flights_[s].remaining() == 0) continue;
+    apply(now, s, flights_[s].lost(now, ev.device));
+    push_clock(s);
+  }
+}
+
+caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>& shard_plans,
+                                     sim_fleet& fleet, churn_feed& feed, batch_totals& totals) {
+  fleet_ = &fleet;
+  feed_ = &feed;
+  totals_ = &totals;
+  plans_ = shard_plans;
+  size_for(fleet.size());
+  totals.shard_bytes_down.resize(shards_, 0);
+  totals.shard_bytes_up.resize(shards_, 0);
+  flights_.clear();
+  at_ps_.resize(shards_);
+  std::vector<policy_device> members;
+  for (size_t i = 0; i < fleet.size(); ++i)
+    if (fleet.devices()[i].member)
+      members.push_back({static_cast<int32_t>(i), fleet.devices()[i].profile.memory_bytes});
+  for (uint32_t s = 0; s < shards_; ++s) {
+    failed_at_[s] = -1;
+    ps_free_at_[s] = now;
+    const plan& p = *plans_[s];
+    batch_view view(1);
+    at_ps_[s].assign(p.local ? 0 : p.tiles.size(), false);
+    if (!p.local) {
+      view[0].resize(p.tiles.size());
+      for (size_t i = 0; i < p.tiles.size(); ++i) {
+        view[0][i].working_set = tile_working_set(p.tiles[i].t);
+        const int32_t dev = p.tiles[i].device;
+        if (dev >= 0 && static_cast<size_t>(dev) < fleet.size()
+            && fleet.devices()[static_cast<size_t>(dev)].member)
+          view[0][i].holders.push_back(dev);
+      }
+    }
+    flights_.emplace_back(schedule_, now, p.local ? 0 : p.predicted_seconds, view, members);
+  }
+  for (uint32_t s = 0; s < shards_; ++s) {
+    const plan& p = *plans_[s];
+    if (p.local) continue;
+    totals.tiles += p.tiles.size();
+    for (size_t i = 0; i < p.tiles.size(); ++i) {
+      const auto& holders = flights_[s].tiles()[0][i].holders;
+      if (holders.empty()) compute_here(now, s, static_cast<uint32_t>(i));
+      else enqueue(now, s, holders.front(), static_cast<uint32_t>(i), false);
+    }
+    push_clock(s);
+  }
+  auto remaining = [&] {
+    size_t n = 0;
+    for (const auto& f : flights_) n += f.remaining();
+    return n;
+  };
+  while (remaining() > 0) {
+    const double next_event = events_.empty() ? infinity : events_.front().at;
+    if (feed.next_time() < next_event) {
+      const timed_churn ev = feed.pop(fleet);
+      now = std::max(now, ev.at);
+      on_churn(now, ev);
+      continue;
+    }
+    if (events_.empty())
+      return fail("simulate: a GEMM stalled with " + std::to_string(remaining())
+                  + " tiles left and nothing to wait for");
+    std::pop_heap(events_.begin(), events_.end(), std::greater<>{});
+    const event ev = events_.back();
+    events_.pop_back();
+    now = ev.at;
+    switch (ev.kind) {
+      case ev_kind::arrived: {
+        if (ev.epoch != epoch_[ev.slot]) break;
+        const uint32_t shard = ev.slot / static_cast<uint32_t>(devices_);
+        const uint32_t dev = ev.slot % static_cast<uint32_t>(devices_);
+        const auto& e = entries_[ev.arg];
+        const auto& a = plans_[shard]->tiles[e.tile];
+        auto& d = fleet.devices()[dev];
+        const uint64_t bytes = bytes_down(a, e.all_operands);
+        d.bytes_down += bytes;
+        totals.shard_bytes_down[shard] += bytes;
+        if (bytes > 0) {
+          links_[2 * shard].start(now, dev, static_cast<double>(bytes),
+                                  rate(static_cast<int32_t>(dev), d.profile.downlink));
+          wake_link(2 * shard);
+        } else {
+          push(now + static_cast<double>(a.t.flops()) / rate(static_cast<int32_t>(dev), d.profile.flops),
+               ev_kind::computed, ev.slot, e.tile);
+        }
+        break;
+      }
+      case ev_kind::computed: {
+        if (ev.epoch != epoch_[ev.slot]) break;
+        const uint32_t shard = ev.slot / static_cast<uint32_t>(devices_);
+        const uint32_t dev = ev.slot % static_cast<uint32_t>(devices_);
+        auto& d = fleet.devices()[dev];
+        const uint64_t up = plans_[shard]->tiles[ev.arg].t.c_bytes();
+        d.bytes_up += up;
+        totals.shard_bytes_up[shard] += up;
+        links_[2 * shard + 1].start(now, dev, static_cast<double>(up),
+                                    rate(static_cast<int32_t>(dev), d.profile.uplink));
+        wake_link(2 * shard + 1);
+        break;
+      }
+      case ev_kind::result:
+        if (ev.epoch == epoch_[ev.slot]) on_result(now, ev.slot, ev.arg);
+        break;
+      case ev_kind::link:
+        if (ev.arg == link_version_[ev.slot]) on_link(now, ev.slot);
+        break;
+      case ev_kind::clock:
+        if (ev.arg == clock_version_[ev.slot]) {
+          apply(now, ev.slot, flights_[ev.slot].clock(now));
+          push_clock(ev.slot);
+        }
+        break;
+      case ev_kind::ps_done:
+        flights_[ev.slot].computed_here(0, ev.arg);
+        break;
+    }
+  }
+  double first_failure = infinity;
+  for (double f : failed_at_)
+    if (f >= 0) first_failure = std::min(first_failure, f);
+  if (first_failure < infinity) totals.recovery_seconds += now - first_failure;
+  // Copies still running are dropped; the next GEMM starts on an idle fleet.
+  for (uint32_t link = 0; link < links_.size(); ++link)
+    for (uint32_t dev = 0; dev < devices_; ++dev)
+      if (links_[link].running(dev)) links_[link].cancel(now, dev);
+  std::fill(head_.begin(), head_.end(), none);
+  std::fill(tail_.begin(), tail_.end(), none);
+  std::fill(current_.begin(), current_.end(), none);
+  std::fill(held_bytes_.begin(), held_bytes_.end(), 0);
+  for (auto& e : epoch_) ++e;
+  entries_.clear();
+  events_.clear();
+  return now;
+}
+
+}  // namespace cleave

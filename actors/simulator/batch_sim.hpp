@@ -1,0 +1,119 @@
+#pragma once
+// One GEMM of a step in virtual time, on every PS shard at once: the
+// shards' tiles as their plans place them, each device running its tiles
+// one after another in plan order (INGRESS -> COMPUTE -> EGRESS, a one-way
+// latency before the first and after the last), each shard's egress and
+// ingress shared by the devices transferring through it (shared_link.hpp),
+// the PS computing the tiles no device holds, and churn applied as virtual
+// time reaches it. What moves when a device fails, a tile times out or the
+// GEMM runs late is the runtime's own tile_schedule's decision
+// (tile_flight.hpp).
+//
+// Devices take part in every shard's GEMM at once; each shard sees its fair
+// share of a device (fair_share: FLOP/s and links divided by the shards),
+// as the planner assumes. A device's copies still running when the GEMM
+// completes are dropped: the next GEMM starts on an idle fleet.
+
+#include <cstdint>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "actors/planner/plan.hpp"
+#include "actors/ps/engine/tile_schedule.hpp"
+#include "actors/simulator/shared_link.hpp"
+#include "actors/simulator/sim_fleet.hpp"
+#include "actors/simulator/tile_flight.hpp"
+
+namespace cleave {
+
+struct shard_links {
+  double egress = 1.25e9;   // bytes/s to the fleet
+  double ingress = 1.25e9;  // bytes/s from the fleet
+};
+
+// What the GEMMs cost beyond their time, summed over the run.
+struct batch_totals {
+  uint64_t tiles = 0;             // tiles issued
+  uint64_t tiles_reassigned = 0;  // moved off a failed device (or to the PS)
+  uint64_t speculative_tiles = 0;
+  uint64_t tiles_timed_out = 0;
+  uint64_t tiles_at_ps = 0;
+  double recovery_seconds = 0;  // from a GEMM's first failure until it completed
+  double ps_tile_seconds = 0;   // the PS computing tiles no device held
+  std::vector<uint64_t> shard_bytes_down, shard_bytes_up;
+};
+
+class batch_sim {
+ public:
+  batch_sim(std::vector<shard_links> shards, schedule_options schedule, double ps_flops,
+            double detection_seconds);
+
+  // Runs shard s's plan shard_plans[s] (a local plan: nothing for that
+  // shard) from `now`; returns when every shard's tiles are done.
+  caf::expected<double> run(double now, const std::vector<const plan*>& shard_plans,
+                            sim_fleet& fleet, churn_feed& feed, batch_totals& totals);
+
+ private:
+  enum class ev_kind : uint8_t { arrived, computed, result, link, clock, ps_done };
+  struct event {
+    double at;
+    uint64_t seq;
+    ev_kind kind;
+    uint32_t slot;   // shard * devices + device, or the link, or the shard (clock, ps_done)
+    uint32_t arg;    // tile, or version
+    uint32_t epoch;  // the slot's epoch when scheduled: stale after a death
+    bool operator>(const event& o) const { return at > o.at || (at == o.at && seq > o.seq); }
+  };
+  struct entry {  // a tile in a device's queue
+    uint32_t tile;
+    uint32_t next;
+    bool all_operands;  // reassigned or copied: sent in full
+  };
+  static constexpr uint32_t none = ~uint32_t{0};
+
+  void size_for(size_t devices);
+  void push(double at, ev_kind kind, uint32_t slot, uint32_t arg);
+  void enqueue(double now, uint32_t shard, int32_t device, uint32_t tile, bool all_operands);
+  void start_next(double now, uint32_t slot);
+  void wake_link(uint32_t link);
+  void on_link(double now, uint32_t link);
+  void apply(double now, uint32_t shard, const std::vector<schedule_action>& actions);
+  void compute_here(double now, uint32_t shard, uint32_t tile);
+  void on_result(double now, uint32_t slot, uint32_t which);
+  void on_churn(double now, const timed_churn& ev);
+  void push_clock(uint32_t shard);
+  double rate(int32_t device, double declared) const;
+  uint64_t bytes_down(const assignment& a, bool all_operands) const;
+
+  std::vector<shard_links> links_cfg_;
+  schedule_options schedule_;
+  double ps_flops_;
+  double detection_seconds_;
+  uint32_t shards_;
+  size_t devices_ = 0;  // slots per shard
+
+  // One run's state (reused: nothing is allocated per event).
+  std::vector<event> events_;  // a binary heap (std::push_heap), cleared between runs
+  uint64_t seq_ = 0;
+  std::vector<shared_link> links_;          // shard s: 2s egress, 2s+1 ingress
+  std::vector<uint32_t> link_version_;
+  std::vector<uint32_t> clock_version_;     // by shard
+  std::vector<double> ps_free_at_;          // by shard: the PS computes one tile at a time
+  std::vector<entry> entries_;
+  std::vector<uint32_t> head_, tail_, current_, epoch_;  // by slot
+  std::vector<double> started_;                          // by slot: the current tile's start
+  std::vector<uint64_t> held_bytes_;                     // by device: working sets of tiles in hand
+  std::vector<uint32_t> finished_;
+  std::vector<const plan*> plans_;
+  std::vector<tile_flight> flights_;
+  std::vector<double> failed_at_;  // by shard: first failure in this GEMM
+  // By shard and tile: queued for the PS. The engine computes such tiles
+  // before it reads another message, so a device's late result never wins.
+  std::vector<std::vector<bool>> at_ps_;
+  sim_fleet* fleet_ = nullptr;
+  batch_totals* totals_ = nullptr;
+  churn_feed* feed_ = nullptr;
+};
+
+}  // namespace cleave

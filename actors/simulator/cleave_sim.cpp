@@ -1,0 +1,230 @@
+#include "actors/simulator/cleave_sim.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/detector/detection_time.hpp"
+#include "actors/planner/grid_search.hpp"
+#include "actors/planner/placement.hpp"
+#include "actors/ps/shard_slices.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+bool has_weight(gemm_role r) {
+  return r == gemm_role::forward || r == gemm_role::grad_input || r == gemm_role::grad_weight;
+}
+
+// Shard s's slice of a product: the weight's output columns are cut.
+gemm_problem slice_of(const gemm_problem& g, int s, int shards) {
+  gemm_problem out = g;
+  out.sharers = shards;
+  if (!has_weight(g.role) || shards == 1) return out;
+  int64_t& cut = g.role == gemm_role::grad_input ? out.k : out.n;
+  cut = split_evenly(cut, shards)[static_cast<size_t>(s)].size();
+  return out;
+}
+
+// "qkv grad_input" -> "qkv": the layer whose forward plan a backward product mirrors.
+std::string layer_of(const std::string& name) { return name.substr(0, name.rfind(' ')); }
+
+// The step's plans, by product and shard: planned on first sight and
+// re-placed on the members whenever the fleet changed since.
+class sim_plans {
+ public:
+  sim_plans(const sim_config& cfg, const std::vector<step_gemm>& gemms)
+      : cfg_(cfg), gemms_(gemms),
+        shards_(static_cast<int>(cfg.shards.size())),
+        plans_(gemms.size() * cfg.shards.size()), epochs_(plans_.size(), ~uint64_t{0}) {
+    local_.local = true;
+  }
+
+  // The shards' plans for product i (shards without a slice get a local plan).
+  std::vector<const plan*> for_product(size_t i, const sim_fleet& fleet) {
+    std::vector<const plan*> out;
+    const gemm_problem& g = gemms_[i].problem;
+    for (int s = 0; s < shards_; ++s) {
+      if (!has_weight(g.role) && s > 0) {
+        out.push_back(&local_);
+        continue;
+      }
+      const size_t at = i * cfg_.shards.size() + static_cast<size_t>(s);
+      if (epochs_[at] == ~uint64_t{0}) {
+        plans_[at] = make(i, s, fleet);
+      } else if (epochs_[at] != fleet.epoch()) {
+        plans_[at] = replace_plan(plans_[at], members(fleet), config_of(s));
+      }
+      epochs_[at] = fleet.epoch();
+      out.push_back(&plans_[at]);
+    }
+    return out;
+  }
+
+ private:
+  planner_config config_of(int s) const {
+    planner_config c = cfg_.planner;
+    // fair_share divides the PS's links among the sharers: give each
+    // shard's own links back to it.
+    c.ps_egress = cfg_.shards[static_cast<size_t>(s)].egress * shards_;
+    c.ps_ingress = cfg_.shards[static_cast<size_t>(s)].ingress * shards_;
+    return c;
+  }
+
+  static std::vector<device_view> members(const sim_fleet& fleet) {
+    std::vector<device_view> out;
+    for (size_t i = 0; i < fleet.size(); ++i)
+      if (fleet.devices()[i].member)
+        out.push_back({static_cast<int32_t>(i), fleet.devices()[i].profile, 0});
+    return out;
+  }
+
+  plan make(size_t i, int s, const sim_fleet& fleet) {
+    const auto& e = gemms_[i];
+    const gemm_problem g = slice_of(e.problem, s, shards_);
+    const auto views = members(fleet);
+    const auto cfg = config_of(s);
+    if (e.problem.role == gemm_role::grad_input || e.problem.role == gemm_role::grad_weight) {
+      // The engine mirrors the layer's forward plan of the same step.
+      for (size_t f = 0; f < i; ++f)
+        if (gemms_[f].problem.role == gemm_role::forward && layer_of(gemms_[f].name) == layer_of(e.name)) {
+          const plan& fwd = plans_[f * cfg_.shards.size() + static_cast<size_t>(s)];
+          if (auto p = mirror_plan(fwd, e.problem.role, g, views, cfg)) return std::move(*p);
+        }
+    }
+    return make_plan(g, views, cfg);
+  }
+
+  const sim_config& cfg_;
+  const std::vector<step_gemm>& gemms_;
+  int shards_;
+  std::vector<plan> plans_;
+  std::vector<uint64_t> epochs_;
+  plan local_;
+};
+
+// What a run of batch_sim adds, so that identical instances add it again.
+struct run_marks {
+  std::vector<sim_device> devices;
+  batch_totals totals;
+};
+
+void add_scaled(const run_marks& before, const sim_fleet& after_fleet, const batch_totals& after,
+                double times, sim_fleet& fleet, batch_totals& totals) {
+  auto scale = [&](auto b, auto a) { return static_cast<decltype(a)>((a - b) * times); };
+  for (size_t i = 0; i < before.devices.size(); ++i) {
+    const auto& b = before.devices[i];
+    const auto& a = after_fleet.devices()[i];
+    auto& d = fleet.devices()[i];
+    d.tiles += scale(b.tiles, a.tiles);
+    d.bytes_down += scale(b.bytes_down, a.bytes_down);
+    d.bytes_up += scale(b.bytes_up, a.bytes_up);
+    d.busy_seconds += scale(b.busy_seconds, a.busy_seconds);
+    d.flops += scale(b.flops, a.flops);
+  }
+  const auto& b = before.totals;
+  totals.tiles += scale(b.tiles, after.tiles);
+  totals.tiles_reassigned += scale(b.tiles_reassigned, after.tiles_reassigned);
+  totals.speculative_tiles += scale(b.speculative_tiles, after.speculative_tiles);
+  totals.tiles_timed_out += scale(b.tiles_timed_out, after.tiles_timed_out);
+  totals.tiles_at_ps += scale(b.tiles_at_ps, after.tiles_at_ps);
+  totals.ps_tile_seconds += scale(b.ps_tile_seconds, after.ps_tile_seconds);
+  for (size_t s = 0; s < totals.shard_bytes_down.size(); ++s) {
+    const uint64_t bd = s < b.shard_bytes_down.size() ? b.shard_bytes_down[s] : 0;
+    const uint64_t bu = s < b.shard_bytes_up.size() ? b.shard_bytes_up[s] : 0;
+    totals.shard_bytes_down[s] += scale(bd, after.shard_bytes_down[s]);
+    totals.shard_bytes_up[s] += scale(bu, after.shard_bytes_up[s]);
+  }
+}
+
+}  // namespace
+
+caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& churn,
+                                          const sim_progress& progress) {
+  if (cfg.shards.empty()) return fail("simulate: no PS shard");
+  if (cfg.fleet.empty()) return fail("simulate: the fleet has no devices");
+  const auto gemms = step_gemms(cfg.model, cfg.batch);
+  const auto footprint = footprint_of(cfg.model);
+  sim_result res;
+  res.ps = estimate_ps_work(footprint, cfg.batch, cfg.planner.ps_flops, cfg.ps_memory_bandwidth,
+                            static_cast<int>(cfg.shards.size()));
+  res.detection_seconds = detection_seconds(cfg.detector);
+  res.total_flops_per_step = step_gemm_flops(gemms);
+  sim_fleet fleet(cfg.fleet);
+  sim_plans plans(cfg, gemms);
+  batch_sim batches(cfg.shards, cfg.schedule, cfg.planner.ps_flops, res.detection_seconds);
+  batch_totals& totals = res.totals;
+  double now = 0;
+  auto drain = [&](double until) {  // churn while no GEMM runs
+    while (churn.next_time() <= until) fleet.apply(churn.pop(fleet), res.detection_seconds, churn.queue());
+  };
+  for (int64_t step = 0; step < cfg.steps; ++step) {
+    fleet.admit_joined();
+    churn.begin_step(step + 1, now, fleet);  // churn files count steps from 1, as live runs do
+    drain(now);
+    step_time st;
+    const double step_began = now;
+    for (size_t i = 0; i < gemms.size(); ++i) {
+      const auto& e = gemms[i];
+      int64_t left = e.count;
+      while (left > 0) {
+        drain(now);
+        const auto shard_plans = plans.for_product(i, fleet);
+        const bool all_local = std::all_of(shard_plans.begin(), shard_plans.end(),
+                                           [](const plan* p) { return p->local || p->tiles.empty(); });
+        if (all_local) {
+          // Every instance at once: nothing of it depends on the fleet.
+          double slowest = 0;
+          for (size_t s = 0; s < shard_plans.size(); ++s) {
+            const gemm_problem g = slice_of(e.problem, static_cast<int>(s),
+                                            static_cast<int>(cfg.shards.size()));
+            if (s == 0 || has_weight(g.role)) slowest = std::max(slowest, g.flops() / cfg.planner.ps_flops);
+          }
+          st.ps_gemms += slowest * static_cast<double>(left);
+          now += slowest * static_cast<double>(left);
+          if (step == 0) res.local_products += static_cast<uint64_t>(left);
+          left = 0;
+          break;
+        }
+        double predicted = 0;
+        for (const plan* p : shard_plans)
+          if (!p->local) predicted = std::max(predicted, p->predicted_seconds);
+        const run_marks before{fleet.devices(), totals};
+        const uint64_t epoch = fleet.epoch();
+        const double began = now;
+        auto end = batches.run(now, shard_plans, fleet, churn, totals);
+        if (!end) return end.error();
+        now = *end;
+        const double took = now - began;
+        --left;
+        if (step == 0) ++res.split_products;
+        st.device_gemms += took;
+        st.predicted_device_gemms += predicted;
+        // The rest are identical unless churn reaches them.
+        if (left > 0 && fleet.epoch() == epoch && churn.next_time() > now + took * static_cast<double>(left)) {
+          const double times = static_cast<double>(left);
+          add_scaled(before, fleet, totals, times, fleet, totals);
+          now += took * times;
+          st.device_gemms += took * times;
+          st.predicted_device_gemms += predicted * times;
+          if (step == 0) res.split_products += static_cast<uint64_t>(left);
+          left = 0;
+        }
+      }
+    }
+    st.ps_rowwise = res.ps.rowwise_seconds;
+    st.ps_optimizer = res.ps.optimizer_seconds;
+    now += res.ps.seconds();
+    st.seconds = now - step_began;
+    res.steps.push_back(st);
+    if (progress) progress(step + 1, now);
+  }
+  res.devices = fleet.devices();
+  res.failures_detected = fleet.failures_detected;
+  return res;
+}
+
+}  // namespace cleave

@@ -1,0 +1,74 @@
+#pragma once
+// Cleave's training steps in virtual time. Each step issues every product
+// of step_gemms(model, batch) (its count of them, one after another), each
+// planned once per distinct shape and PS shard by the runtime's own planner
+// (make_plan; a backward product mirrors its forward plan, mirror_plan) and
+// re-placed on the members left when the fleet changes (replace_plan), as
+// the engine's plan_cache does. A product the plan keeps local costs its
+// FLOPs at the PS's FLOP/s; a split one runs as discrete events
+// (batch_sim.hpp). Then the PS's row-wise ops and optimizer (ps_work.hpp).
+//
+// Products with a weight are cut among the PS shards by the weight's output
+// columns, as sharded_ps does (forward and grad_weight split N, grad_input
+// splits K); attention products run whole on shard 0.
+//
+// Identical work is simulated once: the instances of one product in a step
+// start on an idle fleet with the same plan, so when no churn event falls
+// within them, every instance takes exactly as long and costs exactly as
+// much as the first, and their sum is the first times their count.
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "actors/detector/detector_actor.hpp"
+#include "actors/planner/cost_model.hpp"
+#include "actors/planner/step_gemms.hpp"
+#include "actors/simulator/batch_sim.hpp"
+#include "actors/simulator/ps_work.hpp"
+#include "actors/simulator/sim_fleet.hpp"
+
+namespace cleave {
+
+struct sim_config {
+  model_config model;
+  int64_t batch = 1;
+  int64_t steps = 1;
+  std::vector<device_profile> fleet;
+  planner_config planner;           // ps_flops and the split rules (the links come from `shards`)
+  std::vector<shard_links> shards;  // one per PS shard
+  double ps_memory_bandwidth = 2e10;  // bytes/s of the PS's memory (row-wise ops, optimizer)
+  schedule_options schedule;
+  detector_options detector;
+};
+
+// Where one step's time went.
+struct step_time {
+  double seconds = 0;
+  double device_gemms = 0;  // split products, waiting on devices (incl. their recovery)
+  double predicted_device_gemms = 0;  // what their plans predicted
+  double ps_gemms = 0;      // products the plans keep on the PS
+  double ps_rowwise = 0;
+  double ps_optimizer = 0;
+};
+
+struct sim_result {
+  std::vector<step_time> steps;
+  std::vector<sim_device> devices;  // with what each did over the run
+  batch_totals totals;
+  ps_work ps;
+  uint64_t failures_detected = 0;
+  uint64_t local_products = 0, split_products = 0;  // per step, counting instances
+  double detection_seconds = 0;
+  double total_flops_per_step = 0;  // of the products
+};
+
+// Progress: called after each step with (steps done, virtual seconds so far).
+using sim_progress = std::function<void(int64_t, double)>;
+
+caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& churn,
+                                          const sim_progress& progress = {});
+
+}  // namespace cleave

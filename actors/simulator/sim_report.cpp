@@ -1,0 +1,136 @@
+#include "actors/simulator/sim_report.hpp"
+
+#include <algorithm>
+
+namespace cleave {
+
+nlohmann::json report_head(const std::string& system, const model_config& model, int64_t batch,
+                           size_t devices, uint64_t seed) {
+  nlohmann::json j;
+  j["simulated"] = true;
+  j["system"] = system;
+  j["model"] = to_string(model);
+  j["model_kind"] = model.kind;
+  j["parameters"] = footprint_of(model).parameters;
+  j["batch"] = batch;
+  j["devices"] = devices;
+  j["seed"] = seed;
+  return j;
+}
+
+void add_step_seconds(nlohmann::json& j, const std::vector<double>& seconds) {
+  double sum = 0;
+  for (double s : seconds) sum += s;
+  std::vector<double> sorted = seconds;
+  std::sort(sorted.begin(), sorted.end());
+  j["steps"] = seconds.size();
+  j["step_seconds"] = seconds;
+  j["mean_step_seconds"] = seconds.empty() ? 0.0 : sum / static_cast<double>(seconds.size());
+  j["median_step_seconds"] = sorted.empty() ? 0.0 : sorted[sorted.size() / 2];
+}
+
+void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_result& res) {
+  std::vector<double> seconds;
+  step_time sum;
+  for (const auto& s : res.steps) {
+    seconds.push_back(s.seconds);
+    sum.device_gemms += s.device_gemms;
+    sum.predicted_device_gemms += s.predicted_device_gemms;
+    sum.ps_gemms += s.ps_gemms;
+    sum.ps_rowwise += s.ps_rowwise;
+    sum.ps_optimizer += s.ps_optimizer;
+  }
+  add_step_seconds(j, seconds);
+  const double n_steps = static_cast<double>(std::max<size_t>(1, res.steps.size()));
+  double elapsed = 0;
+  for (double s : seconds) elapsed += s;
+  uint64_t down = 0, up = 0, tiles = 0;
+  double fleet_flops = 0;
+  auto per_device = nlohmann::json::array();
+  for (size_t i = 0; i < res.devices.size(); ++i) {
+    const auto& d = res.devices[i];
+    down += d.bytes_down;
+    up += d.bytes_up;
+    tiles += d.tiles;
+    if (d.member) fleet_flops += d.profile.flops;
+    per_device.push_back({{"id", i}, {"profile", d.profile.name}, {"tiles", d.tiles},
+                          {"bytes_down", d.bytes_down}, {"bytes_up", d.bytes_up},
+                          {"busy_seconds", d.busy_seconds}, {"flops", d.flops},
+                          {"utilisation", elapsed > 0 ? d.busy_seconds / elapsed : 0.0},
+                          {"peak_memory_bytes", d.peak_bytes}, {"alive", d.alive}});
+  }
+  const double n_devices = static_cast<double>(std::max<size_t>(1, res.devices.size()));
+  j["ps_shards"] = cfg.shards.size();
+  j["tiles"] = tiles;
+  j["bytes_down"] = down;
+  j["bytes_up"] = up;
+  j["bytes_down_per_device_per_step"] = static_cast<double>(down) / n_devices / n_steps;
+  j["local_gemms"] = res.local_products;
+  j["split_gemms"] = res.split_products;
+  j["per_device"] = per_device;
+  auto per_shard = nlohmann::json::array();
+  for (size_t s = 0; s < cfg.shards.size(); ++s) {
+    const auto& t = res.totals;
+    per_shard.push_back({{"shard", s}, {"egress", cfg.shards[s].egress},
+                         {"ingress", cfg.shards[s].ingress},
+                         {"bytes_down", s < t.shard_bytes_down.size() ? t.shard_bytes_down[s] : 0},
+                         {"bytes_up", s < t.shard_bytes_up.size() ? t.shard_bytes_up[s] : 0},
+                         {"peak_memory_bytes", res.ps.shard_memory_bytes[s]}});
+  }
+  j["per_shard"] = per_shard;
+  j["failures_detected"] = res.failures_detected;
+  j["detection_seconds"] = res.detection_seconds;
+  j["tiles_reassigned"] = res.totals.tiles_reassigned;
+  j["speculative_tiles"] = res.totals.speculative_tiles;
+  j["tiles_timed_out"] = res.totals.tiles_timed_out;
+  j["tiles_at_ps"] = res.totals.tiles_at_ps;
+  j["tiles_redone"] = res.totals.tiles_reassigned + res.totals.speculative_tiles
+                      + res.totals.tiles_timed_out;
+  j["recovery_seconds_total"] = res.totals.recovery_seconds;
+  j["step_split_seconds"] = {{"wait_on_devices", sum.device_gemms / n_steps},
+                             {"predicted_wait_on_devices", sum.predicted_device_gemms / n_steps},
+                             {"ps_compute", sum.ps_gemms / n_steps},
+                             {"ps_rowwise", sum.ps_rowwise / n_steps},
+                             {"ps_optimizer", sum.ps_optimizer / n_steps}};
+  // No step can beat these: the step's GEMM FLOPs on every device at
+  // once, and the bytes the PS sent through its shards' egress.
+  double egress = 0;
+  for (const auto& s : cfg.shards) egress += s.egress;
+  j["lower_bounds_seconds"] = {
+    {"fleet_flops", fleet_flops > 0 ? res.total_flops_per_step / (fleet_flops + cfg.planner.ps_flops) : 0.0},
+    {"ps_egress", static_cast<double>(down) / n_steps / egress}};
+  j["gemm_flops_per_step"] = res.total_flops_per_step;
+}
+
+void add_baseline_report(nlohmann::json& j, const baseline_result& res) {
+  const auto& p = res.plan;
+  j["fits"] = p.fits;
+  j["plan"] = p.reason;
+  if (!p.fits) {
+    j["steps"] = res.step_seconds.size();
+    return;
+  }
+  add_step_seconds(j, res.step_seconds);
+  j["micro_batch"] = p.micro_batch;
+  j["stages"] = p.stages;
+  j["devices_used"] = p.used.size();
+  j["step_split_seconds"] = {{"compute", p.compute}, {"communication", p.communication},
+                             {"pipeline_bubble", p.bubble}, {"optimizer", p.optimizer}};
+  uint64_t down = 0, up = 0;
+  auto per_device = nlohmann::json::array();
+  for (size_t i = 0; i < res.devices.size(); ++i) {
+    const auto& d = res.devices[i];
+    down += d.bytes_down;
+    up += d.bytes_up;
+    per_device.push_back({{"id", i}, {"profile", d.profile.name}, {"bytes_down", d.bytes_down},
+                          {"bytes_up", d.bytes_up}, {"busy_seconds", d.busy_seconds},
+                          {"peak_memory_bytes", d.peak_bytes}, {"alive", d.alive}});
+  }
+  j["bytes_down"] = down;
+  j["bytes_up"] = up;
+  j["per_device"] = per_device;
+  j["failures_detected"] = res.failures;
+  j["recovery_seconds_total"] = res.recovery_seconds;
+}
+
+}  // namespace cleave
