@@ -24,8 +24,10 @@ fleet_share fair_share(const std::vector<device_view>& devices, const planner_co
     d.profile.uplink /= s;
     d.profile.memory_bytes /= static_cast<uint64_t>(sharers);
   }
-  out.cfg.ps_egress /= s;
-  out.cfg.ps_ingress /= s;
+  // A shard sends over its own host's link at most.
+  const double links = static_cast<double>(std::clamp<int32_t>(cfg.ps_links, 1, sharers));
+  out.cfg.ps_egress *= links / s;
+  out.cfg.ps_ingress *= links / s;
   return out;
 }
 

@@ -16,6 +16,9 @@ struct device_view {
   int32_t id = 0;
   device_profile profile;
   double ready_at = 0;  // seconds from now until the device is idle
+  // Observed chance that a tile sent to the device is lost (it dies, hangs
+  // or is refused) and must be redone elsewhere; 0 is perfectly reliable.
+  double failure_probability = 0;
 };
 
 struct tile_cost {
@@ -25,8 +28,17 @@ struct tile_cost {
 
 struct planner_config {
   double ps_flops = 5e10;     // the PS's own GEMM rate
-  double ps_egress = 1.25e9;  // bytes/s the PS can send in total (shared by all devices)
+  // One PS link: bytes/s it can send (shared by all the devices it feeds)
+  // and receive. There are ps_links such links: one per PS shard host. The
+  // live runtime's shards are threads of one process, so they share its one
+  // link (ps_links = 1 whatever --ps-shards says).
+  double ps_egress = 1.25e9;
   double ps_ingress = 1.25e9;
+  int32_t ps_links = 1;
+  double ps_memory_bandwidth = 2e10;  // bytes/s of the PS's memory, for its row-wise ops
+  // Seconds from a device's failure to its tile being reassigned (the
+  // failure detector's delay): what a lost tile costs on top of its time.
+  double detection_seconds = 1.0;
   double min_split_flops = 2.0 * 128 * 128 * 128;  // smaller GEMMs stay on the PS
   int max_tiles_per_device = 4;
   int64_t tile_align = 16;  // tile edges are multiples of this where possible
@@ -47,10 +59,13 @@ uint64_t tile_working_set(const tile& t);
 // Whether the planner can use a device at all (positive, finite rates).
 bool usable(const device_profile& p);
 
-// What one of `sharers` concurrent planners may count on: every device's
-// FLOP/s, links and memory, and the PS's egress and ingress, divided among
-// them (each shard has its own thread, so the PS's FLOP/s is not). make_plan,
-// mirror_plan and replace_plan apply it for problem.sharers > 1.
+// What one of `sharers` concurrent planners (PS shards) may count on: every
+// device's FLOP/s, links and memory divided among them, and an even share of
+// the PS's ps_links links (min(ps_links, sharers) / sharers of one link's
+// egress and ingress: a shard with a host of its own keeps its whole link,
+// shards that are threads of one process split it). The PS's FLOP/s is not divided (each
+// shard has its own thread). make_plan, mirror_plan and replace_plan apply it
+// for problem.sharers > 1.
 struct fleet_share {
   std::vector<device_view> devices;
   planner_config cfg;

@@ -699,9 +699,8 @@ std::vector<int64_t> split_edges(int64_t size, int64_t parts, int64_t align) {
   return edges;
 }
 
-plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
-               const planner_config& fleet_cfg) {
-  const auto [devices, cfg] = fair_share(fleet, fleet_cfg, g.sharers);
+plan search_grids(const gemm_problem& g, const std::vector<device_view>& devices,
+                  const planner_config& cfg) {
   const double total = g.flops();
   const double local_seconds = total / cfg.ps_flops;
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return local_plan(g, local_seconds, plan_bound::none, "empty product");
@@ -760,13 +759,6 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
              " devices: " + fmt("%.3g s vs local %.3g s", p.predicted_seconds, local_seconds) + ", bound by " +
              to_string(p.bound);
   return p;
-}
-
-double predict_sequence(const std::vector<gemm_problem>& gemms,
-                        const std::vector<device_view>& devices, const planner_config& cfg) {
-  double total = 0;
-  for (const auto& g : gemms) total += plan_seconds(make_plan(g, devices, cfg));
-  return total;
 }
 
 }  // namespace cleave
