@@ -16,7 +16,7 @@ namespace cleave {
 
 cleave_config::cleave_config() {
   opt_group{custom_options_, "global"}
-    .add(role, "role", "what this process runs: all = every role in one process")
+    .add(role, "role", "what this process runs: all = every role in one process; plan = predict a step on --fleet")
     .add(devices, "devices", "emulated devices for --role=all (0: every GEMM runs locally)")
     .add(model, "model", "mlp or gpt")
     .add(gpt_shape, "shape", "gpt shape: small (d=256, 4 layers), opt-125m ... opt-30b")
@@ -61,7 +61,8 @@ cleave_config::cleave_config() {
     .add(min_devices, "min-devices", "devices to wait for before the first step")
     .add(tile_timeout, "tile-timeout", "seconds before an unanswered tile is reassigned (default 30)")
     .add(ps_flops, "ps-flops", "the PS's own GEMM rate in FLOP/s, for the cost model (default 5e10)")
-    .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9)")
+    .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9; --role=plan: each shard's own link)")
+    .add(ps_memory_bandwidth, "ps-memory-bandwidth", "--role=plan: the PS's memory bandwidth in bytes/s, for its row-wise ops and optimizer (default 2e10)")
     .add(max_tiles_per_device, "max-tiles-per-device", "planner: most tiles of one GEMM per device (default 4)")
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)")
     .add(churn, "churn", "--role=all: churn schedule file (JSON, see README)")

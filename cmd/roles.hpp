@@ -24,6 +24,10 @@ int run_device(cleave_config& cfg, int threads);
 // or (--watch) every second until SIGINT or SIGTERM.
 int run_status(const cleave_config& cfg);
 
+// --role=plan: the predicted step of --model on --fleet (every product's
+// plan and the step's parts), printed and, with --report, written as JSON.
+int run_plan(const cleave_config& cfg, const train_options& opts);
+
 // One line on stderr; exit code 2 for usage, 1 for run-time failures.
 int usage_error(const std::string& reason);
 int runtime_error(const std::string& reason);

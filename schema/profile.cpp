@@ -29,8 +29,6 @@ constexpr preset presets[] = {
   {"fast", 1e13, 6.4e10, 1e11, 1e11, 0.0},    // faster than this host: overhead runs
 };
 
-constexpr size_t max_fleet = 4096;
-
 }  // namespace
 
 caf::error validate(const device_profile& p) {
@@ -69,13 +67,14 @@ std::vector<device_profile> default_fleet(int n) {
   return out;
 }
 
-caf::expected<std::vector<device_profile>> read_fleet_file(const std::string& path) {
+caf::expected<std::vector<device_profile>> read_fleet_file(const std::string& path, size_t max_devices) {
   auto text = read_small_file(path, "fleet file");
   if (!text) return text.error();
-  return parse_fleet(*text, path);
+  return parse_fleet(*text, path, max_devices);
 }
 
-caf::expected<std::vector<device_profile>> parse_fleet(std::string_view text, const std::string& path) {
+caf::expected<std::vector<device_profile>> parse_fleet(std::string_view text, const std::string& path,
+                                                       size_t max_devices) {
   auto parsed = parse_json(text, path);
   if (!parsed) return parsed.error();
   const nlohmann::json& doc = *parsed;
@@ -114,10 +113,11 @@ caf::expected<std::vector<device_profile>> parse_fleet(std::string_view text, co
     if (auto err = validate(p)) return fail(where + ": " + describe(err));
     double count = 1;
     if (auto err = number("count", count)) return err;
-    if (!(count >= 1 && count <= static_cast<double>(max_fleet) && count == std::floor(count)))
-      return fail(where + ": count must be an integer in [1, " + std::to_string(max_fleet) + "]");
-    for (int i = 0; i < static_cast<int>(count); ++i) fleet.push_back(p);
-    if (fleet.size() > max_fleet) return fail(path + ": more than " + std::to_string(max_fleet) + " devices");
+    if (!(count >= 1 && count <= static_cast<double>(max_devices) && count == std::floor(count)))
+      return fail(where + ": count must be an integer in [1, " + std::to_string(max_devices) + "]");
+    if (fleet.size() + static_cast<size_t>(count) > max_devices)
+      return fail(path + ": more than " + std::to_string(max_devices) + " devices");
+    fleet.insert(fleet.end(), static_cast<size_t>(count), p);
   }
   if (fleet.empty()) return fail(path + ": the fleet has no devices");
   return fleet;

@@ -44,9 +44,18 @@ caf::error validate(const device_profile& p);
 caf::expected<device_profile> preset_profile(const std::string& name);
 std::vector<std::string> preset_names();
 
-caf::expected<std::vector<device_profile>> read_fleet_file(const std::string& path);
-// A fleet file's text; `name` (the path) leads every error.
-caf::expected<std::vector<device_profile>> parse_fleet(std::string_view text, const std::string& name);
+// Most devices a fleet file may describe: emulated ones are actors of one
+// process; a fleet that is only planned (--role=plan) may be far larger,
+// described by counts.
+constexpr size_t max_emulated_fleet = 4096;
+constexpr size_t max_planned_fleet = 100000;
+
+caf::expected<std::vector<device_profile>> read_fleet_file(const std::string& path,
+                                                           size_t max_devices = max_emulated_fleet);
+// A fleet file's text; `name` (the path) leads every error. Refused before
+// any allocation when an entry's count or the total passes max_devices.
+caf::expected<std::vector<device_profile>> parse_fleet(std::string_view text, const std::string& name,
+                                                       size_t max_devices = max_emulated_fleet);
 
 // n devices cycling through phone, edge, laptop, vm.
 std::vector<device_profile> default_fleet(int n);

@@ -83,6 +83,19 @@ inline double tile_seconds(double latency, double inv_downlink, double inv_flops
          static_cast<double>(up) * inv_uplink;
 }
 
+// Where a split plan's time goes, on the devices it was planned for (one
+// planner's view: after fair_share and expected_profile): the PS link's
+// seconds for all the plan's bytes, and the parts of the tiles of the device
+// that finishes last (the latest predicted_finish, ties to the later tile).
+// All zero for a local plan.
+struct plan_parts {
+  double ps_egress = 0, ps_ingress = 0;  // bytes_down / ps_egress, bytes_up / ps_ingress
+  int32_t last_device = -1;
+  double compute = 0, down = 0, up = 0, latency = 0;  // the last device's tiles
+};
+plan_parts parts_of(const plan& p, const std::vector<device_view>& devices,
+                    const planner_config& cfg);
+
 // What limits a split plan's predicted time, on the devices it was planned
 // for: the PS's egress or ingress when bytes_down / ps_egress or bytes_up /
 // ps_ingress is its predicted time; otherwise the largest part (compute,
