@@ -771,11 +771,7 @@ plan search_grids(const gemm_problem& g, const std::vector<device_view>& devices
   p.grids_considered = search.considered();
   p.grids_evaluated = search.evaluated();
   p.bound = split_bound(p, devices, cfg);
-  p.reason = "split " + std::to_string(p.grid_m) + "x" + std::to_string(p.grid_n) + "x" +
-             std::to_string(p.grid_k) + " = " + std::to_string(p.tiles.size()) + " tiles over " +
-             std::to_string(p.devices_used) +
-             " devices: " + fmt("%.3g s vs local %.3g s", p.predicted_seconds, local_seconds) + ", bound by " +
-             to_string(p.bound);
+  p.reason = split_reason(p);
   return p;
 }
 

@@ -4,6 +4,7 @@
 
 #include "actors/planner/device_selection.hpp"
 #include "actors/planner/grid_search.hpp"
+#include "actors/planner/speed_order.hpp"
 
 namespace cleave {
 
@@ -16,19 +17,28 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
   if (sel.ranked.empty()) return search_grids(g, devices, cfg);
   plan best = search_grids(g, sel.ranked, cfg);
   if (best.bound == plan_bound::none || best.bound == plan_bound::threshold) return best;
-  // The slowest devices lengthen a plan when their first tiles cost the PS's
-  // link more than they save, or finish last: try the fastest half, quarter,
-  // ... while each beats the plan before.
-  size_t kept = sel.ranked.size();
-  for (size_t fewer = kept / 2; fewer >= 1; fewer /= 2) {
+  // More devices can lengthen a plan: the grid search is a budgeted
+  // heuristic whose grid candidates follow the fleet's size, and a slow
+  // device's first tiles can cost the PS's link more than they save. So the
+  // fastest u devices (u: the ones the plan used, or 3/4 of all) are planned
+  // alone too, then 3/4 of those, and so on (at most max_prefixes plans),
+  // and the fastest plan wins.
+  constexpr int max_prefixes = 8;
+  const size_t all = sel.ranked.size();
+  size_t kept = all;
+  size_t size = static_cast<size_t>(best.devices_used) < all ? static_cast<size_t>(best.devices_used)
+                                                             : all * 3 / 4;
+  for (int tries = 0; tries < max_prefixes && size >= 1; ++tries, size = size * 3 / 4) {
     const std::vector<device_view> head(sel.ranked.begin(),
-                                        sel.ranked.begin() + static_cast<std::ptrdiff_t>(fewer));
+                                        sel.ranked.begin() + static_cast<std::ptrdiff_t>(size));
     plan p = search_grids(g, head, cfg);
-    if (!(plan_seconds(p) < plan_seconds(best))) break;
-    best = std::move(p);
-    kept = fewer;
+    if (plan_seconds(p) < plan_seconds(best)) {
+      best = std::move(p);
+      kept = size;
+    }
   }
-  const size_t too_slow = sel.ranked.size() - kept;
+  give_faster_devices_more(best, sel.ranked, cfg);
+  const size_t too_slow = all - kept;
   if (too_slow > 0 || sel.too_small > 0 || sel.unusable > 0) {
     best.reason += " (left out:";
     if (too_slow > 0) best.reason += " " + std::to_string(too_slow) + " slowest";

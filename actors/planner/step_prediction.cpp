@@ -83,13 +83,13 @@ step_prediction predict_step(const model_config& cfg, int64_t batch,
     pp.gemm = g;
     pp.slice = slice_of(g, out.shards);
     if (g.forward >= 0 && static_cast<size_t>(g.forward) < out.products.size()) {
-      if (auto m = mirror_plan(out.products[static_cast<size_t>(g.forward)].p, g.problem.role,
-                               pp.slice, fleet, pc)) {
-        pp.p = std::move(*m);
-        pp.mirrored = true;
-      }
+      auto choice = backward_plan(out.products[static_cast<size_t>(g.forward)].p, g.problem.role,
+                                  pp.slice, fleet, pc);
+      pp.p = std::move(choice.p);
+      pp.mirrored = choice.mirrored;
+    } else {
+      pp.p = make_plan(pp.slice, fleet, pc);
     }
-    if (!pp.mirrored) pp.p = make_plan(pp.slice, fleet, pc);
     pp.seconds = plan_seconds(pp.p);
     pp.parts = parts_of(pp.p, view, view_cfg);
     add_parts(out.parts, pp);

@@ -12,8 +12,9 @@
 //    its shard's share of the PS links (planner_config::ps_links); every
 //    slice is planned as the largest one (slices differ by at most one row or
 //    column), and attention's per-head products run whole on shard 0;
-//  - a weight gradient mirrors its forward product's placement (mirror_plan)
-//    when it can, as the runtime's plan cache does; otherwise make_plan;
+//  - a weight gradient is planned as the planner answers the runtime's plan
+//    cache: backward_plan (placement.hpp), the mirror of its forward
+//    product's placement unless a plan of its own predicts faster;
 //  - the PS's row-wise ops run on the coordinator and the optimizer on every
 //    shard at once, each op taking max(FLOPs / ps_flops, bytes /
 //    ps_memory_bandwidth); none of them overlaps the devices' work.
@@ -47,7 +48,7 @@ struct product_prediction {
   step_gemm gemm;       // the product as the model issues it, whole
   gemm_problem slice;   // what one shard plans (the whole product with one shard)
   plan p;               // the slice's plan: local, or split with its grid and tiles
-  bool mirrored = false;  // placed as its forward product (mirror_plan)
+  bool mirrored = false;  // placed as its forward product (backward_plan)
   plan_parts parts;     // of one occurrence (zero when local)
   double seconds = 0;   // one occurrence: plan_seconds(p)
   double total_seconds() const { return seconds * static_cast<double>(gemm.count); }
