@@ -14,6 +14,7 @@
 #include "actors/planner/step_prediction.hpp"
 #include "schema/errors.hpp"
 #include "schema/profile.hpp"
+#include "tests/model_fixtures.hpp"
 #include "training/models/model.hpp"
 
 using namespace cleave;
@@ -178,26 +179,13 @@ TEST(ps_local_work, parameter_count_matches_the_built_models) {
   local_gemm_engine<float> eng;
   auto small = gpt_preset("small", 256, 64);
   ASSERT_TRUE(small);
-  model_config odd = *small;  // every size different, so no term can hide
-  odd.d_model = 48;
-  odd.heads = 3;
-  odd.ffn = 136;
-  odd.layers = 3;
-  odd.vocab = 97;
-  odd.context = 40;
-  for (const auto& cfg : {*small, odd}) {
+  model_config wide = cleave::testing::tiny_mlp();
+  wide.hidden = {784, 512, 256};  // odd and even layers, so every Megatron pair counts
+  for (const auto& cfg : {*small, cleave::testing::tiny_gpt(), cleave::testing::tiny_mlp(), wide}) {
     auto m = make_model(cfg, 1, eng);
     ASSERT_TRUE(m);
     EXPECT_EQ(parameter_count(cfg), (*m)->parameter_count()) << to_string(cfg);
   }
-  model_config mlp;
-  mlp.kind = "mlp";
-  mlp.inputs = 784;
-  mlp.hidden = {512, 256};
-  mlp.classes = 10;
-  auto m = make_model(mlp, 1, eng);
-  ASSERT_TRUE(m);
-  EXPECT_EQ(parameter_count(mlp), (*m)->parameter_count());
 }
 
 // ---- Selection. ----
@@ -400,7 +388,9 @@ TEST(step_prediction, more_shards_with_their_own_links_predict_no_slower) {
   for (int32_t shards : {1, 2, 4}) {
     pc.ps_links = shards;
     const auto s = predict_step(*cfg, 16, devices, pc, shards);
-    if (shards > 1) EXPECT_LT(s.parts.ps_egress, before) << shards;
+    if (shards > 1) {
+      EXPECT_LT(s.parts.ps_egress, before) << shards;
+    }
     before = s.parts.ps_egress;
     EXPECT_EQ(s.products.size(), step_gemms(*cfg, 16).size());
   }
