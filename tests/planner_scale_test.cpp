@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -393,6 +394,21 @@ TEST(step_prediction, more_shards_with_their_own_links_predict_no_slower) {
     }
     before = s.parts.ps_egress;
     EXPECT_EQ(s.products.size(), step_gemms(*cfg, 16).size());
+  }
+}
+
+TEST(step_prediction, more_devices_never_predict_a_slower_step) {
+  auto cfg = gpt_preset("opt-350m", 50272, 256);
+  ASSERT_TRUE(cfg);
+  std::mt19937_64 rng(23);
+  auto devices = random_fleet(rng, 8);
+  double before = std::numeric_limits<double>::infinity();
+  for (int more : {8, 16, 32, 64, 128}) {
+    for (const auto& d : random_fleet(rng, more, static_cast<int32_t>(devices.size())))
+      devices.push_back(d);
+    const auto s = predict_step(*cfg, 4, devices, planner_config{}, 1);
+    EXPECT_LE(s.seconds, before) << devices.size() << " devices";
+    before = s.seconds;
   }
 }
 
