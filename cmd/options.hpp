@@ -69,6 +69,7 @@ class cleave_config : public caf::actor_system_config {
   double ps_flops = 5e10;      // the PS's own GEMM rate, for the cost model
   double ps_egress = 1.25e9;   // bytes/s the PS can send to the fleet (--role=plan: per shard)
   double ps_memory_bandwidth = 2e10;  // --role=plan: the PS's memory bytes/s, for its row-wise ops
+  bool pipelined_devices = false;     // --role=plan: devices overlap transfers with compute
   int max_tiles_per_device = 4;  // planner: tiles of one GEMM a device may get
   double heartbeat = 0.1;      // seconds between device heartbeats
   double progress_seconds = 5;

@@ -33,6 +33,7 @@ int run_plan(const cleave_config& cfg, const train_options& opts) {
   pc.ps_memory_bandwidth = cfg.ps_memory_bandwidth;
   pc.max_tiles_per_device = cfg.max_tiles_per_device;
   pc.detection_seconds = 3.5 * cfg.heartbeat;  // the detector's least silence before "dead"
+  pc.pipelined_devices = cfg.pipelined_devices;
   const auto t0 = std::chrono::steady_clock::now();
   auto last = t0;
   const auto progress = [&](size_t done, size_t total) {

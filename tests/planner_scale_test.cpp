@@ -412,6 +412,42 @@ TEST(step_prediction, more_devices_never_predict_a_slower_step) {
   }
 }
 
+TEST(cost_model_exact, pipelined_devices_overlap_transfers_with_compute) {
+  // One device, two 256^3 tiles (512x256x256 cut in two along M), B cached
+  // for the second: serial 2 * (2L + A/dl + C/ul + F/f) + B/dl; pipelined,
+  // the second tile's A arrives while the first computes, and its result
+  // leaves after the first's.
+  const auto devices = fleet(1, prof(1e9, 1e9, 1e8, 1e8, 0.001));
+  const planner_config cfg = slow_ps();
+  plan p;
+  p.local = false;
+  p.tiles = {assignment{tile{0, 256, 0, 256, 0, 256}, 0, 0, false, false},
+             assignment{tile{256, 512, 0, 256, 0, 256}, 0, 0, false, true}};
+  p.bytes_down = 3 * 4 * 256 * 256;
+  p.bytes_up = 2 * 4 * 256 * 256;
+  const double block = 4.0 * 256 * 256 / 1e8, compute = 2.0 * 256 * 256 * 256 / 1e9;
+  const double serial = 2 * (0.002 + block + block + compute) + block;
+  EXPECT_DOUBLE_EQ(predict_tile(p.tiles[0].t, devices[0].profile, false, false).seconds +
+                       predict_tile(p.tiles[1].t, devices[0].profile, false, true).seconds,
+                   serial);
+  EXPECT_DOUBLE_EQ(serial, 0.084216064);
+  // Down: 2 blocks by 0.00524288, 3 by 0.00786432; compute 0.00624288 to
+  // 0.039797312, then to 0.073351744; up 0.039797312 to 0.042418752, then
+  // 0.073351744 to 0.075973184; the last result arrives 1 ms later.
+  EXPECT_DOUBLE_EQ(pipelined_seconds(p, devices, cfg), 0.076973184);
+}
+
+TEST(monotonicity, pipelined_devices_never_predict_slower_than_serial_ones) {
+  std::mt19937_64 rng(29);
+  for (int iter = 0; iter < 40; ++iter) {
+    auto devices = random_fleet(rng, 2 + static_cast<int>(rng() % 30));
+    planner_config cfg;
+    const plan p = make_plan(random_problem(rng), devices, cfg);
+    if (p.local) continue;
+    EXPECT_LE(pipelined_seconds(p, devices, cfg), p.predicted_seconds);
+  }
+}
+
 TEST(step_prediction, ten_thousand_devices_plan_in_seconds) {
   auto cfg = gpt_preset("opt-6.7b", 256, 512);
   ASSERT_TRUE(cfg);

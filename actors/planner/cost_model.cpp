@@ -71,6 +71,36 @@ plan_parts parts_of(const plan& p, const std::vector<device_view>& devices,
   return out;
 }
 
+double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
+                         const planner_config& cfg) {
+  if (p.local) return p.local_seconds;
+  struct stages {
+    const device_view* view = nullptr;
+    double down = 0, compute = 0, up = 0, arrived = 0;
+  };
+  std::map<int32_t, stages> at;
+  for (const auto& d : devices) {
+    auto& s = at[d.id];
+    s.view = &d;
+    s.down = s.compute = s.up = std::max(0.0, d.ready_at);
+  }
+  double finish = 0;
+  for (const auto& a : p.tiles) {
+    auto it = at.find(a.device);
+    if (it == at.end() || !usable(it->second.view->profile))
+      return std::numeric_limits<double>::infinity();
+    auto& s = it->second;
+    const device_profile& d = s.view->profile;
+    const uint64_t down = (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
+    s.down += static_cast<double>(down) / d.downlink;
+    s.compute = std::max(s.down + d.latency, s.compute) + static_cast<double>(a.t.flops()) / d.flops;
+    s.up = std::max(s.compute, s.up) + static_cast<double>(a.t.c_bytes()) / d.uplink;
+    finish = std::max(finish, s.up + d.latency);
+  }
+  return std::max({finish, static_cast<double>(p.bytes_down) / cfg.ps_egress,
+                   static_cast<double>(p.bytes_up) / cfg.ps_ingress});
+}
+
 plan_bound split_bound(const plan& p, const std::vector<device_view>& devices,
                        const planner_config& cfg) {
   const plan_parts parts = parts_of(p, devices, cfg);

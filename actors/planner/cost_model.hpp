@@ -45,6 +45,12 @@ struct planner_config {
   // Grid assignments simulated per plan (see make_plan); 0 simulates every
   // grid whose bound can win (exact, slow for big fleets: for checking).
   int search_budget = 256;
+  // Device processes receive a tile's operands and send its result while
+  // they compute other tiles (their edge link runs on CAF's I/O thread);
+  // emulated devices pace each tile whole, one after another. Plans are
+  // made for the latter; with this set, a split plan's predicted time in a
+  // step prediction is pipelined_seconds instead.
+  bool pipelined_devices = false;
 };
 
 // Time a device needs for a tile: 2 x latency (one way each: task down,
@@ -95,6 +101,15 @@ struct plan_parts {
 };
 plan_parts parts_of(const plan& p, const std::vector<device_view>& devices,
                     const planner_config& cfg);
+
+// A split plan's predicted time when every device pipelines its tiles, in
+// plan order: the downlink carries one operand set after another, a tile
+// computes once its operands arrived (one latency after they are sent) and
+// the previous tile is computed, and the uplink sends one result after
+// another, each arriving one latency later. Max of the last arrival and the
+// PS link's times, as predicted_seconds. Never above predicted_seconds.
+double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
+                         const planner_config& cfg);
 
 // What limits a split plan's predicted time, on the devices it was planned
 // for: the PS's egress or ingress when bytes_down / ps_egress or bytes_up /

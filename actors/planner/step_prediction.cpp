@@ -90,7 +90,8 @@ step_prediction predict_step(const model_config& cfg, int64_t batch,
     } else {
       pp.p = make_plan(pp.slice, fleet, pc);
     }
-    pp.seconds = plan_seconds(pp.p);
+    pp.seconds = view_cfg.pipelined_devices ? pipelined_seconds(pp.p, view, view_cfg)
+                                            : plan_seconds(pp.p);
     pp.parts = parts_of(pp.p, view, view_cfg);
     add_parts(out.parts, pp);
     out.gemm_flops += g.flops();

@@ -15,6 +15,10 @@
 //  - a weight gradient is planned as the planner answers the runtime's plan
 //    cache: backward_plan (placement.hpp), the mirror of its forward
 //    product's placement unless a plan of its own predicts faster;
+//  - devices pace each tile whole, one after another, as emulated devices
+//    do; with planner_config::pipelined_devices, as device processes do
+//    (pipelined_seconds: transfers overlap other tiles' compute), on the
+//    same plans;
 //  - the PS's row-wise ops run on the coordinator and the optimizer on every
 //    shard at once, each op taking max(FLOPs / ps_flops, bytes /
 //    ps_memory_bandwidth); none of them overlaps the devices' work.
@@ -50,7 +54,7 @@ struct product_prediction {
   plan p;               // the slice's plan: local, or split with its grid and tiles
   bool mirrored = false;  // placed as its forward product (backward_plan)
   plan_parts parts;     // of one occurrence (zero when local)
-  double seconds = 0;   // one occurrence: plan_seconds(p)
+  double seconds = 0;   // one occurrence: plan_seconds(p), or pipelined (see above)
   double total_seconds() const { return seconds * static_cast<double>(gemm.count); }
 };
 
