@@ -7,6 +7,8 @@
 
 #include "actors/planner/grid_search.hpp"
 
+#include "actors/planner/dominance.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -360,7 +362,12 @@ class grid_search {
     dn_ = dim_candidates(g.n, align, max_tiles_, extra);
     dk_ = g.role == gemm_role::grad_weight ? dim_candidates(g.k, align, max_tiles_, extra)
                                            : std::vector<dim_split>{make_dim_split(g.k, 1, align)};
-    count_dominators();
+    // Dominance counts (see grid_sim), capped at the largest tile count.
+    std::vector<device_figures> figures;
+    figures.reserve(nd);
+    for (const auto& d : devs)
+      figures.push_back({d.ready, d.latency, d.flops, d.downlink, d.uplink, d.memory});
+    dominators_ = dominator_counts(figures, max_tiles_);
   }
 
   uint64_t largest_memory() const { return mem_sorted_.back(); }
@@ -468,43 +475,6 @@ class grid_search {
   static uint64_t working_set(const dim_split& M, const dim_split& N, const dim_split& K) {
     return gemm_element_bytes *
            static_cast<uint64_t>(M.smax * K.smax + K.smax * N.smax + M.smax * N.smax);
-  }
-
-  // Dominance counts (see grid_sim), capped at the largest tile count.
-  // Devices with identical figures (a fleet of few kinds) are counted once
-  // per kind: a device's dominators are the devices of every strictly
-  // better kind plus those of its own kind with a lower id.
-  void count_dominators() {
-    const size_t nd = devs_.size();
-    dominators_.assign(nd, 0);
-    auto figures = [](const dev& d) {
-      return std::make_tuple(-d.flops, d.ready, d.latency, -d.downlink, -d.uplink, d.memory);
-    };
-    std::vector<uint32_t> order(nd);  // by figures, then id: kinds are runs
-    for (uint32_t i = 0; i < nd; ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-      return figures(devs_[x]) < figures(devs_[y]) || (figures(devs_[x]) == figures(devs_[y]) && x < y);
-    });
-    std::vector<std::pair<size_t, size_t>> kinds;  // [first, last) in order; flops descending
-    for (size_t i = 0; i < nd; ++i)
-      if (i == 0 || figures(devs_[order[i]]) != figures(devs_[order[i - 1]]))
-        kinds.push_back({i, i + 1});
-      else
-        kinds.back().second = i + 1;
-    for (const auto& [first, last] : kinds) {
-      const dev& a = devs_[order[first]];
-      int64_t better = 0;
-      for (const auto& [f2, l2] : kinds) {
-        if (better >= max_tiles_) break;
-        const dev& b = devs_[order[f2]];
-        if (b.flops < a.flops) break;
-        if (f2 != first && b.ready <= a.ready && b.latency <= a.latency &&
-            b.downlink >= a.downlink && b.uplink >= a.uplink && b.memory >= a.memory)
-          better += static_cast<int64_t>(l2 - f2);
-      }
-      for (size_t i = first; i < last; ++i)
-        dominators_[order[i]] = std::min<int64_t>(max_tiles_, better + static_cast<int64_t>(i - first));
-    }
   }
 
   // Indices of a geometric subsequence (ratio about 1.5) of a part-count list.

@@ -3,21 +3,16 @@
 #include <algorithm>
 #include <map>
 
+#include "actors/planner/dominance.hpp"
+
 namespace cleave {
 
-bool dominates(const device_view& a, const device_view& b) {
-  const auto& x = a.profile;
-  const auto& y = b.profile;
-  const bool no_worse = a.ready_at <= b.ready_at && x.latency <= y.latency && x.flops >= y.flops &&
-                        x.downlink >= y.downlink && x.uplink >= y.uplink &&
-                        x.memory_bytes >= y.memory_bytes;
-  const bool better = a.ready_at < b.ready_at || x.latency < y.latency || x.flops > y.flops ||
-                      x.downlink > y.downlink || x.uplink > y.uplink ||
-                      x.memory_bytes > y.memory_bytes;
-  return no_worse && better;
-}
-
 namespace {
+
+device_figures figures_of(const device_view& d) {
+  const auto& p = d.profile;
+  return {d.ready_at, p.latency, p.flops, p.downlink, p.uplink, p.memory_bytes};
+}
 
 struct device_load {
   const device_view* view = nullptr;
@@ -62,7 +57,7 @@ void give_faster_devices_more(plan& p, const std::vector<device_view>& devices,
     for (device_load* b : loaded) {
       if (b->tiles.empty()) continue;
       for (auto& [id, a] : load) {
-        if (&a == b || !(a.flops < b->flops) || !dominates(*a.view, *b->view)) continue;
+        if (&a == b || !(a.flops < b->flops) || !dominates(figures_of(*a.view), figures_of(*b->view))) continue;
         const double new_a = finish_of(p, b->tiles, *a.view);
         const double new_b = a.tiles.empty() ? 0 : finish_of(p, a.tiles, *b->view);
         if (std::max(new_a, new_b) > p.predicted_seconds) continue;

@@ -11,11 +11,7 @@
 
 namespace cleave {
 
-// `a` dominates `b`: at least as good in every figure (ready_at, latency,
-// FLOP/s, downlink, uplink, memory) and better in one.
-bool dominates(const device_view& a, const device_view& b);
-
-// Where a device dominating another has fewer FLOPs, the two swap their
+// Where a device dominating another (dominance.hpp) has fewer FLOPs, the two swap their
 // tile lists (same tiles, same order, so the same operands cached and the
 // same bytes) unless one of them would then finish after the plan's
 // predicted time; repeated until no such swap is left. So the plan's
