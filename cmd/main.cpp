@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
     return run_all(cfg, *opts, threads);
   }
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
+  if (cfg.role == "plan") return run_plan(cfg, *opts);
   if (cfg.role == "device") return run_device(cfg, threads);
   if (cfg.role == "planner" || cfg.role == "detector") return run_service(cfg);
-  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, device, planner, detector, status or simulate)");
+  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, device, planner, detector, status, plan or simulate)");
 }

@@ -17,7 +17,7 @@ namespace cleave {
 
 cleave_config::cleave_config() {
   opt_group{custom_options_, "global"}
-    .add(role, "role", "what this process runs: all = every role in one process; simulate = training steps in virtual time")
+    .add(role, "role", "what this process runs: all = every role in one process; plan = predict a step on --fleet; simulate = training steps in virtual time")
     .add(devices, "devices", "emulated devices for --role=all (0: every GEMM runs locally)")
     .add(model, "model", "mlp or gpt (default mlp; --role=all with no --model, --devices, --fleet or --profile runs the gpt demo)")
     .add(scenario, "scenario", "the demo's scripted churn and lies: demo (default) or none")
@@ -63,7 +63,9 @@ cleave_config::cleave_config() {
     .add(min_devices, "min-devices", "devices to wait for before the first step")
     .add(tile_timeout, "tile-timeout", "seconds before an unanswered tile is reassigned (default 30)")
     .add(ps_flops, "ps-flops", "the PS's own GEMM rate in FLOP/s, for the cost model (default 5e10)")
-    .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9)")
+    .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9; --role=plan: each shard's own link)")
+    .add(pipelined_devices, "pipelined-devices", "--role=plan: predict device processes, whose transfers overlap other tiles' compute (default: emulated devices, one tile after another)")
+    .add(ps_memory_bandwidth, "ps-memory-bandwidth", "--role=plan and simulate: the PS's memory bandwidth in bytes/s, for its row-wise ops and optimizer (default 2e10)")
     .add(max_tiles_per_device, "max-tiles-per-device", "planner: most tiles of one GEMM per device (default 4)")
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)")
     .add(churn, "churn", "--role=all or simulate: churn schedule file (JSON, see README)")
@@ -82,7 +84,6 @@ cleave_config::cleave_config() {
     .add(system, "system", "--role=simulate: cleave (default), asteroid, megatron or dp")
     .add(fleet_preset, "fleet-preset", "--role=simulate: phone, edge, laptop, vm or mix: --devices drawn around the preset with --seed")
     .add(ps_ingress, "ps-ingress", "--role=simulate: bytes/s each PS shard receives from the fleet (default: as --ps-egress)")
-    .add(ps_memory_bandwidth, "ps-memory-bandwidth", "--role=simulate: bytes/s of the PS's memory, for its row-wise ops and optimizer (default 2e10)")
     .add(recovery, "recovery", "--role=simulate --system=asteroid: replay (pipeline replay, default) or restart (from the last checkpoint)");
   add_cleave_message_types(*this);
   add_planner_message_types(*this);

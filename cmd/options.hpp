@@ -73,7 +73,8 @@ class cleave_config : public caf::actor_system_config {
   double tile_timeout = 30;    // seconds before a tile is given to someone else
   double ps_flops = 5e10;      // the PS's own GEMM rate, for the cost model
   static constexpr double default_ps_egress = 1.25e9;
-  double ps_egress = default_ps_egress;   // bytes/s the PS can send to the fleet
+  double ps_egress = default_ps_egress;   // bytes/s the PS can send to the fleet (--role=plan and simulate: per shard)
+  bool pipelined_devices = false;     // --role=plan: devices overlap transfers with compute
   int max_tiles_per_device = 4;  // planner: tiles of one GEMM a device may get
   double heartbeat = 0.1;      // seconds between device heartbeats
   double progress_seconds = 5;

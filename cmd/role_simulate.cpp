@@ -27,12 +27,12 @@ caf::expected<std::vector<device_profile>> simulated_fleet(const cleave_config& 
     return fail("use --fleet or --fleet-preset, not both");
   if (!cfg.fleet.empty()) {
     if (cfg.devices != 0) return fail("--devices goes with --fleet-preset; a --fleet file counts its own devices");
-    return read_fleet_file(cfg.fleet, max_simulated_fleet);
+    return read_fleet_file(cfg.fleet, max_described_fleet);
   }
   if (cfg.fleet_preset.empty())
     return fail("--role=simulate needs a fleet: --fleet=FILE, or --fleet-preset=phone|edge|laptop|vm|mix with --devices=N");
-  if (static_cast<size_t>(cfg.devices) > max_simulated_fleet)
-    return fail("--devices: at most " + std::to_string(max_simulated_fleet) + " simulated devices");
+  if (static_cast<size_t>(cfg.devices) > max_described_fleet)
+    return fail("--devices: at most " + std::to_string(max_described_fleet) + " simulated devices");
   return draw_fleet(cfg.fleet_preset, cfg.devices, static_cast<uint64_t>(cfg.seed));
 }
 

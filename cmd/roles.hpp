@@ -28,6 +28,10 @@ int run_status(const cleave_config& cfg);
 // --system (cleave or a baseline); the report (--report) has "simulated": true.
 int run_simulate(const cleave_config& cfg, const train_options& opts);
 
+// --role=plan: the predicted step of --model on --fleet (every product's
+// plan and the step's parts), printed and, with --report, written as JSON.
+int run_plan(const cleave_config& cfg, const train_options& opts);
+
 // One line on stderr; exit code 2 for usage, 1 for run-time failures.
 int usage_error(const std::string& reason);
 int runtime_error(const std::string& reason);

@@ -67,8 +67,7 @@ std::vector<device_profile> default_fleet(int n) {
   return out;
 }
 
-caf::expected<std::vector<device_profile>> read_fleet_file(const std::string& path,
-                                                           size_t max_devices) {
+caf::expected<std::vector<device_profile>> read_fleet_file(const std::string& path, size_t max_devices) {
   auto text = read_small_file(path, "fleet file");
   if (!text) return text.error();
   return parse_fleet(*text, path, max_devices);
@@ -116,8 +115,9 @@ caf::expected<std::vector<device_profile>> parse_fleet(std::string_view text, co
     if (auto err = number("count", count)) return err;
     if (!(count >= 1 && count <= static_cast<double>(max_devices) && count == std::floor(count)))
       return fail(where + ": count must be an integer in [1, " + std::to_string(max_devices) + "]");
-    for (int i = 0; i < static_cast<int>(count); ++i) fleet.push_back(p);
-    if (fleet.size() > max_devices) return fail(path + ": more than " + std::to_string(max_devices) + " devices");
+    if (fleet.size() + static_cast<size_t>(count) > max_devices)
+      return fail(path + ": more than " + std::to_string(max_devices) + " devices");
+    fleet.insert(fleet.end(), static_cast<size_t>(count), p);
   }
   if (fleet.empty()) return fail(path + ": the fleet has no devices");
   return fleet;

@@ -44,14 +44,16 @@ caf::error validate(const device_profile& p);
 caf::expected<device_profile> preset_profile(const std::string& name);
 std::vector<std::string> preset_names();
 
-// Fleets emulated in one process stop at max_emulated_fleet devices; the
-// simulator reads larger ones (max_simulated_fleet).
+// Most devices a fleet file may describe: emulated ones are actors of one
+// process; a fleet that is only planned or simulated (--role=plan,
+// --role=simulate) may be far larger, described by counts.
 constexpr size_t max_emulated_fleet = 4096;
-constexpr size_t max_simulated_fleet = 1000000;
+constexpr size_t max_described_fleet = 1000000;
 
 caf::expected<std::vector<device_profile>> read_fleet_file(const std::string& path,
                                                            size_t max_devices = max_emulated_fleet);
-// A fleet file's text; `name` (the path) leads every error.
+// A fleet file's text; `name` (the path) leads every error. Refused before
+// any allocation when an entry's count or the total passes max_devices.
 caf::expected<std::vector<device_profile>> parse_fleet(std::string_view text, const std::string& name,
                                                        size_t max_devices = max_emulated_fleet);
 

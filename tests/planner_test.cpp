@@ -11,6 +11,7 @@
 
 #include "actors/planner/grid_search.hpp"
 #include "actors/planner/placement.hpp"
+#include "actors/planner/speed_order.hpp"
 
 using namespace cleave;
 
@@ -128,12 +129,14 @@ void check_plan(const plan& p, const gemm_problem& g, const std::vector<device_v
   EXPECT_EQ(p.bytes_up, up);
   // The assignment rule, by brute force: each tile to the device with the
   // lowest max(finish, PS egress so far), then earliest finish, then lowest id,
-  // among those that hold the grid's largest tile.
+  // among those that hold the grid's largest tile; then the swaps that give a
+  // dominating device at least the FLOPs of the one it dominates.
   uint64_t ws_max = 0;
   for (const auto& a : p.tiles) ws_max = std::max(ws_max, tile_working_set(a.t));
   std::map<int32_t, double> at;
   std::map<int32_t, tile> last;
   uint64_t sent = 0;
+  plan greedy = p;
   for (size_t x = 0; x < p.tiles.size(); ++x) {
     const tile& t = p.tiles[x].t;
     int32_t pick = -1;
@@ -158,11 +161,18 @@ void check_plan(const plan& p, const gemm_problem& g, const std::vector<device_v
         pick_bytes = c.bytes_down;
       }
     }
-    ASSERT_EQ(p.tiles[x].device, pick) << "tile " << x;
+    greedy.tiles[x].device = pick;
     at[pick] = pick_finish;
     last[pick] = t;
     sent += pick_bytes;
   }
+  double greedy_finish = 0;
+  for (const auto& [id, t] : at) greedy_finish = std::max(greedy_finish, t);
+  greedy.predicted_seconds =
+      std::max({greedy_finish, double(sent) / cfg.ps_egress, double(p.bytes_up) / cfg.ps_ingress});
+  give_faster_devices_more(greedy, devs, cfg);
+  for (size_t x = 0; x < p.tiles.size(); ++x)
+    ASSERT_EQ(p.tiles[x].device, greedy.tiles[x].device) << "tile " << x;
   EXPECT_EQ(p.devices_used, static_cast<int32_t>(avail.size()));
   double expect = std::max({max_finish, double(down) / cfg.ps_egress, double(up) / cfg.ps_ingress});
   EXPECT_DOUBLE_EQ(p.predicted_seconds, expect);

@@ -24,8 +24,10 @@ fleet_share fair_share(const std::vector<device_view>& devices, const planner_co
     d.profile.uplink /= s;
     d.profile.memory_bytes /= static_cast<uint64_t>(sharers);
   }
-  out.cfg.ps_egress /= s;
-  out.cfg.ps_ingress /= s;
+  // A shard sends over its own host's link at most.
+  const double links = static_cast<double>(std::clamp<int32_t>(cfg.ps_links, 1, sharers));
+  out.cfg.ps_egress *= links / s;
+  out.cfg.ps_ingress *= links / s;
   return out;
 }
 
@@ -41,36 +43,76 @@ tile_cost predict_tile(const tile& t, const device_profile& p, bool a_cached, bo
 
 uint64_t tile_working_set(const tile& t) { return t.a_bytes() + t.b_bytes() + t.c_bytes(); }
 
-plan_bound split_bound(const plan& p, const std::vector<device_view>& devices,
-                       const planner_config& cfg) {
-  const double egress = static_cast<double>(p.bytes_down) / cfg.ps_egress;
-  const double ingress = static_cast<double>(p.bytes_up) / cfg.ps_ingress;
+plan_parts parts_of(const plan& p, const std::vector<device_view>& devices,
+                    const planner_config& cfg) {
+  plan_parts out;
+  if (p.local) return out;
+  out.ps_egress = static_cast<double>(p.bytes_down) / cfg.ps_egress;
+  out.ps_ingress = static_cast<double>(p.bytes_up) / cfg.ps_ingress;
   double finish = 0;
-  int32_t last = -1;
   for (const auto& a : p.tiles)
     if (a.device >= 0 && a.predicted_finish >= finish) {
       finish = a.predicted_finish;
-      last = a.device;
+      out.last_device = a.device;
     }
-  if (egress >= finish && egress >= ingress) return plan_bound::ps_egress;
-  if (ingress >= finish) return plan_bound::ps_ingress;
   const device_profile* profile = nullptr;
   for (const auto& d : devices)
-    if (d.id == last) profile = &d.profile;
-  if (profile == nullptr || !usable(*profile)) return plan_bound::compute;
-  double compute = 0, down = 0, up = 0, latency = 0;
+    if (d.id == out.last_device) profile = &d.profile;
+  if (profile == nullptr || !usable(*profile)) return out;
   for (const auto& a : p.tiles) {
-    if (a.device != last) continue;
-    compute += static_cast<double>(a.t.flops()) / profile->flops;
-    down += static_cast<double>((a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes()))
-            / profile->downlink;
-    up += static_cast<double>(a.t.c_bytes()) / profile->uplink;
-    latency += 2 * profile->latency;
+    if (a.device != out.last_device) continue;
+    out.compute += static_cast<double>(a.t.flops()) / profile->flops;
+    out.down +=
+        static_cast<double>((a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes())) /
+        profile->downlink;
+    out.up += static_cast<double>(a.t.c_bytes()) / profile->uplink;
+    out.latency += 2 * profile->latency;
   }
-  const double most = std::max({compute, down, up, latency});
-  if (most == compute) return plan_bound::compute;
-  if (most == down) return plan_bound::device_downlink;
-  if (most == up) return plan_bound::device_uplink;
+  return out;
+}
+
+double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
+                         const planner_config& cfg) {
+  if (p.local) return p.local_seconds;
+  struct stages {
+    const device_view* view = nullptr;
+    double down = 0, compute = 0, up = 0, arrived = 0;
+  };
+  std::map<int32_t, stages> at;
+  for (const auto& d : devices) {
+    auto& s = at[d.id];
+    s.view = &d;
+    s.down = s.compute = s.up = std::max(0.0, d.ready_at);
+  }
+  double finish = 0;
+  for (const auto& a : p.tiles) {
+    auto it = at.find(a.device);
+    if (it == at.end() || !usable(it->second.view->profile))
+      return std::numeric_limits<double>::infinity();
+    auto& s = it->second;
+    const device_profile& d = s.view->profile;
+    const uint64_t down = (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
+    s.down += static_cast<double>(down) / d.downlink;
+    s.compute = std::max(s.down + d.latency, s.compute) + static_cast<double>(a.t.flops()) / d.flops;
+    s.up = std::max(s.compute, s.up) + static_cast<double>(a.t.c_bytes()) / d.uplink;
+    finish = std::max(finish, s.up + d.latency);
+  }
+  return std::max({finish, static_cast<double>(p.bytes_down) / cfg.ps_egress,
+                   static_cast<double>(p.bytes_up) / cfg.ps_ingress});
+}
+
+plan_bound split_bound(const plan& p, const std::vector<device_view>& devices,
+                       const planner_config& cfg) {
+  const plan_parts parts = parts_of(p, devices, cfg);
+  double finish = 0;
+  for (const auto& a : p.tiles)
+    if (a.device >= 0) finish = std::max(finish, a.predicted_finish);
+  if (parts.ps_egress >= finish && parts.ps_egress >= parts.ps_ingress) return plan_bound::ps_egress;
+  if (parts.ps_ingress >= finish) return plan_bound::ps_ingress;
+  const double most = std::max({parts.compute, parts.down, parts.up, parts.latency});
+  if (most == 0 || most == parts.compute) return plan_bound::compute;
+  if (most == parts.down) return plan_bound::device_downlink;
+  if (most == parts.up) return plan_bound::device_uplink;
   return plan_bound::latency;
 }
 

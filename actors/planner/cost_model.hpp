@@ -16,6 +16,9 @@ struct device_view {
   int32_t id = 0;
   device_profile profile;
   double ready_at = 0;  // seconds from now until the device is idle
+  // Observed chance that a tile sent to the device is lost (it dies, hangs
+  // or is refused) and must be redone elsewhere; 0 is perfectly reliable.
+  double failure_probability = 0;
 };
 
 struct tile_cost {
@@ -25,14 +28,29 @@ struct tile_cost {
 
 struct planner_config {
   double ps_flops = 5e10;     // the PS's own GEMM rate
-  double ps_egress = 1.25e9;  // bytes/s the PS can send in total (shared by all devices)
+  // One PS link: bytes/s it can send (shared by all the devices it feeds)
+  // and receive. There are ps_links such links: one per PS shard host. The
+  // live runtime's shards are threads of one process, so they share its one
+  // link (ps_links = 1 whatever --ps-shards says).
+  double ps_egress = 1.25e9;
   double ps_ingress = 1.25e9;
+  int32_t ps_links = 1;
+  double ps_memory_bandwidth = 2e10;  // bytes/s of the PS's memory, for its row-wise ops
+  // Seconds from a device's failure to its tile being reassigned (the
+  // failure detector's delay): what a lost tile costs on top of its time.
+  double detection_seconds = 1.0;
   double min_split_flops = 2.0 * 128 * 128 * 128;  // smaller GEMMs stay on the PS
   int max_tiles_per_device = 4;
   int64_t tile_align = 16;  // tile edges are multiples of this where possible
   // Grid assignments simulated per plan (see make_plan); 0 simulates every
   // grid whose bound can win (exact, slow for big fleets: for checking).
   int search_budget = 256;
+  // Device processes receive a tile's operands and send its result while
+  // they compute other tiles (their edge link runs on CAF's I/O thread);
+  // emulated devices pace each tile whole, one after another. Plans are
+  // made for the latter; with this set, a split plan's predicted time in a
+  // step prediction is pipelined_seconds instead.
+  bool pipelined_devices = false;
 };
 
 // Time a device needs for a tile: 2 x latency (one way each: task down,
@@ -47,10 +65,13 @@ uint64_t tile_working_set(const tile& t);
 // Whether the planner can use a device at all (positive, finite rates).
 bool usable(const device_profile& p);
 
-// What one of `sharers` concurrent planners may count on: every device's
-// FLOP/s, links and memory, and the PS's egress and ingress, divided among
-// them (each shard has its own thread, so the PS's FLOP/s is not). make_plan,
-// mirror_plan and replace_plan apply it for problem.sharers > 1.
+// What one of `sharers` concurrent planners (PS shards) may count on: every
+// device's FLOP/s, links and memory divided among them, and an even share of
+// the PS's ps_links links (min(ps_links, sharers) / sharers of one link's
+// egress and ingress: a shard with a host of its own keeps its whole link,
+// shards that are threads of one process split it). The PS's FLOP/s is not divided (each
+// shard has its own thread). make_plan, mirror_plan and replace_plan apply it
+// for problem.sharers > 1.
 struct fleet_share {
   std::vector<device_view> devices;
   planner_config cfg;
@@ -67,6 +88,28 @@ inline double tile_seconds(double latency, double inv_downlink, double inv_flops
   return 2 * latency + static_cast<double>(down) * inv_downlink + flops * inv_flops +
          static_cast<double>(up) * inv_uplink;
 }
+
+// Where a split plan's time goes, on the devices it was planned for (one
+// planner's view: after fair_share and expected_profile): the PS link's
+// seconds for all the plan's bytes, and the parts of the tiles of the device
+// that finishes last (the latest predicted_finish, ties to the later tile).
+// All zero for a local plan.
+struct plan_parts {
+  double ps_egress = 0, ps_ingress = 0;  // bytes_down / ps_egress, bytes_up / ps_ingress
+  int32_t last_device = -1;
+  double compute = 0, down = 0, up = 0, latency = 0;  // the last device's tiles
+};
+plan_parts parts_of(const plan& p, const std::vector<device_view>& devices,
+                    const planner_config& cfg);
+
+// A split plan's predicted time when every device pipelines its tiles, in
+// plan order: the downlink carries one operand set after another, a tile
+// computes once its operands arrived (one latency after they are sent) and
+// the previous tile is computed, and the uplink sends one result after
+// another, each arriving one latency later. Max of the last arrival and the
+// PS link's times, as predicted_seconds. Never above predicted_seconds.
+double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
+                         const planner_config& cfg);
 
 // What limits a split plan's predicted time, on the devices it was planned
 // for: the PS's egress or ingress when bytes_down / ps_egress or bytes_up /

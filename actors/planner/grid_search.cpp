@@ -7,6 +7,8 @@
 
 #include "actors/planner/grid_search.hpp"
 
+#include "actors/planner/dominance.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -361,25 +363,11 @@ class grid_search {
     dk_ = g.role == gemm_role::grad_weight ? dim_candidates(g.k, align, max_tiles_, extra)
                                            : std::vector<dim_split>{make_dim_split(g.k, 1, align)};
     // Dominance counts (see grid_sim), capped at the largest tile count.
-    dominators_.assign(nd, 0);
-    std::vector<uint32_t> by_flops(nd);  // candidates for dominating come first
-    for (uint32_t i = 0; i < nd; ++i) by_flops[i] = i;
-    std::sort(by_flops.begin(), by_flops.end(), [&](uint32_t x, uint32_t y) {
-      return devs[x].flops > devs[y].flops || (devs[x].flops == devs[y].flops && x < y);
-    });
-    for (size_t x = 0; x < nd; ++x) {
-      const dev& a = devs[x];
-      for (size_t i = 0; i < nd && dominators_[x] < max_tiles_; ++i) {
-        const size_t y = by_flops[i];
-        const dev& b = devs[y];
-        if (b.flops < a.flops) break;
-        if (y != x && b.ready <= a.ready && b.latency <= a.latency && b.downlink >= a.downlink &&
-            b.flops >= a.flops && b.uplink >= a.uplink && b.memory >= a.memory &&
-            (y < x || b.ready < a.ready || b.latency < a.latency || b.downlink > a.downlink ||
-             b.flops > a.flops || b.uplink > a.uplink))
-          ++dominators_[x];
-      }
-    }
+    std::vector<device_figures> figures;
+    figures.reserve(nd);
+    for (const auto& d : devs)
+      figures.push_back({d.ready, d.latency, d.flops, d.downlink, d.uplink, d.memory});
+    dominators_ = dominator_counts(figures, max_tiles_);
   }
 
   uint64_t largest_memory() const { return mem_sorted_.back(); }
@@ -699,9 +687,8 @@ std::vector<int64_t> split_edges(int64_t size, int64_t parts, int64_t align) {
   return edges;
 }
 
-plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
-               const planner_config& fleet_cfg) {
-  const auto [devices, cfg] = fair_share(fleet, fleet_cfg, g.sharers);
+plan search_grids(const gemm_problem& g, const std::vector<device_view>& devices,
+                  const planner_config& cfg) {
   const double total = g.flops();
   const double local_seconds = total / cfg.ps_flops;
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return local_plan(g, local_seconds, plan_bound::none, "empty product");
@@ -754,19 +741,8 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
   p.grids_considered = search.considered();
   p.grids_evaluated = search.evaluated();
   p.bound = split_bound(p, devices, cfg);
-  p.reason = "split " + std::to_string(p.grid_m) + "x" + std::to_string(p.grid_n) + "x" +
-             std::to_string(p.grid_k) + " = " + std::to_string(p.tiles.size()) + " tiles over " +
-             std::to_string(p.devices_used) +
-             " devices: " + fmt("%.3g s vs local %.3g s", p.predicted_seconds, local_seconds) + ", bound by " +
-             to_string(p.bound);
+  p.reason = split_reason(p);
   return p;
-}
-
-double predict_sequence(const std::vector<gemm_problem>& gemms,
-                        const std::vector<device_view>& devices, const planner_config& cfg) {
-  double total = 0;
-  for (const auto& g : gemms) total += plan_seconds(make_plan(g, devices, cfg));
-  return total;
 }
 
 }  // namespace cleave

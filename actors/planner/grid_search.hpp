@@ -16,7 +16,8 @@ namespace cleave {
 // Returns parts + 1 edges, first 0 and last size.
 std::vector<int64_t> split_edges(int64_t size, int64_t parts, int64_t align);
 
-// The plan for a GEMM over the given devices.
+// The plan for a GEMM over exactly the given devices, as one planner sees
+// them (fair_share and selection already applied: see make_plan).
 //  - selective: local if 2mnk < min_split_flops, if no device can hold a tile
 //    of any allowed grid, or if the best distributed prediction found is not
 //    faster than local_seconds = 2mnk / ps_flops;
@@ -43,6 +44,13 @@ std::vector<int64_t> split_edges(int64_t size, int64_t parts, int64_t align);
 //  - predicted_seconds = max(latest device finish, bytes_down / ps_egress,
 //    bytes_up / ps_ingress);
 //  - deterministic: the same inputs, in any device order, give the same plan.
+plan search_grids(const gemm_problem& g, const std::vector<device_view>& devices,
+                  const planner_config& cfg);
+
+// The plan for a GEMM over a fleet: the fleet's share for one of g.sharers
+// planners (fair_share), the devices that take part (device_selection.hpp:
+// usable, able to hold a minimal tile, reliability priced in, and none whose
+// inclusion lengthens the predicted time), then search_grids on those.
 plan make_plan(const gemm_problem& g, const std::vector<device_view>& devices,
                const planner_config& cfg);
 

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <set>
 
+#include "actors/planner/grid_search.hpp"
+
 namespace cleave {
 
 std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_problem& backward,
@@ -83,6 +85,14 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_
              (role == gemm_role::grad_input ? "W" : "X") + " blocks cached): " +
              format_numbers("%.3g s vs local %.3g s", p.predicted_seconds, p.local_seconds);
   return p;
+}
+
+backward_choice backward_plan(const plan& forward, gemm_role role, const gemm_problem& backward,
+                              const std::vector<device_view>& alive, const planner_config& cfg) {
+  plan own = make_plan(backward, alive, cfg);
+  auto mirror = mirror_plan(forward, role, backward, alive, cfg);
+  if (mirror && plan_seconds(*mirror) <= plan_seconds(own)) return {std::move(*mirror), true};
+  return {std::move(own), false};
 }
 
 plan replace_plan(const plan& p, const std::vector<device_view>& fleet,

@@ -27,6 +27,19 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_
                                 const std::vector<device_view>& alive, const planner_config& cfg,
                                 const plan* grad_input = nullptr);
 
+// The plan for a weight gradient: the mirror of its forward plan when there
+// is one that predicts no slower than a plan of its own (make_plan), else
+// that plan. A mirror saves resending the blocks the devices hold, but keeps
+// the forward grid, whose K partials (one per forward column block) can cost
+// the devices' uplinks more than the saved downlink bytes. The planner
+// actor answers the runtime's mirror requests with it.
+struct backward_choice {
+  plan p;
+  bool mirrored = false;
+};
+backward_choice backward_plan(const plan& forward, gemm_role role, const gemm_problem& backward,
+                              const std::vector<device_view>& alive, const planner_config& cfg);
+
 // The same tiles, in the same order, placed on `devices`: for churn. Only
 // the devices change, so the numbers a GEMM produces (its K partials, added
 // in tile order) do not depend on who is alive. Tiles largest first, each to

@@ -28,6 +28,14 @@ std::string format_numbers(const char* format, double a, double b, double c) {
   return buf;
 }
 
+std::string split_reason(const plan& p) {
+  return "split " + std::to_string(p.grid_m) + "x" + std::to_string(p.grid_n) + "x" +
+         std::to_string(p.grid_k) + " = " + std::to_string(p.tiles.size()) + " tiles over " +
+         std::to_string(p.devices_used) + " devices: " +
+         format_numbers("%.3g s vs local %.3g s", p.predicted_seconds, p.local_seconds) +
+         ", bound by " + to_string(p.bound);
+}
+
 double gemm_problem::flops() const {
   return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
 }

@@ -94,6 +94,10 @@ double plan_seconds(const plan& p);
 // Bytes each device of a plan receives: (device id, bytes), ascending id.
 std::vector<std::pair<int32_t, uint64_t>> bytes_down_per_device(const plan& p);
 
+// A split plan's reason: its grid, tiles, devices, predicted and local
+// seconds, and its bound.
+std::string split_reason(const plan& p);
+
 // printf-style formatting of up to three numbers, for plans' reasons.
 std::string format_numbers(const char* format, double a, double b = 0, double c = 0);
 

@@ -154,8 +154,7 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
     [=](mirror_atom, const plan& forward, gemm_role role, const gemm_problem& g) {
       auto& st = self->state;
       auto alive = views(st);
-      if (auto p = mirror_plan(forward, role, g, alive, st.opts.cost)) return std::move(*p);
-      return make_plan(g, alive, st.opts.cost);
+      return backward_plan(forward, role, g, alive, st.opts.cost).p;
     },
   };
 }

@@ -6,11 +6,14 @@ namespace {
 
 class step_builder {
  public:
-  void add(std::string name, int64_t m, int64_t n, int64_t k, gemm_role role, int64_t count) {
-    for (auto& g : gemms_) {
+  // Returns the entry's index.
+  int32_t add(std::string name, int64_t m, int64_t n, int64_t k, gemm_role role, int64_t count,
+              shard_cut cut = shard_cut::none, int32_t forward = -1) {
+    for (size_t i = 0; i < gemms_.size(); ++i) {
+      auto& g = gemms_[i];
       if (g.problem.m == m && g.problem.n == n && g.problem.k == k && g.problem.role == role) {
         g.count += count;
-        return;
+        return static_cast<int32_t>(i);
       }
     }
     step_gemm g;
@@ -20,25 +23,43 @@ class step_builder {
     g.problem.k = k;
     g.problem.role = role;
     g.count = count;
+    g.cut = cut;
+    g.forward = forward;
     gemms_.push_back(std::move(g));
+    return static_cast<int32_t>(gemms_.size() - 1);
   }
 
-  // linear_forward: Y[rows, out] = X[rows, in] W[in, out].
-  void forward(const std::string& name, int64_t rows, int64_t in, int64_t out, int64_t count) {
-    add(name + " forward", rows, out, in, gemm_role::forward, count);
+  // linear_forward: Y[rows, out] = X[rows, in] W[in, out]. The shards cut
+  // W's columns (Y's), or W's rows (the product's K) when rows_split.
+  void forward(const std::string& name, int64_t rows, int64_t in, int64_t out, int64_t count,
+               bool rows_split = false) {
+    add(name + " forward", rows, out, in, gemm_role::forward, count,
+        rows_split ? shard_cut::k : shard_cut::n);
   }
 
   // linear_backward: dX = dY W^T (unless the input needs no gradient), then
-  // dW = X^T dY with the tokens as K.
+  // dW = X^T dY with the tokens as K; both mirror the forward product.
   void backward(const std::string& name, int64_t rows, int64_t in, int64_t out, int64_t count,
-                bool grad_input) {
-    if (grad_input) add(name + " grad_input", rows, in, out, gemm_role::grad_input, count);
-    add(name + " grad_weight", in, out, rows, gemm_role::grad_weight, count);
+                bool grad_input, bool rows_split = false) {
+    const int32_t fwd = index_of(rows, out, in, gemm_role::forward);
+    if (grad_input)
+      add(name + " grad_input", rows, in, out, gemm_role::grad_input, count,
+          rows_split ? shard_cut::n : shard_cut::k, fwd);
+    add(name + " grad_weight", in, out, rows, gemm_role::grad_weight, count,
+        rows_split ? shard_cut::m : shard_cut::n, fwd);
   }
 
   std::vector<step_gemm> take() { return std::move(gemms_); }
 
  private:
+  int32_t index_of(int64_t m, int64_t n, int64_t k, gemm_role role) const {
+    for (size_t i = 0; i < gemms_.size(); ++i) {
+      const auto& p = gemms_[i].problem;
+      if (p.m == m && p.n == n && p.k == k && p.role == role) return static_cast<int32_t>(i);
+    }
+    return -1;
+  }
+
   std::vector<step_gemm> gemms_;
 };
 
@@ -48,10 +69,11 @@ std::vector<step_gemm> mlp_step(const model_config& cfg, int64_t batch) {
   widths.push_back(cfg.classes);
   step_builder b;
   const size_t layers = widths.size() - 1;
+  // The shards cut every odd layer's weight by rows (Megatron pairs).
   for (size_t i = 0; i < layers; ++i)
-    b.forward("layer " + std::to_string(i), batch, widths[i], widths[i + 1], 1);
+    b.forward("layer " + std::to_string(i), batch, widths[i], widths[i + 1], 1, i % 2 == 1);
   for (size_t i = layers; i-- > 0;)
-    b.backward("layer " + std::to_string(i), batch, widths[i], widths[i + 1], 1, i > 0);
+    b.backward("layer " + std::to_string(i), batch, widths[i], widths[i + 1], 1, i > 0, i % 2 == 1);
   return b.take();
 }
 
@@ -62,14 +84,14 @@ std::vector<step_gemm> gpt_step(const model_config& cfg, int64_t batch) {
   b.forward("qkv", rows, d, 3 * d, L);
   b.add("attn scores", seq, seq, dh, gemm_role::attn_scores, per_head);
   b.add("attn values", seq, dh, seq, gemm_role::attn_values, per_head);
-  b.forward("proj", rows, d, d, L);
+  b.forward("proj", rows, d, d, L, true);
   b.forward("fc", rows, d, cfg.ffn, L);
-  b.forward("out", rows, cfg.ffn, d, L);
+  b.forward("out", rows, cfg.ffn, d, L, true);
   b.forward("head", rows, d, cfg.vocab, 1);
   b.backward("head", rows, d, cfg.vocab, 1, true);
-  b.backward("out", rows, cfg.ffn, d, L, true);
+  b.backward("out", rows, cfg.ffn, d, L, true, true);
   b.backward("fc", rows, d, cfg.ffn, L, true);
-  b.backward("proj", rows, d, d, L, true);
+  b.backward("proj", rows, d, d, L, true, true);
   // attention_backward: dV = P^T dO and dQ = dS K (seq x dh x seq), dP = dO V^T
   // (seq x seq x dh) and dK = dS^T Q (seq x dh x seq).
   b.add("attn grad dv/dq/dk", seq, dh, seq, gemm_role::attn_grad, 3 * per_head);

@@ -12,10 +12,21 @@
 
 namespace cleave {
 
+// The dimension of a product that --ps-shards=S cuts into S slices, one per
+// shard (actors/ps/shard_slices.hpp): the weight's output columns, or its
+// rows for the second matrix of a Megatron pair. none: not a weight product
+// (attention's per-head products run whole on shard 0).
+enum class shard_cut : uint8_t { none, m, n, k };
+
 struct step_gemm {
   std::string name;     // e.g. "fc forward", "attn scores"
   gemm_problem problem; // m x n x k and role
   int64_t count = 1;    // times per step (layers, or batch x heads x layers)
+  shard_cut cut = shard_cut::none;
+  // A weight gradient's (grad_input, grad_weight) forward product: its index
+  // in the step's list, whose plan the runtime mirrors (placement.hpp); -1
+  // for the rest.
+  int32_t forward = -1;
   double flops() const { return problem.flops() * static_cast<double>(count); }
 };
 
