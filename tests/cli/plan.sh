@@ -50,6 +50,6 @@ expect_refusal "unknown gpt shape" --shape=opt-999b --fleet="$WORK/fleet.json"
 expect_refusal "$WORK/missing.json" --shape=small --fleet="$WORK/missing.json"
 expect_refusal "--batch must be positive, got 0" --shape=small --fleet="$WORK/fleet.json" --batch=0
 expect_refusal "needs --fleet" --shape=small
-echo '{"devices": [{"preset": "phone", "count": 200000}]}' > "$WORK/huge.json"
-expect_refusal "count must be an integer in [1, 100000]" --shape=small --fleet="$WORK/huge.json"
+echo '{"devices": [{"preset": "phone", "count": 2000000}]}' > "$WORK/huge.json"
+expect_refusal "count must be an integer in [1, 1000000]" --shape=small --fleet="$WORK/huge.json"
 finish
