@@ -74,6 +74,7 @@ cleave_planner_answered 1
 # TYPE cleave_fleet_devices gauge
 cleave_fleet_devices{state="alive"} 0
 cleave_fleet_devices{state="dead"} 0
+cleave_fleet_devices{state="draining"} 0
 cleave_fleet_devices{state="quarantined"} 1
 cleave_fleet_devices{state="suspected"} 0
 # HELP cleave_device_phi The failure detector's suspicion level of the device (phi accrual).
@@ -85,6 +86,7 @@ cleave_device_state{device="3",state="alive"} 0
 cleave_device_state{device="3",state="suspected"} 0
 cleave_device_state{device="3",state="dead"} 0
 cleave_device_state{device="3",state="quarantined"} 1
+cleave_device_state{device="3",state="draining"} 0
 )");
 }
 
@@ -117,7 +119,7 @@ TEST(status_table, shows_the_run_and_a_row_per_device) {
   auto doc = small_document();
   doc["fleet"]["devices"].push_back({{"id", 10}, {"profile", "phone"}, {"state", "alive"}, {"phi", 1.0}});
   EXPECT_EQ(render_status_page(doc),
-            "step 12  loss 0.5000  model mlp  devices 1/0/0/1 alive/suspected/dead/quarantined"
+            "step 12  loss 0.5000  model mlp  devices 1/0/0/1/0 alive/suspected/dead/quarantined/draining"
             "  tiles 40  verified 39  rejected 1\n"
             "id  profile  state        tiles  MB down  MB up  busy %  refused   phi\n"
             " 3  fast     quarantined     40      2.5      -    50.0        1  0.25\n"
@@ -127,9 +129,9 @@ TEST(status_table, shows_the_run_and_a_row_per_device) {
 TEST(status_table, copes_with_a_fleet_before_training) {
   const json doc = {{"training", nullptr}, {"fleet", {{"devices", json::array()}}}};
   EXPECT_EQ(render_status_page(doc),
-            "training not started  devices 0/0/0/0 alive/suspected/dead/quarantined\n"
+            "training not started  devices 0/0/0/0/0 alive/suspected/dead/quarantined/draining\n"
             "id  profile  state  tiles  MB down  MB up  busy %  refused  phi\n");
-  EXPECT_EQ(render_status_header(json()), "training not started  devices 0/0/0/0 alive/suspected/dead/quarantined");
+  EXPECT_EQ(render_status_header(json()), "training not started  devices 0/0/0/0/0 alive/suspected/dead/quarantined/draining");
 }
 
 TEST(http_get, reads_an_answer_and_its_length) {

@@ -147,7 +147,7 @@ void write_training(std::string& out, const json& training) {
 
 // The states console_view gives a device; each is always counted, so a
 // dashboard sees 0 rather than a gap.
-constexpr const char* known_states[] = {"alive", "suspected", "dead", "quarantined"};
+constexpr const char* known_states[] = {"alive", "suspected", "dead", "quarantined", "draining"};
 
 void write_fleet(std::string& out, const json& fleet) {
   if (!fleet.is_object()) return;
