@@ -82,16 +82,7 @@ PY
 if ! command -v node >/dev/null; then fail "node is missing: the page's script cannot be checked"
 elif out=$(node --check "$WORK/page.js" 2>&1); then echo "ok: GET / is a self-contained page whose script node accepts"
 else fail "node --check on the page's script: $out"; fi
-# Optional: the live page in headless Chromium, when playwright-core is
-# reachable (NODE_PATH) and chromium installed: no script error, a row per
-# device, nothing fetched from elsewhere; a screenshot in $WORK (copied to
-# $CLEAVE_ARTIFACTS if set). Skipped, and said so, otherwise.
-if command -v chromium >/dev/null && node -e 'require.resolve("playwright-core")' 2>/dev/null; then
-  if out=$(node "$(dirname "$0")/page_screenshot.js" "http://127.0.0.1:$port/" "$WORK/console.png" 4 2>&1); then
-    echo "ok: headless Chromium drew the page ($(stat -c %s "$WORK/console.png") byte screenshot)"
-    [[ -n ${CLEAVE_ARTIFACTS:-} ]] && cp "$WORK/console.png" "$CLEAVE_ARTIFACTS/"
-  else fail "the page in headless Chromium: $out"; fi
-else echo "skip: no chromium or playwright-core (NODE_PATH): the page was not driven"; fi
+# The live page in a browser, with its controls: console_browser.sh.
 
 # /metrics, linted as Prometheus would read it. promtool comes with the
 # prometheus package (deploy/setup.sh installs it); without it this fails.
