@@ -90,6 +90,30 @@ cleave_device_state{device="3",state="draining"} 0
 )");
 }
 
+TEST(metrics_view, shows_the_shards_the_plans_and_a_pause) {
+  const auto text = render_metrics(json::parse(R"({
+    "training": {"step": 9, "shards": [{"shard": 0, "step": 9, "bytes_down": 10, "bytes_up": 4,
+                                        "tiles": 2, "memory_bytes": 4096},
+                                       {"shard": 1, "step": 9, "bytes_down": 12, "bytes_up": 5,
+                                        "tiles": 3, "memory_bytes": 2048}]},
+    "controls": {"paused": true},
+    "plans": [{"m": 64, "n": 512, "k": 784, "role": "forward", "devices": [0, 2],
+               "predicted_seconds": 0.25},
+              {"m": 64, "n": 10, "k": 256, "role": "grad_input", "devices": [], "predicted_seconds": 0.5}]
+  })"));
+  for (const char* line : {"\ncleave_ps_shard_step{shard=\"1\"} 9\n",
+                           "\ncleave_ps_shard_downlink_bytes_total{shard=\"0\"} 10\n",
+                           "\ncleave_ps_shard_uplink_bytes_total{shard=\"1\"} 5\n",
+                           "\ncleave_ps_shard_tiles_total{shard=\"1\"} 3\n",
+                           "\ncleave_ps_shard_memory_bytes{shard=\"0\"} 4096\n",
+                           "\ncleave_training_paused 1\n",
+                           "\ncleave_plan_predicted_seconds{shape=\"64x512x784\",role=\"forward\"} 0.25\n",
+                           "\ncleave_plan_devices{shape=\"64x512x784\",role=\"forward\"} 2\n",
+                           "\ncleave_plan_devices{shape=\"64x10x256\",role=\"grad_input\"} 0\n",
+                           "# TYPE cleave_ps_shard_memory_bytes gauge\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+}
+
 TEST(metrics_view, escapes_label_values) {
   EXPECT_EQ(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
   json doc = {{"training", nullptr},

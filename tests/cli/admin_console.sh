@@ -17,11 +17,7 @@ echo "console-test-token" > "$WORK/token"
   --steps=100000 --threads=1 --admin=127.0.0.1:0 --admin-token=@"$WORK/token" \
   --checkpoint-dir="$WORK/ck" > "$WORK/run.log" 2>&1 &
 run=$!
-port=
-for _ in $(seq 1 500); do
-  port=$(grep -o "admin console: http://127.0.0.1:[0-9]*" "$WORK/run.log" | grep -o "[0-9]*$")
-  [[ -n $port ]] && break; sleep 0.02
-done
+port=$(console_port "$WORK/run.log")
 [[ -n $port ]] || { fail "no console port: $(tail -3 "$WORK/run.log")"; finish; }
 
 verdict=$(python3 - "$port" <<'PY'
@@ -199,11 +195,7 @@ echo '{"events": [{"step": 20, "action": "die", "device": 2}]}' > "$WORK/churn.j
 "$CLEAVE" --role=all --devices=4 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --model=mlp \
   --steps=100000 --threads=1 --churn="$WORK/churn.json" --admin=127.0.0.1:0 > "$WORK/churn.log" 2>&1 &
 run=$!
-port=
-for _ in $(seq 1 500); do
-  port=$(grep -o "admin console: http://127.0.0.1:[0-9]*" "$WORK/churn.log" | grep -o "[0-9]*$")
-  [[ -n $port ]] && break; sleep 0.02
-done
+port=$(console_port "$WORK/churn.log")
 if [[ -z $port ]]; then fail "churn run: no console port: $(tail -3 "$WORK/churn.log")"
 else
   verdict=$(python3 - "$port" <<'PY'

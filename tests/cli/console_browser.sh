@@ -22,11 +22,7 @@ echo '{"events": [{"step": 150, "action": "die", "device": 3}]}' > "$WORK/churn.
   --steps=100000 --threads=1 --churn="$WORK/churn.json" --admin=127.0.0.1:0 \
   --admin-token=@"$WORK/token" > "$WORK/run.log" 2>&1 &
 run=$!
-port=
-for _ in $(seq 1 500); do
-  port=$(grep -o "admin console: http://127.0.0.1:[0-9]*" "$WORK/run.log" | grep -o "[0-9]*$")
-  [[ -n $port ]] && break; sleep 0.02
-done
+port=$(console_port "$WORK/run.log")
 [[ -n $port ]] || { fail "no console port: $(tail -3 "$WORK/run.log")"; finish; }
 
 mkdir -p "$out_dir"

@@ -25,9 +25,9 @@ ps=$!
 port=$(wait_port "$WORK/ps.log")
 [[ -n $port ]] || fail "the ps did not start: $(cat "$WORK/ps.log")"
 python3 "$here/edge_attacker.py" "$port" "$ps" before || fail "attacks before training"
-console_port=$(grep -o "admin console: http://127.0.0.1:[0-9]*" "$WORK/ps.log" | grep -o "[0-9]*$")
-[[ -n $console_port ]] || fail "the ps logged no console port"
-python3 "$here/edge_attacker.py" "$console_port" "$ps" console || fail "attacks on the console"
+admin_port=$(console_port "$WORK/ps.log")
+[[ -n $admin_port ]] || fail "the ps logged no console port"
+python3 "$here/edge_attacker.py" "$admin_port" "$ps" console || fail "attacks on the console"
 for i in 1 2 3 4; do
   "$CLEAVE" --role=device --connect="127.0.0.1:$port" --profile=fast --threads=1 --log-level=warn \
     --reconnect-seconds=0 &

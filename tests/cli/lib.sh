@@ -24,6 +24,16 @@ wait_port() {
   done
 }
 
+# console_port LOG: prints the port of the admin console a process logged
+# (waits up to 10 s).
+console_port() {
+  for _ in $(seq 1 500); do
+    local p; p=$(grep -o "admin console: http://[0-9.]*:[0-9]*" "$1" 2>/dev/null | grep -o "[0-9]*$")
+    [[ -n $p ]] && { echo "$p"; return; }
+    sleep 0.02
+  done
+}
+
 # same_trajectory REF GOT: prints "equal" when report GOT sent tiles to devices
 # and its per-step losses are REF's bit for bit, else what differs.
 same_trajectory() {
