@@ -14,36 +14,38 @@ CLEAVE=${1:-$here/../../build/cmd/cleave}
 STEPS=${2:-800}
 ROUNDS=${ROUNDS:-2}
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 # The detector's thresholds are out of reach: on a loaded host a late
 # heartbeat would otherwise suspect a device and move its work to the PS,
 # which changes the step time far more than the console does.
 run=(--role=all --devices=8 --ps-flops=1e9 --ps-egress=1e12 --model=mlp --steps="$STEPS" --threads=2
-     --suspect-phi=1e9 --dead-phi=1e9 --admin=127.0.0.1:0)
+     --suspect-phi=1e8 --dead-phi=1e9 --admin=127.0.0.1:0)
 
 # poller PORT: GETs both paths every 100 ms until SIGTERM; then prints the
 # answered and failed counts. (exec: the signal reaches python itself.)
 poller() {
   exec python3 - "$1" <<'PY'
-import signal, socket, sys, time
-port, ok, bad = int(sys.argv[1]), 0, 0
+import collections, signal, socket, sys, time
+port, ok, failed = int(sys.argv[1]), 0, collections.Counter()
 def done(*_):
-    print(f"{ok} {bad}"); sys.exit(0)
+    print(ok, sum(failed.values()), " ".join(f"{k}:{v}" for k, v in failed.items()) or "-")
+    sys.exit(0)
 signal.signal(signal.SIGTERM, done)
 def get(path):
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
         out = b""
         while chunk := s.recv(65536): out += chunk
-    return out.startswith(b"HTTP/1.1 200 ")
+    return out.split(b"\r\n")[0].decode(errors="replace")
 next_at = time.monotonic()
 while True:
     for path in ("/api/state", "/metrics"):
         try:
-            if get(path): ok += 1
-            else: bad += 1
-        except OSError:
-            bad += 1
+            status = get(path)
+            if status.startswith("HTTP/1.1 200 "): ok += 1
+            else: failed[status.replace(" ", "_") or "no_answer"] += 1
+        except OSError as e:
+            failed[type(e).__name__] += 1
     next_at += 0.1
     time.sleep(max(0.0, next_at - time.monotonic()))
 PY
@@ -63,10 +65,10 @@ one() {
     done
     poller "$port" > "$work/$label.polls" &
     local client=$!
-    wait $pid
+    wait $pid || { tail -3 "$work/$label.log" >&2; exit 1; }
     kill -TERM $client; wait $client || true
   else
-    wait $pid
+    wait $pid || { tail -3 "$work/$label.log" >&2; exit 1; }
   fi
 }
 
@@ -84,12 +86,12 @@ def rss_mib(label): return int(open(f"{work}/{label}.rss").read().split()[-1]) /
 ratios = []
 for r in range(1, rounds + 1):
     q, p = median_step(f"quiet-{r}"), median_step(f"polled-{r}")
-    ok, bad = map(int, open(f"{work}/polled-{r}.polls").read().split())
+    ok, bad, why = open(f"{work}/polled-{r}.polls").read().split()
     ratios.append(p / q)
     print(f"round {r}: quiet {q * 1e3:.2f} ms/step (peak RSS {rss_mib(f'quiet-{r}'):.0f} MiB, "
           f"{tiles_per_step(f'quiet-{r}'):.0f} tiles/step), polled {p * 1e3:.2f} ms/step (peak RSS "
           f"{rss_mib(f'polled-{r}'):.0f} MiB, {tiles_per_step(f'polled-{r}'):.0f} tiles/step, "
-          f"{ok} answers, {bad} failed), ratio {p / q:.3f}")
+          f"{ok} answers, {bad} failed: {why}), ratio {p / q:.3f}")
 ratio = statistics.median(ratios)
 print(f"median ratio polled/quiet: {ratio:.3f} ({'within' if abs(ratio - 1) <= 0.05 else 'NOT within'} 5%)")
 PY
