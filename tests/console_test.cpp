@@ -416,6 +416,24 @@ TEST(console_endpoint, refuses_hostile_clients_and_keeps_serving) {
   EXPECT_EQ(status_of("GET /status HTTP/1.0\r\n\r\n"), "HTTP/1.1 200 OK");
 }
 
+// A socket is reused once closed: the head timeout of an answered
+// connection must not close a later one on the same socket.
+TEST(console_endpoint, answers_a_steady_poll_across_many_head_timeouts) {
+  console_node n(quick());
+  ASSERT_NE(n.port, 0);
+  int unanswered = 0;
+  const auto until = std::chrono::steady_clock::now() + 4 * quick().head_timeout;
+  int requests = 0;
+  for (; std::chrono::steady_clock::now() < until; ++requests) {
+    raw_client c(n.port);
+    c.write_all("GET /api/state HTTP/1.1\r\n\r\n");
+    EXPECT_TRUE(c.sees_close());
+    if (c.received.rfind("HTTP/1.1 200 OK\r\n", 0) != 0) ++unanswered;
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  }
+  EXPECT_EQ(unanswered, 0) << "of " << requests;
+}
+
 console_endpoint_options with_token(std::string token) {
   auto o = quick();
   o.max_connections = 4;

@@ -34,6 +34,10 @@ route route_of(const std::string& path) {
 }
 
 struct http_conn {
+  // The connection's number on this endpoint: a handle is its socket and is
+  // reused once closed, so a timeout names both, and one set for an earlier
+  // connection on the same socket finds another number and does nothing.
+  uint64_t serial = 0;
   std::string head;
   bool answering = false;  // the console was asked; further bytes are ignored
   // Answered while the client was still sending: closing now, with its bytes
@@ -46,6 +50,7 @@ struct endpoint_state {
   caf::actor console;
   console_endpoint_options opts;
   std::map<caf::io::connection_handle, http_conn> conns;
+  uint64_t accepted = 0;  // connections so far: the next one's serial
   static inline const char* name = "cleave.console_endpoint";
 };
 
@@ -175,14 +180,17 @@ caf::behavior endpoint(endpoint_broker* self, caf::io::doorman_ptr dm, caf::acto
         self->close(msg.handle);
         return;
       }
-      st.conns.emplace(msg.handle, http_conn{});
+      const uint64_t serial = ++st.accepted;
+      http_conn conn;
+      conn.serial = serial;
+      st.conns.emplace(msg.handle, std::move(conn));
       self->configure_read(msg.handle, caf::io::receive_policy::at_most(2048));
-      self->delayed_send(self, st.opts.head_timeout, head_timeout_atom::value, msg.handle);
+      self->delayed_send(self, st.opts.head_timeout, head_timeout_atom::value, msg.handle, serial);
     },
     [=](caf::io::new_data_msg& msg) { on_data(self, msg); },
-    [=](head_timeout_atom, caf::io::connection_handle hdl) {
+    [=](head_timeout_atom, caf::io::connection_handle hdl, uint64_t serial) {
       auto it = self->state.conns.find(hdl);
-      if (it == self->state.conns.end() || it->second.answering) return;
+      if (it == self->state.conns.end() || it->second.serial != serial || it->second.answering) return;
       self->state.conns.erase(it);
       self->close(hdl);  // a stalled client gets nothing; a lingering one has its answer
     },
