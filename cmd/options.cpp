@@ -48,6 +48,7 @@ cleave_config::cleave_config() {
     .add(ps_shards, "ps-shards", "parameter-server shards, each with its own thread and engine")
     .add(listen, "listen", "--role=ps: [host:]port of the device edge (framed; devices join here); --role=planner or detector: [host:]port for the ps (BASP, server side only)")
     .add(admin, "admin", "--role=all or ps: [host:]port of the admin console (HTTP; host 127.0.0.1 unless given)")
+    .add(admin_token, "admin-token", "the admin console's controls (drain, pause, resume, checkpoint) need this bearer token; @FILE reads it from FILE; unset: controls are off")
     .add(connect, "connect", "--role=device: host:port of the ps's device edge; --role=status: host:port of an --admin console")
     .add(watch, "watch", "--role=status: redraw the table every second until interrupted")
     .add(planner, "planner", "--role=ps: host:port of a separate --role=planner process")

@@ -51,6 +51,7 @@ class cleave_config : public caf::actor_system_config {
   int ps_shards = 1;
   static constexpr int max_ps_shards = 64;  // one thread each
   std::string admin;           // [host:]port of the admin console (HTTP)
+  std::string admin_token;     // the console's controls: the token, or @FILE holding it
   std::string listen;          // --role=ps: the device edge; planner, detector: their BASP port
   std::string connect;         // --role=device: host:port of the ps's device edge; --role=status: of the admin console
   bool watch = false;          // --role=status: refresh every second until interrupted

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <sstream>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -11,6 +12,7 @@
 #include "actors/churn/demo_scenario.hpp"
 #include "actors/console/console_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
+#include "actors/ps/control_inbox.hpp"
 #include "actors/ps/engine/distributed_gemm.hpp"
 #include "actors/ps/runtime_report.hpp"
 #include "actors/ps/sharded_ps.hpp"
@@ -63,7 +65,8 @@ double reference_step_seconds(const train_options& opts) {
 // PS shard (empty: the local reference, still with --ps-shards shards);
 // `churn`, if set, is told every step.
 // `console`, if set, gets the loop's status (the report's fleet accounts so
-// far) every half second.
+// far) every half second and sends the operator's controls, obeyed between
+// steps.
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
           const std::vector<distributed_gemm*>& fleet, const caf::actor& churn = {},
           const caf::actor& console = {}) {
@@ -77,14 +80,16 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   std::unique_ptr<sharded_ps> shards;
   local_parameter_store local;
   if (shard_engines.size() > 1) shards = std::make_unique<sharded_ps>(shard_engines);
+  parameter_store& store = shards ? static_cast<parameter_store&>(*shards) : local;
   trainer t(opts, **data, shards ? static_cast<gemm_engine<float>&>(*shards) : *shard_engines[0],
-            shards ? static_cast<parameter_store&>(*shards) : local);
+            store);
   runtime_accounts training;
-  auto fleet_accounts = [&] {
+  auto shard_accounts = [&] {
     std::vector<runtime_accounts> per_shard;
     for (auto* engine : fleet) per_shard.push_back(engine->accounts());
-    return combine_shards(per_shard);
+    return per_shard;
   };
+  auto fleet_accounts = [&] { return combine_shards(shard_accounts()); };
   if (!fleet.empty()) {
     t.before_step = [&](int64_t step) {
       if (churn) caf::anon_send(churn, churn_atom::value, step + 1);
@@ -111,19 +116,23 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
                                {"seconds", seconds_since(started)},
                                {"model", to_string(opts.model)},
                                {"devices", devices}};
-      add_runtime_report(status, fleet_accounts(), cfg.ps_shards, step);
+      const auto per_shard = shard_accounts();
+      add_runtime_report(status, combine_shards(per_shard), cfg.ps_shards, step);
+      status["shards"] = shard_report(per_shard, store.shard_bytes(), step);
       caf::anon_send(console, console_status_atom::value, status.dump());
     };
+  std::optional<control_inbox> controls;
+  if (console) {
+    controls.emplace(console.home_system(), console, !opts.checkpoint_dir.empty());
+    t.between_steps = [&](int64_t step) { return controls->between_steps(step); };
+    t.on_checkpoint = [&](int64_t step, const std::string&) { controls->checkpoint_written(step); };
+  }
   auto res = t.run();
   if (!res) return runtime_error(describe(res.error()));
   if (!fleet.empty()) {
-    uint64_t down = 0, up = 0;
-    for (const auto& [id, acct] : training.devices) {
-      down += acct.bytes_down;
-      up += acct.bytes_up;
-    }
+    const auto moved = traffic_of(training);
     spdlog::info("fleet: {} tiles, {:.1f} MB down, {:.1f} MB up, {} GEMMs kept local",
-                 training.tiles, down / 1e6, up / 1e6, training.local_gemms);
+                 training.tiles, moved.bytes_down / 1e6, moved.bytes_up / 1e6, training.local_gemms);
   }
   if (cfg.report.empty() && !cfg.demo) return 0;
   auto doc = make_report(opts, *res, devices, threads);
@@ -152,7 +161,7 @@ void tell_devices_run_over(caf::actor_system& sys, const caf::actor& planner) {
   caf::scoped_actor self{sys};
   std::vector<fleet_member> members;
   self->request(planner, std::chrono::seconds(2), caf::get_atom::value)
-    .receive([&](uint64_t, bool, std::vector<fleet_member>& all,
+    .receive([&](uint64_t, bool, std::vector<fleet_member>& all, const std::vector<int32_t>&,
                  const std::vector<int32_t>&) { members = std::move(all); },
              [&](caf::error& err) {
                spdlog::warn("cannot tell the devices the run is over: {}", sys.render(err));

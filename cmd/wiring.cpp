@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/console/console_actor.hpp"
+#include "actors/console/controls.hpp"
 #include "actors/console/http_endpoint.hpp"
 #include "cmd/roles.hpp"
 #include "schema/errors.hpp"
@@ -91,18 +92,28 @@ void stop(const caf::actor& supervisor) {
 caf::expected<caf::actor> start_console(caf::actor_system& sys, const cleave_config& cfg,
                                         std::function<caf::actor()> planner,
                                         std::function<caf::actor()> detector) {
-  if (cfg.admin.empty()) return caf::actor{};
+  if (cfg.admin.empty()) {
+    if (!cfg.admin_token.empty()) return fail("--admin-token needs --admin (the console it guards)");
+    return caf::actor{};
+  }
   auto at = parse_endpoint(cfg.admin, "admin", true);
   if (!at) return at.error();
-  auto console = sys.spawn(console_actor, std::move(planner), std::move(detector));
   console_endpoint_options eo;
+  if (!cfg.admin_token.empty()) {
+    auto token = read_admin_token(cfg.admin_token);
+    if (!token) return token.error();
+    eo.admin_token = std::move(*token);
+  }
+  auto console = sys.spawn(console_actor, std::move(planner), std::move(detector),
+                           !eo.admin_token.empty());
   if (!at->first.empty()) eo.bind_address = at->first;
   auto port = open_console_endpoint(sys, at->second, console, eo);
   if (!port) {
     caf::anon_send_exit(console, caf::exit_reason::user_shutdown);
     return port.error();
   }
-  spdlog::info("admin console: http://{}:{}/", eo.bind_address, *port);
+  spdlog::info("admin console: http://{}:{}/ (controls {})", eo.bind_address, *port,
+               eo.admin_token.empty() ? "off: no --admin-token" : "on");
   return console;
 }
 

@@ -13,7 +13,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# package|why Cleave needs it
+# package|why Cleave needs it[|a command that, on PATH, does instead (a
+# nodejs from elsewhere brings its own npm, which Debian's npm conflicts with)]
+# to build and run:
 PACKAGES=(
   "build-essential|the C++17 compiler and make"
   "cmake|the build"
@@ -31,6 +33,9 @@ PACKAGES=(
   "libssl-dev|OpenSSL: TLS on the device edge, certificates for join tokens"
   "dataset-fashion-mnist|the mlp's data (/usr/share/datasets/fashion-mnist)"
   "fortunes|the gpt's text (/usr/share/games/fortunes)"
+)
+# ... and only to run the test suite
+TEST_PACKAGES=(
   "dict-gcide|gcide-nextword's definitions (training/data/build_xc_datasets.py)"
   "wordnet-base|gcide-nextword's WordNet glosses"
   "wamerican-insane|spell-670k's 663k words (/usr/share/dict/american-english-insane)"
@@ -38,12 +43,27 @@ PACKAGES=(
   "clang|builds the fuzz targets (tests/fuzz/) with ASan and UBSan"
   "libfuzzer-14-dev|libFuzzer for clang 14: the fuzz targets' engine"
   "prometheus|promtool checks the console's /metrics in the tests"
+  "chromium|the console page's browser test (headless)"
+  "nodejs|runs the browser test's driver and checks the page's script"
+  "npm|fetches playwright-core, the browser test's driver, into build/node_modules|npm"
 )
+# The browser test's driver, from npm (not packaged by Debian), pinned.
+PLAYWRIGHT_CORE=playwright-core@1.49.1
 
-list_packages() {
-  for entry in "${PACKAGES[@]}"; do printf '  %-22s %s\n' "${entry%%|*}" "${entry#*|}"; done
+describe_entry() {
+  local rest=${1#*|}
+  printf '  %-22s %s\n' "${1%%|*}" "${rest%%|*}"
 }
 
+list_packages() {
+  echo "to build and run:"
+  for entry in "${PACKAGES[@]}"; do describe_entry "$entry"; done
+  echo "to run the tests, as well:"
+  for entry in "${TEST_PACKAGES[@]}"; do describe_entry "$entry"; done
+  echo "and $PLAYWRIGHT_CORE from npm (into build/node_modules)"
+}
+
+# install_packages ENTRY...: the Debian packages of those entries not yet installed.
 install_packages() {
   if [[ ${CLEAVE_SKIP_INSTALL:-0} == 1 ]]; then
     echo "setup: CLEAVE_SKIP_INSTALL=1, installing nothing"
@@ -56,11 +76,13 @@ install_packages() {
     exit 1
   fi
   local missing=()
-  for entry in "${PACKAGES[@]}"; do
-    local p=${entry%%|*}
+  for entry in "$@"; do
+    local p=${entry%%|*} rest=${entry#*|} instead=
+    [[ $rest == *"|"* ]] && instead=${rest##*|}
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" && continue
+    [[ -n $instead ]] && command -v "$instead" >/dev/null && continue
     missing+=("$p")
-    echo "setup: will install $p: ${entry#*|}"
+    echo "setup: will install $p: ${rest%%|*}"
   done
   if ((${#missing[@]} == 0)); then
     echo "setup: every package is installed"
@@ -72,6 +94,20 @@ install_packages() {
   $sudo apt-get update -qq
   echo "setup: apt-get install ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# playwright-core into build/node_modules (a cache: fetched once per build
+# tree); the browser test finds it there.
+install_browser_driver() {
+  if [[ -f build/node_modules/playwright-core/package.json ]] &&
+     grep -q "\"version\": \"${PLAYWRIGHT_CORE#*@}\"" build/node_modules/playwright-core/package.json; then
+    echo "setup: $PLAYWRIGHT_CORE is in build/node_modules"
+    return
+  fi
+  command -v npm >/dev/null || { echo "setup: npm is missing: it fetches $PLAYWRIGHT_CORE" >&2; exit 1; }
+  echo "setup: npm install $PLAYWRIGHT_CORE into build/node_modules"
+  npm install --prefix build --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
+    "$PLAYWRIGHT_CORE" >/dev/null
 }
 
 build() {
@@ -89,13 +125,13 @@ cmd=${1:-run}
 shift || true
 case $cmd in
   packages) list_packages ;;
-  build) install_packages; build ;;
+  build) install_packages "${PACKAGES[@]}"; build ;;
   run)
-    install_packages; build
+    install_packages "${PACKAGES[@]}"; build
     echo "setup: running the demo: gpt small on 64 emulated devices, with churn and a liar (report.json at the end)"
     exec ./build/cmd/cleave --role=all --report=report.json "$@" ;;
   test)
-    install_packages; build
+    install_packages "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"; build; install_browser_driver
     echo "setup: running the test suite (ctest)"
     cd build && ctest --output-on-failure -j1 ;;
   *) echo "usage: $0 run|test|build|packages" >&2; exit 2 ;;

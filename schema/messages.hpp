@@ -47,6 +47,18 @@ using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
 // The ps to each device at the end of a run; the device answers ok_atom and
 // leaves (its process exits 0 unless --stay).
 using run_over_atom = caf::atom_constant<caf::atom("run_over")>;
+// An operator's controls (the admin console's POSTs). (drain_atom, device)
+// goes to the planner: the device gets no new work. pause, resume and
+// checkpoint go to the training loop, which obeys them between steps; the
+// loop makes itself known to the console with (control_atom, inbox,
+// bool has_checkpoint_dir) and tells it what it did with
+// (loop_event_atom, "paused" | "resumed" | "checkpoint", step).
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using pause_atom = caf::atom_constant<caf::atom("pause")>;
+using resume_atom = caf::atom_constant<caf::atom("resume")>;
+using checkpoint_atom = caf::atom_constant<caf::atom("ckptnow")>;
+using control_atom = caf::atom_constant<caf::atom("control")>;
+using loop_event_atom = caf::atom_constant<caf::atom("loopevent")>;
 // A PS engine to the planner, (quarantine_atom, device, why): the device's
 // results failed their checks too often. The planner drops it, tells the
 // detector to forget it and the device (or its proxy) that it is out.

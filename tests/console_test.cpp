@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "actors/console/console_actor.hpp"
 #include "actors/console/console_page.hpp"
 #include "actors/console/console_view.hpp"
+#include "actors/console/controls.hpp"
 #include "actors/console/event_log.hpp"
 #include "actors/console/http_endpoint.hpp"
 #include "actors/console/http_head.hpp"
@@ -53,6 +56,81 @@ TEST(http_head, a_response_says_its_length_and_closes) {
   EXPECT_EQ(r.substr(r.size() - 5), "nope\n");
 }
 
+TEST(http_head, reads_the_fields_a_control_needs) {
+  const std::string request = "POST /api/control/pause HTTP/1.1\r\nauthorization:  Bearer abc \r\n"
+                              "Content-Length: 12\r\n\r\nbody";
+  auto h = parse_http_head(request);
+  ASSERT_TRUE(h && h->has_value());
+  EXPECT_EQ((*h)->authorization, "Bearer abc");
+  EXPECT_EQ((*h)->content_length, 12u);
+  EXPECT_EQ((*h)->size, request.size() - 4);  // the body starts there
+  EXPECT_FALSE((*h)->chunked);
+  EXPECT_FALSE(parse_http_head("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n"));
+  EXPECT_FALSE(parse_http_head("POST / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n"));
+  auto chunked = parse_http_head("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+  ASSERT_TRUE(chunked && chunked->has_value());
+  EXPECT_TRUE((*chunked)->chunked);
+}
+
+TEST(controls, a_post_path_names_one_control) {
+  EXPECT_EQ(control_of_path("/api/control/pause")->kind, control_kind::pause);
+  EXPECT_EQ(control_of_path("/api/control/resume")->kind, control_kind::resume);
+  EXPECT_EQ(control_of_path("/api/control/checkpoint")->kind, control_kind::checkpoint);
+  auto drain = control_of_path("/api/control/drain/12");
+  ASSERT_TRUE(drain);
+  EXPECT_EQ(drain->kind, control_kind::drain);
+  EXPECT_EQ(drain->device, 12);
+  for (const char* bad : {"/", "/api/control/", "/api/control/drain/", "/api/control/drain/-1",
+                          "/api/control/drain/1x", "/api/control/drain/99999999999",
+                          "/api/control/pause/", "/api/state"})
+    EXPECT_FALSE(control_of_path(bad)) << bad;
+}
+
+TEST(controls, only_the_right_bearer_token_passes) {
+  EXPECT_EQ(refuse_unauthorized("", "Bearer x")->status, 403);  // controls off
+  EXPECT_EQ(refuse_unauthorized("s3cret", "")->status, 401);
+  EXPECT_EQ(refuse_unauthorized("s3cret", "s3cret")->status, 401);  // no scheme
+  EXPECT_EQ(refuse_unauthorized("s3cret", "Bearer s3cre")->status, 401);
+  EXPECT_EQ(refuse_unauthorized("s3cret", "Bearer s3cret2")->status, 401);
+  EXPECT_EQ(refuse_unauthorized("s3cret", "Bearer S3cret")->status, 401);
+  EXPECT_FALSE(refuse_unauthorized("s3cret", "Bearer s3cret"));
+  EXPECT_TRUE(same_secret("abc", "abc"));
+  EXPECT_FALSE(same_secret("", "abc"));
+  EXPECT_FALSE(same_secret("abcd", "abc"));
+}
+
+TEST(controls, the_loop_must_be_there_and_able) {
+  const control_request pause{control_kind::pause}, resume{control_kind::resume},
+    checkpoint{control_kind::checkpoint}, drain{control_kind::drain, 3};
+  loop_state none;
+  EXPECT_EQ(refuse_for_loop(pause, none)->status, 409);
+  EXPECT_FALSE(refuse_for_loop(drain, none));  // the planner's to judge
+  loop_state running{true, false, false};
+  EXPECT_FALSE(refuse_for_loop(pause, running));
+  EXPECT_EQ(refuse_for_loop(resume, running)->status, 409);
+  const auto no_dir = refuse_for_loop(checkpoint, running);
+  ASSERT_TRUE(no_dir);
+  EXPECT_EQ(no_dir->status, 409);
+  EXPECT_NE(no_dir->text.find("--checkpoint-dir"), std::string::npos);
+  loop_state paused{true, true, true};
+  EXPECT_EQ(refuse_for_loop(pause, paused)->status, 409);
+  EXPECT_FALSE(refuse_for_loop(resume, paused));
+  EXPECT_FALSE(refuse_for_loop(checkpoint, paused));
+}
+
+TEST(controls, the_token_comes_from_the_flag_or_a_file) {
+  EXPECT_EQ(*read_admin_token("s3cret"), "s3cret");
+  const std::string path = ::testing::TempDir() + "cleave_admin_token";
+  std::ofstream(path) << "from-a-file\n";
+  EXPECT_EQ(*read_admin_token("@" + path), "from-a-file");
+  std::ofstream(path) << "\n";
+  EXPECT_FALSE(read_admin_token("@" + path));
+  std::remove(path.c_str());
+  EXPECT_FALSE(read_admin_token("@" + path));
+  EXPECT_FALSE(read_admin_token("two words"));
+  EXPECT_FALSE(read_admin_token(std::string(300, 'a')));
+}
+
 planner_view two_devices() {
   planner_view pv;
   pv.version = 7;
@@ -82,6 +160,43 @@ TEST(console_view, merges_the_registry_with_the_detector) {
   planner_view lost;
   lost.error = "timeout";
   EXPECT_EQ(render_console(nullptr, lost, {})["fleet"]["planner_error"], "timeout");
+}
+
+// A plan of one tile on device 1.
+plan one_tile_plan() {
+  plan p;
+  p.local = false;
+  p.problem = gemm_problem{64, 512, 784, gemm_role::forward, 1};
+  p.grid_m = 1;
+  p.grid_n = 2;
+  p.tiles = {assignment{tile{0, 64, 0, 256, 0, 784}, 1, 0.002, false, false}};
+  p.predicted_seconds = 0.002;
+  p.devices_used = 1;
+  return p;
+}
+
+TEST(console_view, shows_draining_devices_the_plans_and_the_controls) {
+  auto pv = two_devices();
+  pv.draining = {0, 1};  // 1 is also suspected: that shows
+  pv.plans = {one_tile_plan()};
+  control_view controls;
+  controls.enabled = true;
+  controls.loop = loop_state{true, true, true};
+  const auto doc = render_console(nullptr, pv, {}, event_log(1), controls);
+  EXPECT_EQ(doc["fleet"]["devices"][0]["state"], "draining");
+  EXPECT_EQ(doc["fleet"]["devices"][1]["state"], "suspected");
+  EXPECT_EQ(doc["fleet"]["draining"], 2);
+  ASSERT_EQ(doc["plans"].size(), 1u);
+  const auto& p = doc["plans"][0];
+  EXPECT_EQ(p["role"], "forward");
+  EXPECT_EQ(p["m"], 64);
+  EXPECT_EQ(p["grid"], nlohmann::json::array({1, 2, 1}));
+  EXPECT_EQ(p["devices"], nlohmann::json::array({1}));
+  EXPECT_EQ(p["tiles"], 1);
+  EXPECT_DOUBLE_EQ(p["predicted_seconds"].get<double>(), 0.002);
+  EXPECT_EQ(doc["controls"]["enabled"], true);
+  EXPECT_EQ(doc["controls"]["paused"], true);
+  EXPECT_EQ(doc["controls"]["checkpoint_pending"], false);
 }
 
 TEST(event_log, keeps_the_last_events_oldest_first) {
@@ -141,7 +256,13 @@ struct console_node {
     planner = sys->spawn([](caf::event_based_actor* self) -> caf::behavior {
       return {[](caf::get_atom) {
                 auto pv = two_devices();
-                return caf::make_message(pv.version, pv.quorum, pv.members, pv.suspected);
+                return caf::make_message(pv.version, pv.quorum, pv.members, pv.suspected,
+                                         std::vector<int32_t>{});
+              },
+              [](plans_atom) { return std::vector<plan>{one_tile_plan()}; },
+              [](drain_atom, int32_t id) -> caf::result<uint64_t> {
+                if (id != 1) return fail("device " + std::to_string(id) + " is not in the fleet");
+                return uint64_t{8};
               },
               [=](subscribe_atom, caf::actor sub) {
                 self->send(sub, event_atom::value, fleet_event{fleet_event_kind::dead, 3, 9.5});
@@ -150,7 +271,8 @@ struct console_node {
     detector = sys->spawn([]() -> caf::behavior {
       return {[](caf::get_atom) { return std::vector<device_health>{{0, 0.25, false, false}}; }};
     });
-    console = sys->spawn(console_actor, [p = planner] { return p; }, [d = detector] { return d; });
+    console = sys->spawn(console_actor, [p = planner] { return p; }, [d = detector] { return d; },
+                         !opts.admin_token.empty());
     caf::anon_send(console, console_status_atom::value, std::string(R"({"step": 5, "loss": 2.5})"));
     auto bound = open_console_endpoint(*sys, 0, console, opts);
     if (bound) port = *bound;
@@ -228,7 +350,7 @@ TEST(console_actor, subscribes_again_when_the_planner_changes) {
     return sys.spawn([ev](caf::event_based_actor* self) -> caf::behavior {
       return {[](caf::get_atom) {
                 return caf::make_message(uint64_t{1}, true, std::vector<fleet_member>{},
-                                         std::vector<int32_t>{});
+                                         std::vector<int32_t>{}, std::vector<int32_t>{});
               },
               [=](subscribe_atom, caf::actor sub) { self->send(sub, event_atom::value, ev); }};
     });
@@ -240,7 +362,7 @@ TEST(console_actor, subscribes_again_when_the_planner_changes) {
   auto console = sys.spawn(console_actor, [current] {
     std::lock_guard<std::mutex> guard{current->first};
     return current->second;
-  }, [] { return caf::actor{}; });
+  }, [] { return caf::actor{}; }, false);
   caf::scoped_actor self{sys};
   auto kinds = [&] {
     std::vector<std::string> out;
@@ -292,6 +414,114 @@ TEST(console_endpoint, refuses_hostile_clients_and_keeps_serving) {
     EXPECT_TRUE(slow2.sees_close());
   }
   EXPECT_EQ(status_of("GET /status HTTP/1.0\r\n\r\n"), "HTTP/1.1 200 OK");
+}
+
+// A socket is reused once closed: the head timeout of an answered
+// connection must not close a later one on the same socket.
+TEST(console_endpoint, answers_a_steady_poll_across_many_head_timeouts) {
+  console_node n(quick());
+  ASSERT_NE(n.port, 0);
+  int unanswered = 0;
+  const auto until = std::chrono::steady_clock::now() + 4 * quick().head_timeout;
+  int requests = 0;
+  for (; std::chrono::steady_clock::now() < until; ++requests) {
+    raw_client c(n.port);
+    c.write_all("GET /api/state HTTP/1.1\r\n\r\n");
+    EXPECT_TRUE(c.sees_close());
+    if (c.received.rfind("HTTP/1.1 200 OK\r\n", 0) != 0) ++unanswered;
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  }
+  EXPECT_EQ(unanswered, 0) << "of " << requests;
+}
+
+console_endpoint_options with_token(std::string token) {
+  auto o = quick();
+  o.max_connections = 4;
+  o.admin_token = std::move(token);
+  return o;
+}
+
+// One request's status line and body.
+std::pair<std::string, std::string> http_exchange(uint16_t port, const std::string& request) {
+  raw_client c(port);
+  c.write_all(request);
+  EXPECT_TRUE(c.sees_close());
+  const auto line_end = c.received.find("\r\n");
+  const auto body_at = c.received.find("\r\n\r\n");
+  return {c.received.substr(0, line_end),
+          body_at == std::string::npos ? "" : c.received.substr(body_at + 4)};
+}
+
+std::string post(const std::string& path, const std::string& auth = "") {
+  return "POST " + path + " HTTP/1.1\r\nContent-Length: 0\r\n" +
+         (auth.empty() ? "" : "Authorization: " + auth + "\r\n") + "\r\n";
+}
+
+TEST(console_endpoint, controls_need_a_configured_token) {
+  console_node n(quick());
+  ASSERT_NE(n.port, 0);
+  for (const char* path : {"/api/control/pause", "/api/control/resume", "/api/control/checkpoint",
+                           "/api/control/drain/1"})
+    EXPECT_EQ(http_exchange(n.port, post(path, "Bearer anything")).first, "HTTP/1.1 403 Forbidden") << path;
+}
+
+TEST(console_endpoint, a_control_without_the_right_token_is_401_and_changes_nothing) {
+  console_node n(with_token("s3cret"));
+  ASSERT_NE(n.port, 0);
+  caf::scoped_actor loop{*n.sys};
+  caf::anon_send(n.console, control_atom::value, caf::actor_cast<caf::actor>(loop), true);
+  for (const char* path : {"/api/control/pause", "/api/control/resume", "/api/control/checkpoint",
+                           "/api/control/drain/1"})
+    for (const char* auth : {"", "Bearer wrong", "Bearer s3cre", "Basic czNjcmV0"})
+      EXPECT_EQ(http_exchange(n.port, post(path, auth)).first, "HTTP/1.1 401 Unauthorized")
+        << path << " " << auth;
+  bool got_any = false;
+  loop->receive([&](pause_atom) { got_any = true; }, [&](resume_atom) { got_any = true; },
+                [&](checkpoint_atom) { got_any = true; },
+                caf::after(std::chrono::milliseconds(100)) >> [] {});
+  EXPECT_FALSE(got_any);
+  const auto doc = nlohmann::json::parse(http_exchange(n.port, "GET /api/state HTTP/1.1\r\n\r\n").second);
+  EXPECT_EQ(doc["controls"]["paused"], false);
+  EXPECT_EQ(doc["fleet"]["devices"][1]["state"], "suspected");
+  EXPECT_EQ(doc["events"].size(), 1u) << doc["events"].dump();
+}
+
+TEST(console_endpoint, carries_out_an_authorised_control_and_logs_it) {
+  console_node n(with_token("s3cret"));
+  ASSERT_NE(n.port, 0);
+  const std::string auth = "Bearer s3cret";
+  // No loop yet: pausing has nothing to pause.
+  EXPECT_EQ(http_exchange(n.port, post("/api/control/pause", auth)).first, "HTTP/1.1 409 Conflict");
+  caf::scoped_actor loop{*n.sys};
+  caf::anon_send(n.console, control_atom::value, caf::actor_cast<caf::actor>(loop), false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(http_exchange(n.port, post("/api/control/pause", auth)).first, "HTTP/1.1 200 OK");
+  bool paused = false;
+  loop->receive([&](pause_atom) { paused = true; }, caf::after(std::chrono::seconds(2)) >> [] {});
+  EXPECT_TRUE(paused);
+  const auto no_dir = http_exchange(n.port, post("/api/control/checkpoint", auth));
+  EXPECT_EQ(no_dir.first, "HTTP/1.1 409 Conflict");
+  EXPECT_NE(no_dir.second.find("--checkpoint-dir"), std::string::npos) << no_dir.second;
+  EXPECT_EQ(http_exchange(n.port, post("/api/control/drain/1", auth)).first, "HTTP/1.1 200 OK");
+  EXPECT_EQ(http_exchange(n.port, post("/api/control/drain/9", auth)).first, "HTTP/1.1 404 Not Found");
+  EXPECT_EQ(http_exchange(n.port, post("/api/control/nothing", auth)).first,
+            "HTTP/1.1 405 Method Not Allowed");
+  const auto big = "POST /api/control/pause HTTP/1.1\r\nAuthorization: " + auth +
+                   "\r\nContent-Length: " + std::to_string(max_http_body_bytes + 1) + "\r\n\r\n";
+  EXPECT_EQ(http_exchange(n.port, big).first, "HTTP/1.1 413 Content Too Large");
+  // A body within the cap is read to its end first.
+  EXPECT_EQ(http_exchange(n.port, "POST /api/control/resume HTTP/1.1\r\nAuthorization: " + auth +
+                               "\r\nContent-Length: 2\r\n\r\n{}").first,
+            "HTTP/1.1 200 OK");
+  const auto doc = nlohmann::json::parse(http_exchange(n.port, "GET /api/state HTTP/1.1\r\n\r\n").second);
+  std::vector<std::string> kinds;
+  for (const auto& e : doc["events"]) kinds.push_back(e["kind"]);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"dead", "pause", "drain", "resume"}));
+  EXPECT_EQ(doc["events"][2]["device"], 1);
+  EXPECT_EQ(doc["controls"]["enabled"], true);
+  EXPECT_EQ(doc["controls"]["paused"], false);
+  ASSERT_EQ(doc["plans"].size(), 1u);
+  EXPECT_EQ(doc["plans"][0]["devices"], nlohmann::json::array({1}));
 }
 
 }  // namespace

@@ -151,7 +151,8 @@ class edge : public ::testing::Test {
     caf::scoped_actor self{sys};
     size_t n = 0;
     self->request(planner, 5s, caf::get_atom::value)
-      .receive([&](uint64_t, bool, std::vector<fleet_member>& m, std::vector<int32_t>&) { n = m.size(); },
+      .receive([&](uint64_t, bool, std::vector<fleet_member>& m, std::vector<int32_t>&,
+                   std::vector<int32_t>&) { n = m.size(); },
                [](caf::error&) {});
     return n;
   }

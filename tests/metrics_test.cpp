@@ -74,6 +74,7 @@ cleave_planner_answered 1
 # TYPE cleave_fleet_devices gauge
 cleave_fleet_devices{state="alive"} 0
 cleave_fleet_devices{state="dead"} 0
+cleave_fleet_devices{state="draining"} 0
 cleave_fleet_devices{state="quarantined"} 1
 cleave_fleet_devices{state="suspected"} 0
 # HELP cleave_device_phi The failure detector's suspicion level of the device (phi accrual).
@@ -85,7 +86,32 @@ cleave_device_state{device="3",state="alive"} 0
 cleave_device_state{device="3",state="suspected"} 0
 cleave_device_state{device="3",state="dead"} 0
 cleave_device_state{device="3",state="quarantined"} 1
+cleave_device_state{device="3",state="draining"} 0
 )");
+}
+
+TEST(metrics_view, shows_the_shards_the_plans_and_a_pause) {
+  const auto text = render_metrics(json::parse(R"({
+    "training": {"step": 9, "shards": [{"shard": 0, "step": 9, "bytes_down": 10, "bytes_up": 4,
+                                        "tiles": 2, "memory_bytes": 4096},
+                                       {"shard": 1, "step": 9, "bytes_down": 12, "bytes_up": 5,
+                                        "tiles": 3, "memory_bytes": 2048}]},
+    "controls": {"paused": true},
+    "plans": [{"m": 64, "n": 512, "k": 784, "role": "forward", "devices": [0, 2],
+               "predicted_seconds": 0.25},
+              {"m": 64, "n": 10, "k": 256, "role": "grad_input", "devices": [], "predicted_seconds": 0.5}]
+  })"));
+  for (const char* line : {"\ncleave_ps_shard_step{shard=\"1\"} 9\n",
+                           "\ncleave_ps_shard_downlink_bytes_total{shard=\"0\"} 10\n",
+                           "\ncleave_ps_shard_uplink_bytes_total{shard=\"1\"} 5\n",
+                           "\ncleave_ps_shard_tiles_total{shard=\"1\"} 3\n",
+                           "\ncleave_ps_shard_memory_bytes{shard=\"0\"} 4096\n",
+                           "\ncleave_training_paused 1\n",
+                           "\ncleave_plan_predicted_seconds{shape=\"64x512x784\",role=\"forward\"} 0.25\n",
+                           "\ncleave_plan_devices{shape=\"64x512x784\",role=\"forward\"} 2\n",
+                           "\ncleave_plan_devices{shape=\"64x10x256\",role=\"grad_input\"} 0\n",
+                           "# TYPE cleave_ps_shard_memory_bytes gauge\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
 }
 
 TEST(metrics_view, escapes_label_values) {
@@ -117,7 +143,7 @@ TEST(status_table, shows_the_run_and_a_row_per_device) {
   auto doc = small_document();
   doc["fleet"]["devices"].push_back({{"id", 10}, {"profile", "phone"}, {"state", "alive"}, {"phi", 1.0}});
   EXPECT_EQ(render_status_page(doc),
-            "step 12  loss 0.5000  model mlp  devices 1/0/0/1 alive/suspected/dead/quarantined"
+            "step 12  loss 0.5000  model mlp  devices 1/0/0/1/0 alive/suspected/dead/quarantined/draining"
             "  tiles 40  verified 39  rejected 1\n"
             "id  profile  state        tiles  MB down  MB up  busy %  refused   phi\n"
             " 3  fast     quarantined     40      2.5      -    50.0        1  0.25\n"
@@ -127,9 +153,9 @@ TEST(status_table, shows_the_run_and_a_row_per_device) {
 TEST(status_table, copes_with_a_fleet_before_training) {
   const json doc = {{"training", nullptr}, {"fleet", {{"devices", json::array()}}}};
   EXPECT_EQ(render_status_page(doc),
-            "training not started  devices 0/0/0/0 alive/suspected/dead/quarantined\n"
+            "training not started  devices 0/0/0/0/0 alive/suspected/dead/quarantined/draining\n"
             "id  profile  state  tiles  MB down  MB up  busy %  refused  phi\n");
-  EXPECT_EQ(render_status_header(json()), "training not started  devices 0/0/0/0 alive/suspected/dead/quarantined");
+  EXPECT_EQ(render_status_header(json()), "training not started  devices 0/0/0/0/0 alive/suspected/dead/quarantined/draining");
 }
 
 TEST(http_get, reads_an_answer_and_its_length) {

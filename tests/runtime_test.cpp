@@ -249,6 +249,63 @@ void check_products_long_before_the_timeout(distributed_gemm& eng) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
 }
 
+// An operator's drain: from the next step the device gets no tiles, the
+// planner's current plans leave it out, and it is no failure.
+TEST_F(runtime, a_drained_device_gets_no_new_work_and_is_no_failure) {
+  for (int i = 0; i < 4; ++i) add_device(*preset_profile("fast"));
+  expect_fleet(4);
+  distributed_gemm eng(sys, planner, timeout(10.0));
+  check_products(eng, 1e-5);
+  const auto before = eng.accounts();
+  int32_t busy = -1;  // a device that took tiles: it has work to lose
+  for (const auto& [id, a] : before.devices)
+    if (a.tiles > 0) busy = id;
+  ASSERT_GE(busy, 0) << "nothing was distributed: the test proves nothing";
+  caf::scoped_actor self{sys};
+  bool drained = false;
+  self->request(planner, caf::infinite, drain_atom::value, busy)
+    .receive([&](uint64_t) { drained = true; }, [](caf::error&) {});
+  ASSERT_TRUE(drained);
+  bool unknown_refused = false;
+  self->request(planner, caf::infinite, drain_atom::value, int32_t{77})
+    .receive([](uint64_t) {}, [&](caf::error&) { unknown_refused = true; });
+  EXPECT_TRUE(unknown_refused);
+  check_products(eng, 1e-5);
+  const auto after = eng.accounts();
+  EXPECT_EQ(after.devices.at(busy).tiles, before.devices.at(busy).tiles);
+  EXPECT_GT(after.tiles, before.tiles);
+  EXPECT_EQ(after.churn.failures_detected, 0u);
+  std::vector<plan> plans;
+  self->request(planner, caf::infinite, plans_atom::value)
+    .receive([&](std::vector<plan>& got) { plans = std::move(got); }, [](caf::error&) {});
+  ASSERT_FALSE(plans.empty());
+  for (const auto& p : plans)
+    for (const auto& a : p.tiles) EXPECT_NE(a.device, busy) << p.reason;
+  std::vector<int32_t> draining;
+  self->request(planner, caf::infinite, caf::get_atom::value)
+    .receive([&](uint64_t, bool, std::vector<fleet_member>& all, std::vector<int32_t>&,
+                 std::vector<int32_t>& d) {
+      EXPECT_EQ(all.size(), 4u);  // still a member
+      draining = d;
+    }, [](caf::error&) {});
+  EXPECT_EQ(draining, std::vector<int32_t>{busy});
+}
+
+// A subscriber that comes after the devices joined hears of each of them.
+TEST_F(runtime, a_late_subscriber_is_told_of_the_members_as_joins) {
+  for (int i = 0; i < 3; ++i) add_device(*preset_profile("fast"));
+  expect_fleet(3);
+  caf::scoped_actor self{sys};
+  self->send(planner, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
+  std::vector<int32_t> joined;
+  for (int i = 0; i < 3; ++i)
+    self->receive([&](event_atom, const fleet_event& ev) {
+      if (ev.kind == fleet_event_kind::join) joined.push_back(ev.device);
+    }, caf::after(std::chrono::seconds(2)) >> [] {});
+  std::sort(joined.begin(), joined.end());
+  EXPECT_EQ(joined, (std::vector<int32_t>{0, 1, 2}));
+}
+
 TEST_F(runtime, a_device_killed_mid_gemm_costs_only_its_tiles) {
   // The doomed device joins first, heartbeats, and takes tiles it never
   // answers; it is killed 200 ms in. Speculation is off and the tile

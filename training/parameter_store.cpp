@@ -26,6 +26,14 @@ parameter* parameter_store::find(const std::string& name) const {
   return it == by_name_.end() ? nullptr : it->second;
 }
 
+std::vector<uint64_t> parameter_store::shard_bytes() const {
+  uint64_t bytes = 0;
+  for (const auto* p : params_)
+    for (const tensor* t : {&p->value, &p->grad, &p->adam_m, &p->adam_v})
+      bytes += static_cast<uint64_t>(t->rows() * t->cols()) * sizeof(float);
+  return {bytes};
+}
+
 void local_parameter_store::zero_grads() {
   for (auto* p : params_) p->grad.zero();
 }

@@ -89,6 +89,7 @@ caf::error trainer::save() {
   auto path = write_checkpoint(opts_.checkpoint_dir, ck);
   if (!path) return path.error();
   spdlog::debug("checkpoint written: {}", *path);
+  if (on_checkpoint) on_checkpoint(step_, *path);
   return caf::none;
 }
 
@@ -195,6 +196,8 @@ caf::expected<train_result> trainer::run() {
       index_in_epoch_ = 0;
       order = permutation(data_.train_samples(), derive_seed(opts_.seed, 100 + epoch_));
     }
+    if (between_steps && between_steps(step_) && checkpoints)
+      if (auto err = save()) return err;
     const auto t0 = clock_type::now();
     if (before_step)
       if (auto err = before_step(step_)) return err;

@@ -74,6 +74,13 @@ class trainer {
   std::function<void()> after_training;
   // Called after every step with (step, loss); the runtime hooks accounting here.
   std::function<void(int64_t, double)> on_step;
+  // Called between steps (0-based index of the step to come), before its
+  // clock starts, so a wait here (an operator's pause) is no step's time.
+  // True asks for a checkpoint at once; it is written when the run has a
+  // checkpoint directory.
+  std::function<bool(int64_t)> between_steps;
+  // Called with the step and path of every checkpoint written.
+  std::function<void(int64_t, const std::string&)> on_checkpoint;
 
  private:
   caf::error restore();

@@ -1,14 +1,21 @@
 #pragma once
 // The admin console's state: the training loop's latest status, pushed to
-// it, and, on each query, the live fleet asked of the planner and the
-// detector (found anew each time: either may have been restarted), and a
-// log of fleet events: the console subscribes to the planner's events, and
-// again whenever the planner it finds is not the one it subscribed to.
+// it, and, on each query, the live fleet and current plans asked of the
+// planner and the detector (found anew each time: either may have been
+// restarted), and a log of fleet events: the console subscribes to the
+// planner's events, and again whenever the planner it finds is not the one
+// it subscribed to. It carries out an operator's controls (controls.hpp),
+// which its endpoint has already authorised: drains go to the planner,
+// pause, resume and checkpoint to the training loop's inbox.
 //
 // Messages:
-//   (console_status_atom, std::string json)  the training loop's status
-//   (event_atom, fleet_event)                 from the planner: logged
-//   (caf::get_atom) -> std::string            the console document (console_view.hpp)
+//   (console_status_atom, std::string json)   the training loop's status
+//   (event_atom, fleet_event)                  from the planner: logged
+//   (control_atom, caf::actor inbox, bool)     the training loop's inbox, and
+//                                              whether it has a checkpoint directory
+//   (loop_event_atom, std::string kind, step)  what the loop did: logged
+//   (control_atom, control_request)            -> (int32_t status, std::string text)
+//   (caf::get_atom) -> std::string             the console document (console_view.hpp)
 
 #include <chrono>
 #include <functional>
@@ -17,11 +24,18 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/console/controls.hpp"
 #include "actors/console/event_log.hpp"
+#include "schema/messages.hpp"
 
 namespace cleave {
 
 using console_status_atom = caf::atom_constant<caf::atom("cstatus")>;
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, control_request& x) {
+  return f(caf::meta::type_name("control_request"), x.kind, x.device);
+}
 
 struct console_state {
   nlohmann::json training;  // null until the first status
@@ -29,12 +43,16 @@ struct console_state {
   std::function<caf::actor()> detector;  // may return no actor: health is then left out
   event_log events{500};
   caf::actor subscribed_to;  // the planner whose events arrive here
+  bool controls_enabled = false;  // the endpoint has an admin token
+  caf::actor loop;                // the training loop's control inbox, once it is known
+  loop_state loop_view;
+  bool checkpoint_pending = false;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   static inline const char* name = "cleave.console";
 };
 
 caf::behavior console_actor(caf::stateful_actor<console_state>* self,
                             std::function<caf::actor()> planner,
-                            std::function<caf::actor()> detector);
+                            std::function<caf::actor()> detector, bool controls_enabled);
 
 }  // namespace cleave

@@ -2,18 +2,46 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace cleave {
 
+namespace {
+
+bool listed(const std::vector<int32_t>& ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+}  // namespace
+
+nlohmann::json render_plan(const plan& p) {
+  std::set<int32_t> devices;
+  for (const auto& a : p.tiles)
+    if (a.device >= 0) devices.insert(a.device);
+  return {{"m", p.problem.m},
+          {"n", p.problem.n},
+          {"k", p.problem.k},
+          {"role", to_string(p.problem.role)},
+          {"local", p.local},
+          {"grid", {p.grid_m, p.grid_n, p.grid_k}},
+          {"tiles", p.tiles.size()},
+          {"devices", std::vector<int32_t>(devices.begin(), devices.end())},
+          {"predicted_seconds", plan_seconds(p)},
+          {"bound", to_string(p.bound)}};
+}
+
 nlohmann::json render_console(const nlohmann::json& training, const planner_view& planner,
                               const std::vector<device_health>& health,
-                              const event_log& events) {
+                              const event_log& events, const control_view& controls) {
   std::map<int32_t, const device_health*> by_id;
   for (const auto& h : health) by_id[h.id] = &h;
   nlohmann::json devices = nlohmann::json::array();
   for (const auto& m : planner.members) {
-    const bool suspected =
-      std::find(planner.suspected.begin(), planner.suspected.end(), m.id) != planner.suspected.end();
+    // A suspected device is left out of plans whether draining or not: the
+    // suspicion is the more urgent news.
+    const char* state = listed(planner.suspected, m.id) ? "suspected"
+                        : listed(planner.draining, m.id) ? "draining"
+                                                         : "alive";
     nlohmann::json d = {{"id", m.id},
                         {"profile", m.profile.name},
                         {"flops", m.profile.flops},
@@ -21,7 +49,7 @@ nlohmann::json render_console(const nlohmann::json& training, const planner_view
                         {"downlink", m.profile.downlink},
                         {"uplink", m.profile.uplink},
                         {"latency", m.profile.latency},
-                        {"state", suspected ? "suspected" : "alive"}};
+                        {"state", state}};
     if (auto it = by_id.find(m.id); it != by_id.end()) {
       d["phi"] = it->second->phi;
       by_id.erase(it);
@@ -37,6 +65,7 @@ nlohmann::json render_console(const nlohmann::json& training, const planner_view
                           {"quorum_reached", planner.quorum},
                           {"alive", planner.members.size() - planner.suspected.size()},
                           {"suspected", planner.suspected.size()},
+                          {"draining", planner.draining.size()},
                           {"devices", std::move(devices)}};
   if (!planner.error.empty()) fleet["planner_error"] = planner.error;
   nlohmann::json log = nlohmann::json::array();
@@ -44,10 +73,19 @@ nlohmann::json render_console(const nlohmann::json& training, const planner_view
     nlohmann::json e = {{"time", ev.time}, {"kind", ev.kind}};
     if (ev.device >= 0) e["device"] = ev.device;
     if (ev.phi != 0) e["phi"] = ev.phi;
+    if (!ev.detail.empty()) e["detail"] = ev.detail;
     log.push_back(std::move(e));
   }
+  nlohmann::json plans = nlohmann::json::array();
+  for (const auto& p : planner.plans) plans.push_back(render_plan(p));
   return {{"training", training},
           {"fleet", std::move(fleet)},
+          {"plans", std::move(plans)},
+          {"controls", {{"enabled", controls.enabled},
+                        {"loop_attached", controls.loop.attached},
+                        {"checkpoints", controls.loop.has_checkpoint_dir},
+                        {"paused", controls.loop.paused},
+                        {"checkpoint_pending", controls.checkpoint_pending}}},
           {"events", std::move(log)},
           {"events_dropped", events.dropped()}};
 }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/console/controls.hpp"
 #include "actors/console/event_log.hpp"
 #include "actors/detector/detector_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
@@ -22,15 +23,30 @@ struct planner_view {
   bool quorum = false;
   std::vector<fleet_member> members;  // alive, suspected ones included
   std::vector<int32_t> suspected;
+  std::vector<int32_t> draining;  // an operator's drain: no new work
+  std::vector<plan> plans;        // the last plan per GEMM shape
+};
+
+// The controls as the console holds them.
+struct control_view {
+  bool enabled = false;  // an --admin-token is configured
+  loop_state loop;
+  bool checkpoint_pending = false;  // asked for, not yet written
 };
 
 // `training` is null before the first step. Devices the detector still
 // remembers but the planner dropped are listed as gone. `events` becomes
-// "events": [{"time", "kind", "device", "phi"}], oldest first ("device"
-// left out when the event is about no device, "phi" when it is 0), and
-// "events_dropped" counts those the log forgot.
+// "events": [{"time", "kind", "device", "phi", "detail"}], oldest first
+// ("device" left out when the event is about no device, "phi" when it is 0,
+// "detail" when empty), and "events_dropped" counts those the log forgot.
+// "plans" lists the planner's current plan per shape (grid, devices,
+// predicted time); "controls" what an operator may do and has asked.
 nlohmann::json render_console(const nlohmann::json& training, const planner_view& planner,
                               const std::vector<device_health>& health,
-                              const event_log& events = event_log(1));
+                              const event_log& events = event_log(1),
+                              const control_view& controls = {});
+
+// One plan as the console shows it.
+nlohmann::json render_plan(const plan& p);
 
 }  // namespace cleave

@@ -14,9 +14,11 @@ namespace cleave {
 
 struct console_event {
   double time = 0;     // seconds since the console started
-  std::string kind;    // "join", "suspect", "dead", "rejoin", "quarantined", "checkpoint", ...
+  std::string kind;    // "join", "suspect", "dead", "rejoin", "quarantined", "drain", "pause",
+                       // "paused", "resume", "resumed", "checkpoint", ...
   int32_t device = -1; // -1: not about one device
   double phi = 0;      // the detector's suspicion level when raised (0 if none)
+  std::string detail;  // e.g. the step of a checkpoint; empty if none
 };
 
 class event_log {

@@ -8,7 +8,9 @@
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/console/console_actor.hpp"
 #include "actors/console/console_page.hpp"
+#include "actors/console/controls.hpp"
 #include "actors/console/http_head.hpp"
 #include "actors/console/metrics_view.hpp"
 #include "schema/errors.hpp"
@@ -32,6 +34,10 @@ route route_of(const std::string& path) {
 }
 
 struct http_conn {
+  // The connection's number on this endpoint: a handle is its socket and is
+  // reused once closed, so a timeout names both, and one set for an earlier
+  // connection on the same socket finds another number and does nothing.
+  uint64_t serial = 0;
   std::string head;
   bool answering = false;  // the console was asked; further bytes are ignored
   // Answered while the client was still sending: closing now, with its bytes
@@ -44,6 +50,7 @@ struct endpoint_state {
   caf::actor console;
   console_endpoint_options opts;
   std::map<caf::io::connection_handle, http_conn> conns;
+  uint64_t accepted = 0;  // connections so far: the next one's serial
   static inline const char* name = "cleave.console_endpoint";
 };
 
@@ -68,11 +75,46 @@ void reply(endpoint_broker* self, caf::io::connection_handle hdl, int status,
   self->close(hdl);
 }
 
+// A control: its body (none is needed) is read to the end first, so that
+// closing after the answer does not reset the connection under it.
+void on_post(endpoint_broker* self, caf::io::connection_handle hdl, const http_head& head) {
+  auto& conn = self->state.conns[hdl];
+  const auto req = control_of_path(head.path);
+  if (!req) {
+    reply(self, hdl, 405, "text/plain",
+          "POST is for /api/control/pause, resume, checkpoint or drain/ID\n");
+    return;
+  }
+  if (head.chunked) {
+    reply(self, hdl, 411, "text/plain", "a POST body needs a Content-Length\n", true);
+    return;
+  }
+  if (head.content_length > max_http_body_bytes) {
+    reply(self, hdl, 413, "text/plain",
+          "a POST body is at most " + std::to_string(max_http_body_bytes) + " bytes\n", true);
+    return;
+  }
+  if (conn.head.size() < head.size + head.content_length) return;  // read more
+  if (auto no = refuse_unauthorized(self->state.opts.admin_token, head.authorization)) {
+    spdlog::info("console: control {} refused: {}", head.path, no->text.substr(0, no->text.size() - 1));
+    reply(self, hdl, no->status, "text/plain", no->text);
+    return;
+  }
+  conn.answering = true;
+  self->request(self->state.console, std::chrono::seconds(5), control_atom::value, *req)
+    .then([=](int32_t status, std::string& text) { reply(self, hdl, status, "text/plain", text); },
+          [=](caf::error& err) {
+            reply(self, hdl, 503, "text/plain", "console: " + self->system().render(err) + "\n");
+          });
+}
+
 void on_data(endpoint_broker* self, caf::io::new_data_msg& msg) {
   auto it = self->state.conns.find(msg.handle);
   if (it == self->state.conns.end() || it->second.answering || it->second.lingering) return;
   auto& conn = it->second;
-  const size_t room = max_http_head_bytes + 1 - std::min(conn.head.size(), max_http_head_bytes + 1);
+  // Room for one head and one capped body; the parser refuses a longer head.
+  constexpr size_t cap = max_http_head_bytes + max_http_body_bytes;
+  const size_t room = cap - std::min(conn.head.size(), cap);
   conn.head.append(msg.buf.data(), std::min(msg.buf.size(), room));
   auto head = parse_http_head(conn.head);
   if (!head) {
@@ -82,8 +124,12 @@ void on_data(endpoint_broker* self, caf::io::new_data_msg& msg) {
     return;
   }
   if (!*head) return;  // read more
+  if ((*head)->method == "POST") {
+    on_post(self, msg.handle, **head);
+    return;
+  }
   if ((*head)->method != "GET") {
-    reply(self, msg.handle, 405, "text/plain", "the console answers GET only\n");
+    reply(self, msg.handle, 405, "text/plain", "the console answers GET, and POST for controls\n");
     return;
   }
   const auto wanted = route_of((*head)->path);
@@ -134,14 +180,17 @@ caf::behavior endpoint(endpoint_broker* self, caf::io::doorman_ptr dm, caf::acto
         self->close(msg.handle);
         return;
       }
-      st.conns.emplace(msg.handle, http_conn{});
+      const uint64_t serial = ++st.accepted;
+      http_conn conn;
+      conn.serial = serial;
+      st.conns.emplace(msg.handle, std::move(conn));
       self->configure_read(msg.handle, caf::io::receive_policy::at_most(2048));
-      self->delayed_send(self, st.opts.head_timeout, head_timeout_atom::value, msg.handle);
+      self->delayed_send(self, st.opts.head_timeout, head_timeout_atom::value, msg.handle, serial);
     },
     [=](caf::io::new_data_msg& msg) { on_data(self, msg); },
-    [=](head_timeout_atom, caf::io::connection_handle hdl) {
+    [=](head_timeout_atom, caf::io::connection_handle hdl, uint64_t serial) {
       auto it = self->state.conns.find(hdl);
-      if (it == self->state.conns.end() || it->second.answering) return;
+      if (it == self->state.conns.end() || it->second.serial != serial || it->second.answering) return;
       self->state.conns.erase(it);
       self->close(hdl);  // a stalled client gets nothing; a lingering one has its answer
     },

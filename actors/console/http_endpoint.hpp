@@ -2,11 +2,13 @@
 // The admin console's port: `GET /` is answered with the page
 // (console_page.hpp), `GET /api/state` (also `/status`) with the console
 // actor's document as JSON, `GET /metrics` with the same in Prometheus' text
-// format (metrics_view.hpp).
+// format (metrics_view.hpp), and `POST /api/control/...` (controls.hpp) is
+// carried out by the console when it bears the admin token.
 //
 // Every port is hostile: a connection may send one request head of at most
-// max_http_head_bytes within head_timeout, and at most max_connections are
-// open at once. Anything else gets an error status (or nothing) and is closed.
+// max_http_head_bytes, and a body of at most max_http_body_bytes, within
+// head_timeout, and at most max_connections are open at once. Anything else
+// gets an error status (or nothing) and is closed.
 
 #include <chrono>
 #include <cstddef>
@@ -24,6 +26,7 @@ struct console_endpoint_options {
   std::string bind_address = "127.0.0.1";  // the console shows the fleet: loopback unless asked
   size_t max_connections = 16;
   caf::timespan head_timeout = std::chrono::seconds(5);
+  std::string admin_token;  // empty: every control is refused
 };
 
 // Listens on `port` (0: any free port) and returns the port bound.

@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
+#include "actors/console/http_head.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {
@@ -107,21 +107,11 @@ caf::expected<http_answer> parse_http_answer(std::string_view bytes) {
   out.reason = std::string(line.size() > 13 ? line.substr(13) : std::string_view{});
   out.body = std::string(bytes.substr(end + 4));
   // Content-Length, if sent, says whether the connection closed early.
-  for (size_t at = head.find("\r\n"); at != std::string_view::npos;) {
-    const auto next = head.find("\r\n", at + 2);
-    auto field = head.substr(at + 2, next == std::string_view::npos ? std::string_view::npos : next - at - 2);
-    at = next;
-    const auto colon = field.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string name(field.substr(0, colon));
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (name != "content-length") continue;
-    auto value = field.substr(colon + 1);
-    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (const auto field = header_field(head, "content-length"); !field.empty()) {
     char* stop = nullptr;
-    const std::string text(value);
+    const std::string text(field);
     const auto length = std::strtoull(text.c_str(), &stop, 10);
-    if (text.empty() || *stop != '\0') return fail("the answer has a malformed Content-Length");
+    if (*stop != '\0') return fail("the answer has a malformed Content-Length");
     if (out.body.size() < length)
       return fail("the answer was cut short (" + std::to_string(out.body.size()) + " of " +
                   std::to_string(length) + " bytes)");

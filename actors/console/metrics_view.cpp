@@ -119,6 +119,32 @@ constexpr scalar_family device_families[] = {
   {"flops", "cleave_device_flop_total", "counter", "Floating-point operations in the tiles the device completed."},
 };
 
+// training.shards, labelled by shard.
+constexpr scalar_family shard_families[] = {
+  {"step", "cleave_ps_shard_step", "gauge", "The step the parameter-server shard is at."},
+  {"bytes_down", "cleave_ps_shard_downlink_bytes_total", "counter", "Bytes the shard sent to devices."},
+  {"bytes_up", "cleave_ps_shard_uplink_bytes_total", "counter", "Bytes devices sent back to the shard."},
+  {"tiles", "cleave_ps_shard_tiles_total", "counter", "Tiles devices completed for the shard."},
+  {"memory_bytes", "cleave_ps_shard_memory_bytes", "gauge",
+   "Bytes the shard keeps for its parameter slices, their gradients and AdamW moments."},
+};
+
+// A family per entry of `families` over the objects of `rows` (a JSON
+// array), each sample labelled by label_of(row).
+template <size_t N, class Label>
+void write_rows(std::string& out, const json& rows, const scalar_family (&families)[N], Label label_of) {
+  if (!rows.is_array()) return;
+  for (const auto& f : families) {
+    std::vector<sample> samples;
+    for (const auto& row : rows) {
+      if (!row.is_object() || !row.contains(f.key)) continue;
+      auto n = number(row[f.key]);
+      if (!n.empty()) samples.push_back({label_of(row), n});
+    }
+    write_family(out, f.name, f.type, f.help, samples);
+  }
+}
+
 void write_training(std::string& out, const json& training) {
   if (!training.is_object()) return;
   for (const auto& f : training_families)
@@ -130,24 +156,37 @@ void write_training(std::string& out, const json& training) {
     write_family(out, "cleave_step_split_seconds", "gauge",
                  "Mean seconds per step in each part of it (predicted_*: the cost model's).", parts);
   }
-  const auto& devices = training.value("per_device", json());
-  if (!devices.is_array()) return;
-  for (const auto& f : device_families) {
-    std::vector<sample> samples;
-    for (const auto& d : devices) {
-      if (!d.is_object() || !d.contains("id") || !d.contains(f.key)) continue;
-      auto n = number(d[f.key]);
-      if (n.empty()) continue;
-      samples.push_back(
-        {labels({{"device", label_text(d["id"])}, {"profile", label_text(d.value("profile", json("")))}}), n});
-    }
-    write_family(out, f.name, f.type, f.help, samples);
+  write_rows(out, training.value("per_device", json()), device_families, [](const json& d) {
+    return labels({{"device", label_text(d.value("id", json("")))},
+                   {"profile", label_text(d.value("profile", json("")))}});
+  });
+  write_rows(out, training.value("shards", json()), shard_families, [](const json& s) {
+    return labels({{"shard", label_text(s.value("shard", json("")))}});
+  });
+}
+
+// The planner's current plans: one sample per GEMM shape and role.
+void write_plans(std::string& out, const json& plans) {
+  if (!plans.is_array()) return;
+  std::vector<sample> seconds, devices;
+  for (const auto& p : plans) {
+    if (!p.is_object()) continue;
+    const auto shape = label_text(p.value("m", json(0))) + "x" + label_text(p.value("n", json(0))) +
+                       "x" + label_text(p.value("k", json(0)));
+    const auto l = labels({{"shape", shape}, {"role", label_text(p.value("role", json("")))}});
+    if (auto n = number(p.value("predicted_seconds", json())); !n.empty()) seconds.push_back({l, n});
+    if (const auto& d = p.value("devices", json()); d.is_array())
+      devices.push_back({l, std::to_string(d.size())});
   }
+  write_family(out, "cleave_plan_predicted_seconds", "gauge",
+               "The planner's predicted time of its current plan for the GEMM shape.", seconds);
+  write_family(out, "cleave_plan_devices", "gauge",
+               "Devices the current plan for the GEMM shape gives tiles to (0: kept on the PS).", devices);
 }
 
 // The states console_view gives a device; each is always counted, so a
 // dashboard sees 0 rather than a gap.
-constexpr const char* known_states[] = {"alive", "suspected", "dead", "quarantined"};
+constexpr const char* known_states[] = {"alive", "suspected", "dead", "quarantined", "draining"};
 
 void write_fleet(std::string& out, const json& fleet) {
   if (!fleet.is_object()) return;
@@ -205,7 +244,10 @@ std::string render_metrics(const nlohmann::json& console_document) {
   std::string out;
   if (!console_document.is_object()) return out;
   write_training(out, console_document.value("training", json()));
+  write_family(out, "cleave_training_paused", "gauge", "1 while an operator has training paused.",
+               scalar(console_document.value("controls", json()), "paused"));
   write_fleet(out, console_document.value("fleet", json()));
+  write_plans(out, console_document.value("plans", json()));
   return out;
 }
 

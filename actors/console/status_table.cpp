@@ -11,7 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* states[] = {"alive", "suspected", "dead", "quarantined"};
+constexpr const char* states[] = {"alive", "suspected", "dead", "quarantined", "draining"};
 
 std::string fixed(double v, int decimals) {
   char buf[64];
@@ -61,7 +61,7 @@ std::string render_status_header(const json& doc) {
     if (row.fleet.contains("state")) ++by_state[text(row.fleet, "state")];
   std::string devices = "devices";
   for (const char* s : states) devices += std::string(s == states[0] ? " " : "/") + std::to_string(by_state[s]);
-  devices += " alive/suspected/dead/quarantined";
+  devices += " alive/suspected/dead/quarantined/draining";
   if (!training.is_object()) return "training not started  " + devices;
   return "step " + num(training, "step") + "  loss " + num(training, "loss", 4) + "  model " +
          text(training, "model") + "  " + devices + "  tiles " + num(training, "tiles") +

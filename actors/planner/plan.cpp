@@ -22,6 +22,18 @@ const char* to_string(plan_bound b) {
   return "unknown";
 }
 
+const char* to_string(gemm_role r) {
+  switch (r) {
+    case gemm_role::forward: return "forward";
+    case gemm_role::grad_input: return "grad_input";
+    case gemm_role::grad_weight: return "grad_weight";
+    case gemm_role::attn_scores: return "attn_scores";
+    case gemm_role::attn_values: return "attn_values";
+    case gemm_role::attn_grad: return "attn_grad";
+  }
+  return "unknown";
+}
+
 std::string format_numbers(const char* format, double a, double b, double c) {
   char buf[160];
   std::snprintf(buf, sizeof buf, format, a, b, c);

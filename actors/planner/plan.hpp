@@ -43,6 +43,7 @@ enum class plan_bound : uint8_t {
 };
 
 const char* to_string(plan_bound b);
+const char* to_string(gemm_role r);
 
 constexpr uint64_t gemm_element_bytes = 4;  // float32 operands and results
 

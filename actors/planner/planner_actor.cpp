@@ -12,18 +12,30 @@ namespace cleave {
 
 namespace {
 
+// Alive, not suspected, not draining: may be given work.
+bool usable(const planner_state& st, int32_t id) {
+  return st.suspected.count(id) == 0 && st.draining.count(id) == 0;
+}
+
 std::vector<device_view> views(const planner_state& st) {
   std::vector<device_view> out;
   for (const auto& [id, m] : st.alive)
-    if (st.suspected.count(id) == 0) out.push_back(device_view{id, m.profile, 0});
+    if (usable(st, id)) out.push_back(device_view{id, m.profile, 0});
   return out;
 }
 
 std::vector<fleet_member> members(const planner_state& st) {
   std::vector<fleet_member> out;
   for (const auto& [id, m] : st.alive)
-    if (st.suspected.count(id) == 0) out.push_back(m);
+    if (usable(st, id)) out.push_back(m);
   return out;
+}
+
+// Keeps `p` as the current plan of its shape and hands it out.
+plan remembered(planner_state& st, plan p) {
+  const auto& g = p.problem;
+  st.recent_plans[std::make_tuple(g.m, g.n, g.k, static_cast<int>(g.role))] = p;
+  return p;
 }
 
 // Applies a detector event to the registry; true when the usable fleet changed.
@@ -31,6 +43,7 @@ bool apply(planner_state& st, const fleet_event& ev) {
   switch (ev.kind) {
     case fleet_event_kind::dead:
       st.suspected.erase(ev.device);
+      st.draining.erase(ev.device);
       return st.alive.erase(ev.device) > 0;
     case fleet_event_kind::suspect:
       return st.alive.count(ev.device) > 0 && st.suspected.insert(ev.device).second;
@@ -47,8 +60,7 @@ void answer_waiters(caf::stateful_actor<planner_state>* self) {
   auto& st = self->state;
   // min_devices gates the first step only: a fleet that shrinks later must
   // not stall training (the PS computes what no device can take).
-  if (!st.quorum_reached
-      && static_cast<int>(st.alive.size() - st.suspected.size()) < st.opts.min_devices)
+  if (!st.quorum_reached && static_cast<int>(members(st).size()) < st.opts.min_devices)
     return;
   st.quorum_reached = true;
   for (auto& rp : st.waiting_for_fleet) rp.deliver(st.version, members(st));
@@ -96,6 +108,10 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       spdlog::debug("planner: device {} ({}) joined; {} alive", id, req.profile.name,
                     st.alive.size());
       answer_waiters(self);
+      // Subscribers hear of the join from here, not from the detector's
+      // echo of it: a subscriber that came meanwhile was already told.
+      const fleet_event joined{fleet_event_kind::join, id, 0};
+      for (auto& sub : st.subscribers) self->send(sub, event_atom::value, joined);
       return {welcome_atom::value, id, st.detector};
     },
     [=](event_atom, const fleet_event& ev) {
@@ -106,6 +122,7 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
                      to_string(ev.kind), st.alive.size(), st.suspected.size());
         answer_waiters(self);
       }
+      if (ev.kind == fleet_event_kind::join) return;  // announced at admission
       for (auto& sub : st.subscribers) self->send(sub, event_atom::value, ev);
     },
     [=](quarantine_atom, int32_t device, const std::string& why) {
@@ -117,13 +134,35 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
                    it->second.profile.name, why);
       st.alive.erase(it);
       st.suspected.erase(device);
+      st.draining.erase(device);
       ++st.version;
       self->send(st.detector, quarantine_atom::value, device);
       self->send(handle, quarantine_atom::value, why);
       const fleet_event ev{fleet_event_kind::quarantined, device, 0};
       for (auto& sub : st.subscribers) self->send(sub, event_atom::value, ev);
     },
-    [=](subscribe_atom, caf::actor sub) { self->state.subscribers.push_back(std::move(sub)); },
+    [=](subscribe_atom, caf::actor sub) {
+      // Members that joined before it subscribed are news to it too (a
+      // console started after an in-process fleet joined).
+      for (const auto& [id, m] : self->state.alive)
+        self->send(sub, event_atom::value, fleet_event{fleet_event_kind::join, id, 0});
+      self->state.subscribers.push_back(std::move(sub));
+    },
+    [=](drain_atom, int32_t device) -> caf::result<uint64_t> {
+      auto& st = self->state;
+      if (st.alive.count(device) == 0)
+        return fail("device " + std::to_string(device) + " is not in the fleet");
+      if (st.draining.insert(device).second) {
+        ++st.version;
+        spdlog::info("planner: device {} is draining: no new work for it", device);
+      }
+      return st.version;
+    },
+    [=](plans_atom) {
+      std::vector<plan> out;
+      for (const auto& [shape, p] : self->state.recent_plans) out.push_back(p);
+      return out;
+    },
     [=](detector_atom) { return self->state.detector; },
     [=](fleet_atom) {
       auto rp = self->make_response_promise();
@@ -132,15 +171,17 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       return rp;
     },
     [=](caf::get_atom)
-      -> caf::result<uint64_t, bool, std::vector<fleet_member>, std::vector<int32_t>> {
+      -> caf::result<uint64_t, bool, std::vector<fleet_member>, std::vector<int32_t>,
+                     std::vector<int32_t>> {
       const auto& st = self->state;
       std::vector<fleet_member> all;
       for (const auto& [id, m] : st.alive) all.push_back(m);
       return {st.version, st.quorum_reached, std::move(all),
-              std::vector<int32_t>(st.suspected.begin(), st.suspected.end())};
+              std::vector<int32_t>(st.suspected.begin(), st.suspected.end()),
+              std::vector<int32_t>(st.draining.begin(), st.draining.end())};
     },
     [=](plan_atom, const gemm_problem& g) {
-      return make_plan(g, views(self->state), self->state.opts.cost);
+      return remembered(self->state, make_plan(g, views(self->state), self->state.opts.cost));
     },
     [=](replace_atom, const plan& p, const std::vector<int32_t>& ids) {
       auto alive = views(self->state);
@@ -149,12 +190,12 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
                                    return std::find(ids.begin(), ids.end(), v.id) == ids.end();
                                  }),
                   alive.end());
-      return replace_plan(p, alive, self->state.opts.cost);
+      return remembered(self->state, replace_plan(p, alive, self->state.opts.cost));
     },
     [=](mirror_atom, const plan& forward, gemm_role role, const gemm_problem& g) {
       auto& st = self->state;
       auto alive = views(st);
-      return backward_plan(forward, role, g, alive, st.opts.cost).p;
+      return remembered(st, backward_plan(forward, role, g, alive, st.opts.cost).p);
     },
   };
 }
@@ -167,6 +208,7 @@ void add_planner_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<tile>("cleave::tile");
   cfg.add_message_type<assignment>("cleave::assignment");
   cfg.add_message_type<plan>("cleave::plan");
+  cfg.add_message_type<std::vector<plan>>("std::vector<cleave::plan>");
   cfg.add_message_type<std::vector<int32_t>>("std::vector<int32_t>");
 }
 

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -20,6 +21,7 @@ using plan_atom = caf::atom_constant<caf::atom("plan")>;
 using mirror_atom = caf::atom_constant<caf::atom("mirror")>;
 using replace_atom = caf::atom_constant<caf::atom("replace")>;
 using detector_atom = caf::atom_constant<caf::atom("detector")>;
+using plans_atom = caf::atom_constant<caf::atom("plans")>;
 
 struct fleet_member {
   int32_t id = -1;
@@ -69,6 +71,12 @@ struct planner_state {
   bool quorum_reached = false;  // min_devices were usable once
   std::map<int32_t, fleet_member> alive;
   std::set<int32_t> suspected;  // alive but left out of plans until they rejoin
+  // Alive and heartbeating, but given no new work (an operator's drain)
+  // until they leave; not a failure.
+  std::set<int32_t> draining;
+  // The last plan handed out for each (m, n, k, role): what the console
+  // shows as the current plans.
+  std::map<std::tuple<int64_t, int64_t, int64_t, int>, plan> recent_plans;
   std::vector<caf::actor> subscribers;  // PS engines: they act on events mid-GEMM
   std::vector<caf::response_promise> waiting_for_fleet;
   static inline const char* name = "cleave.planner";
@@ -80,16 +88,21 @@ struct planner_state {
 //   (event_atom, fleet_event)                                              from the detector
 //   (quarantine_atom, id, why)           from a PS engine: the device leaves the fleet for good;
 //                                        the detector, the device and subscribers are told
-//   (subscribe_atom, actor)              the actor receives every fleet event after the planner acted on it
+//   (subscribe_atom, actor)              the actor receives every fleet event after the planner acted
+//                                        on it, starting with a join for each member it has now
+//   (drain_atom, id)                     -> version: the device gets no new work from now on (it stays
+//                                           in the registry, shown draining); an error if unknown
 //   (fleet_atom)                         -> (version, vector<fleet_member>) once min_devices joined;
-//                                           suspected devices are left out
+//                                           suspected and draining devices are left out
 //   (plan_atom, gemm_problem)            -> plan
 //   (mirror_atom, plan, gemm_role, gemm_problem) -> plan (mirror, or a fresh plan when a device is gone)
 //   (replace_atom, plan, vector<int32_t> ids)   -> the plan's tiles placed on those of `ids` alive
 //   (detector_atom)                      -> the detector the planner uses (a ps's console
 //                                           asks it for the fleet's health)
+//   (plans_atom)                         -> vector<plan>: the last plan handed out per GEMM shape
 //   (caf::get_atom)                      -> (version, quorum reached, every member alive
-//                                           (suspected ones too), vector<int32_t> suspected)
+//                                           (suspected ones too), vector<int32_t> suspected,
+//                                           vector<int32_t> draining)
 caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_options opts,
                             caf::actor detector);
 

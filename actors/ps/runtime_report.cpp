@@ -4,6 +4,28 @@
 
 namespace cleave {
 
+device_traffic traffic_of(const runtime_accounts& acc) {
+  device_traffic t;
+  for (const auto& [id, a] : acc.devices) {
+    t.bytes_down += a.bytes_down;
+    t.bytes_up += a.bytes_up;
+    t.tiles += a.tiles;
+  }
+  return t;
+}
+
+nlohmann::json shard_report(const std::vector<runtime_accounts>& per_shard,
+                            const std::vector<uint64_t>& memory_bytes, int64_t step) {
+  auto out = nlohmann::json::array();
+  for (size_t s = 0; s < per_shard.size(); ++s) {
+    const auto t = traffic_of(per_shard[s]);
+    out.push_back({{"shard", s}, {"step", step}, {"bytes_down", t.bytes_down},
+                   {"bytes_up", t.bytes_up}, {"tiles", t.tiles},
+                   {"memory_bytes", s < memory_bytes.size() ? memory_bytes[s] : 0}});
+  }
+  return out;
+}
+
 void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_shards,
                         int64_t steps) {
   uint64_t down = 0, up = 0, hits = 0, operands = 0, tiles = 0;

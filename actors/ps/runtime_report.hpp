@@ -3,6 +3,7 @@
 // device, churn, and where the step's time went.
 
 #include <cstdint>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,5 +15,17 @@ namespace cleave {
 // evaluation), added to `report`.
 void add_runtime_report(nlohmann::json& report, const runtime_accounts& acc, int ps_shards,
                         int64_t steps);
+
+// What devices moved for one account: bytes sent to them and back, tiles.
+struct device_traffic {
+  uint64_t bytes_down = 0, bytes_up = 0, tiles = 0;
+};
+device_traffic traffic_of(const runtime_accounts& acc);
+
+// One entry per PS shard, for the console: its index, the step it is at,
+// its traffic with the devices and `memory_bytes[s]`, the bytes it keeps
+// for its parameters (0 where not given).
+nlohmann::json shard_report(const std::vector<runtime_accounts>& per_shard,
+                            const std::vector<uint64_t>& memory_bytes, int64_t step);
 
 }  // namespace cleave

@@ -42,6 +42,17 @@ void sharded_ps::on_attach() {
   }
 }
 
+std::vector<uint64_t> sharded_ps::shard_bytes() const {
+  std::vector<uint64_t> out(engines_.size(), 0);
+  for (const auto& o : owned_)
+    for (size_t s = 0; s < o.slices.size() && s < out.size(); ++s) {
+      const auto& sl = o.slices[s];
+      for (const tensor* t : {&sl.value, &sl.grad, &sl.adam_m, &sl.adam_v})
+        out[s] += static_cast<uint64_t>(t->rows() * t->cols()) * sizeof(float);
+    }
+  return out;
+}
+
 void sharded_ps::zero_grads() {
   for (parameter* p : params_) p->grad.zero();
   pool_.run([&](int s) {

@@ -41,6 +41,8 @@ class sharded_ps final : public gemm_engine<float>, public parameter_store {
   void update(const adamw_config& cfg, int64_t t, double grad_scale) override;
   // Gathers the moments into the parameters (a checkpoint holds whole tensors).
   void gather_moments() override;
+  // Each shard's slices with their gradients and moments.
+  std::vector<uint64_t> shard_bytes() const override;
   // Runs job(s) on every shard's thread at once.
   void for_each_shard(const std::function<void(int)>& job) { pool_.run(job); }
   // Seconds spent gathering, reducing and scattering between the shards.

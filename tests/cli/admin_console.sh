@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # The admin console of a running in-process fleet: `GET /api/state` (and
 # /status) on --admin shows the training's progress and accounts and every
-# device with its detector level, live; `GET /` is the HTML page, with no
-# external address and JS that node accepts; `GET /metrics` passes
-# promtool's checks (format and naming); `--role=status` prints a row per
-# device; a request that is not a small GET is refused; the run itself is
-# unaffected. With a churn file, the document's events show the death.
+# device with its detector level, live, in the schema of
+# console_state_schema.py; `GET /` is the HTML page, with no external
+# address and JS that node accepts; `GET /metrics` passes promtool's checks
+# (format and naming); `--role=status` prints a row per device; a request
+# that is not a small GET or a control is refused; every control without the
+# --admin-token, or with a wrong one, is 401 and changes nothing; pause,
+# resume and checkpoint with it are carried out between steps; the run itself
+# is unaffected. With a churn file, the document's events show the death.
 source "$(dirname "$0")/lib.sh"
 export CONSOLE_HTTP=$(cd "$(dirname "$0")" && pwd)  # console_http.py, shared by the checks below
 
+echo "console-test-token" > "$WORK/token"
 "$CLEAVE" --role=all --devices=4 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --model=mlp \
-  --steps=100000 --threads=1 --admin=127.0.0.1:0 > "$WORK/run.log" 2>&1 &
+  --steps=100000 --threads=1 --admin=127.0.0.1:0 --admin-token=@"$WORK/token" \
+  --checkpoint-dir="$WORK/ck" > "$WORK/run.log" 2>&1 &
 run=$!
-port=
-for _ in $(seq 1 500); do
-  port=$(grep -o "admin console: http://127.0.0.1:[0-9]*" "$WORK/run.log" | grep -o "[0-9]*$")
-  [[ -n $port ]] && break; sleep 0.02
-done
+port=$(console_port "$WORK/run.log")
 [[ -n $port ]] || { fail "no console port: $(tail -3 "$WORK/run.log")"; finish; }
 
 verdict=$(python3 - "$port" <<'PY'
@@ -48,6 +49,8 @@ if not all(d["state"] == "alive" and "phi" in d for d in fleet["devices"]):
     problems.append("a device without its state or phi")
 if doc["training"] and doc["training"].get("tiles", 0) <= 0:
     problems.append("no tiles in the accounts")
+from console_state_schema import check as schema_problems
+problems += [f"/api/state schema: {p}" for p in schema_problems(doc)]
 for bad, want in ((b"POST / HTTP/1.1\r\n\r\n", "405"), (b"A" * 20000, "431"),
                   (b"GET /x HTTP/1.1\r\n\r\n", "404")):
     status, _ = get(bad)
@@ -58,6 +61,61 @@ print(f"console saw steps {steps[0] if steps else None} .. {steps[-1] if steps e
 PY
 )
 [[ $verdict == ok ]] && echo "ok: the console shows the live fleet and training" || fail "$verdict"
+
+# The controls: 401 without the token or with a wrong one, and nothing
+# changes; with it, pause stops the steps, resume goes on, checkpoint writes
+# one at the next step boundary; each is in the event log with its time.
+verdict=$(python3 - "$port" "$(cat "$WORK/token")" "$WORK/ck" <<'PY'
+import json, os, sys, time
+sys.path.insert(0, os.environ["CONSOLE_HTTP"])
+from console_http import exchange, get
+port, token, ck = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def post(what, auth=None):
+    head = f"POST /api/control/{what} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+    if auth is not None: head += f"Authorization: {auth}\r\n"
+    status, body = exchange(port, (head + "\r\n").encode())
+    return status.split(b"\r\n")[0].decode(), body.decode().strip()
+def state(): return json.loads(get(port, "/api/state")[1])
+problems = []
+for what in ("pause", "resume", "checkpoint", "drain/1"):
+    for auth in (None, "Bearer wrong", "Bearer " + token[:-1], "Basic " + token, token):
+        status, _ = post(what, auth)
+        if "401" not in status: problems.append(f"{what} with {auth!r}: {status}, expected 401")
+doc = state()
+if doc["controls"]["paused"] or any(d["state"] != "alive" for d in doc["fleet"]["devices"]) \
+   or any(e["kind"] in ("pause", "drain", "checkpoint") for e in doc["events"]):
+    problems.append("a refused control changed something")
+status, text = post("pause", "Bearer " + token)
+if "200" not in status: problems.append(f"pause: {status} {text}")
+time.sleep(0.5)
+first = state(); time.sleep(1.0); second = state()
+if not second["controls"]["paused"] or second["training"]["step"] != first["training"]["step"]:
+    problems.append(f"paused, yet steps {first['training']['step']} -> {second['training']['step']}")
+if not any(e["kind"] == "paused" for e in second["events"]): problems.append("no 'paused' event")
+status, text = post("checkpoint", "Bearer " + token)
+if "200" not in status: problems.append(f"checkpoint: {status} {text}")
+status, text = post("resume", "Bearer " + token)
+if "200" not in status: problems.append(f"resume: {status} {text}")
+for _ in range(50):
+    doc = state()
+    if doc["training"]["step"] > second["training"]["step"] and \
+       any(e["kind"] == "checkpoint" and "detail" in e for e in doc["events"]): break
+    time.sleep(0.1)
+else: problems.append(f"after resume and checkpoint: step {doc['training']['step']}, events {doc['events'][-4:]}")
+if not os.listdir(ck): problems.append("checkpoint now wrote no file")
+kinds = [e["kind"] for e in doc["events"] if e["kind"] not in ("join", "suspect", "rejoin")]
+# The operator's requests, and what the loop did: paused, resumed, then
+# wrote the checkpoint before its next step.
+if kinds[:6] != ["pause", "paused", "checkpoint", "resume", "resumed", "checkpoint"]:
+    problems.append(f"event log: {kinds}")
+status, _ = post("resume", "Bearer " + token)
+if "409" not in status: problems.append(f"resume while running: {status}, expected 409")
+print("; ".join(problems) if problems else "ok")
+PY
+)
+[[ $verdict == ok ]] && echo "ok: controls: 401 without the right token; pause, checkpoint and resume carried out" \
+  || fail "controls: $verdict"
+grep -q "console: control pause accepted" "$WORK/run.log" || fail "the pause is not in the log"
 
 # The page: HTML, self-contained, and its script parses (node --check).
 python3 - "$port" "$WORK/page.html" "$WORK/page.js" <<'PY' || fail "GET /: $(cat "$WORK/page.err" 2>/dev/null)"
@@ -82,16 +140,7 @@ PY
 if ! command -v node >/dev/null; then fail "node is missing: the page's script cannot be checked"
 elif out=$(node --check "$WORK/page.js" 2>&1); then echo "ok: GET / is a self-contained page whose script node accepts"
 else fail "node --check on the page's script: $out"; fi
-# Optional: the live page in headless Chromium, when playwright-core is
-# reachable (NODE_PATH) and chromium installed: no script error, a row per
-# device, nothing fetched from elsewhere; a screenshot in $WORK (copied to
-# $CLEAVE_ARTIFACTS if set). Skipped, and said so, otherwise.
-if command -v chromium >/dev/null && node -e 'require.resolve("playwright-core")' 2>/dev/null; then
-  if out=$(node "$(dirname "$0")/page_screenshot.js" "http://127.0.0.1:$port/" "$WORK/console.png" 4 2>&1); then
-    echo "ok: headless Chromium drew the page ($(stat -c %s "$WORK/console.png") byte screenshot)"
-    [[ -n ${CLEAVE_ARTIFACTS:-} ]] && cp "$WORK/console.png" "$CLEAVE_ARTIFACTS/"
-  else fail "the page in headless Chromium: $out"; fi
-else echo "skip: no chromium or playwright-core (NODE_PATH): the page was not driven"; fi
+# The live page in a browser, with its controls: console_browser.sh.
 
 # /metrics, linted as Prometheus would read it. promtool comes with the
 # prometheus package (deploy/setup.sh installs it); without it this fails.
@@ -146,11 +195,7 @@ echo '{"events": [{"step": 20, "action": "die", "device": 2}]}' > "$WORK/churn.j
 "$CLEAVE" --role=all --devices=4 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --model=mlp \
   --steps=100000 --threads=1 --churn="$WORK/churn.json" --admin=127.0.0.1:0 > "$WORK/churn.log" 2>&1 &
 run=$!
-port=
-for _ in $(seq 1 500); do
-  port=$(grep -o "admin console: http://127.0.0.1:[0-9]*" "$WORK/churn.log" | grep -o "[0-9]*$")
-  [[ -n $port ]] && break; sleep 0.02
-done
+port=$(console_port "$WORK/churn.log")
 if [[ -z $port ]]; then fail "churn run: no console port: $(tail -3 "$WORK/churn.log")"
 else
   verdict=$(python3 - "$port" <<'PY'

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hostile peers against a ps's device edge, for tests/cli/hostile_ports.sh.
+"""Hostile peers against a ps's ports, for tests/cli/hostile_ports.sh.
 
     edge_attacker.py PORT PS_PID phase
 
@@ -8,7 +8,11 @@ forged headers (CAF BASP's and the project's framing) claiming up to 4 GiB
 one at a time and eight at once, and a flood of valid-looking results for
 tasks never sent from a peer that joined. Phase `during` runs while the
 devices train: 200 idle connections, a trickle of one byte a second, and the
-forged headers again. Each attack checks the ps closed the connection (or
+forged headers again. Phase `console` attacks the admin console's HTTP port
+(PORT is that port): a head without end past the 8 KiB cap, one sent a byte
+a second, a POST claiming a 1 GiB body and one sending 1 MiB, a chunked
+POST, a control without the token, and 200 connections at once; after
+each, GET /api/state still answers. Each attack checks the ps closed the connection (or
 kept it harmless) and the ps's peak resident memory (VmHWM) stays under
 1 GiB; the last line is `peak_rss_mib N`. Every loop is bounded in count and
 time, and only 127.0.0.1 is contacted.
@@ -166,11 +170,73 @@ def during():
     forged_headers()
 
 
+def status_of(s, limit=10.0):
+    """The status line the console answered on `s`, or '' if it closed first."""
+    s.settimeout(1)
+    got, end = b"", time.time() + limit
+    while time.time() < end:
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            continue
+        except (ConnectionResetError, BrokenPipeError):
+            break
+        if not chunk:
+            break
+        got += chunk
+        if b"\r\n" in got:
+            break
+    return got.split(b"\r\n")[0].decode(errors="replace")
+
+
+def console_answers():
+    s = connect()
+    send(s, b"GET /api/state HTTP/1.1\r\nHost: x\r\n\r\n")
+    ok = status_of(s) == "HTTP/1.1 200 OK"
+    s.close()
+    return ok
+
+
+def console():
+    for name, data, want in [
+            ("a head without end past 8 KiB", b"GET /" + b"a" * (64 << 10), "431"),
+            ("a POST claiming a 1 GiB body", b"POST /api/control/pause HTTP/1.1\r\nContent-Length: 1073741824\r\n\r\n", "413"),
+            ("a POST sending 1 MiB", b"POST /api/control/pause HTTP/1.1\r\nContent-Length: 1048576\r\n\r\n" + b"x" * (1 << 20), "413"),
+            ("a chunked POST", b"POST /api/control/pause HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nffffffff\r\n", "411"),
+            ("a control without the token", b"POST /api/control/pause HTTP/1.1\r\nContent-Length: 0\r\n\r\n", "401"),
+            ("a control with a wrong token", b"POST /api/control/drain/0 HTTP/1.1\r\nAuthorization: Bearer x\r\nContent-Length: 0\r\n\r\n", "401")]:
+        s = connect()
+        send(s, data)
+        status = status_of(s)
+        s.close()
+        check(want in status and console_answers(), f"{name}: {status or 'closed'}, then GET /api/state answers")
+    trickle = connect()
+    start = time.time()
+    for b in b"GET /api/state HTTP/1.1\r\n":
+        try:
+            trickle.send(bytes([b]))
+        except OSError:
+            break
+        if time.time() - start > 12:
+            break
+        time.sleep(1)
+    closed = closed_by_peer(trickle, 5)
+    check(closed and time.time() - start < 12, f"a head sent a byte a second: closed after {time.time() - start:.1f} s")
+    trickle.close()
+    many = [connect() for _ in range(200)]
+    open_ones = sum(1 for s in many if not closed_by_peer(s, 0.2))
+    check(open_ones <= 16, f"200 connections at once: {open_ones} kept open (at most 16)")
+    for s in many:
+        s.close()
+    time.sleep(0.2)
+    check(console_answers(), "after them all, GET /api/state answers")
+
+
 PORT, PS_PID, PHASE = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 stop = threading.Event()
 sampler = threading.Thread(target=sample_rss, daemon=True)
 sampler.start()
-{"before": before, "during": during}[PHASE]()
+{"before": before, "during": during, "console": console}[PHASE]()
 stop.set()
 sampler.join()
 check(peak[0] < 1 << 20, f"the ps's peak resident memory: {peak[0] // 1024} MiB (limit 1024)")

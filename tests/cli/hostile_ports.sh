@@ -7,7 +7,9 @@
 # results for tasks never sent, a trickle of one byte a second and 200 idle
 # connections. The ps stays up under 1 GiB resident, drops each attacker
 # with a log line, and trains to exactly the trajectory of the undisturbed
-# in-process run.
+# in-process run. Its admin console's port takes the same: heads past the
+# cap, a slow head, bodies past the cap, controls without the token and 200
+# connections (edge_attacker.py's `console` phase).
 source "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -17,11 +19,15 @@ train=(--model=mlp --steps=1500 --threads=1 --progress-seconds=30)
   --report="$WORK/inproc.json" || fail "in-process run failed"
 
 "$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices=4 "${cost[@]}" "${train[@]}" \
+  --admin=127.0.0.1:0 --admin-token=not-sent-by-the-attacker \
   --report="$WORK/attacked.json" > "$WORK/ps.log" 2>&1 &
 ps=$!
 port=$(wait_port "$WORK/ps.log")
 [[ -n $port ]] || fail "the ps did not start: $(cat "$WORK/ps.log")"
 python3 "$here/edge_attacker.py" "$port" "$ps" before || fail "attacks before training"
+admin_port=$(console_port "$WORK/ps.log")
+[[ -n $admin_port ]] || fail "the ps logged no console port"
+python3 "$here/edge_attacker.py" "$admin_port" "$ps" console || fail "attacks on the console"
 for i in 1 2 3 4; do
   "$CLEAVE" --role=device --connect="127.0.0.1:$port" --profile=fast --threads=1 --log-level=warn \
     --reconnect-seconds=0 &

@@ -15,14 +15,21 @@ finish() {
 # json FILE EXPR: evaluates a Python expression over the parsed document `d`.
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
-# wait_port LOG: prints the port a process logged it listens on (waits up to 10 s).
-wait_port() {
+# logged_port LOG TEXT: prints the port a process logged as TEXT followed by
+# the number (waits up to 10 s).
+logged_port() {
   for _ in $(seq 1 500); do
-    local p; p=$(grep -o "listening on port [0-9]*" "$1" 2>/dev/null | grep -o "[0-9]*$")
+    local p; p=$(grep -o "$2[0-9]*" "$1" 2>/dev/null | grep -o "[0-9]*$")
     [[ -n $p ]] && { echo "$p"; return; }
     sleep 0.02
   done
 }
+
+# wait_port LOG: the port a process logged it listens on.
+wait_port() { logged_port "$1" "listening on port "; }
+
+# console_port LOG: the port of the admin console a process logged.
+console_port() { logged_port "$1" "admin console: http://[0-9.]*:"; }
 
 # same_trajectory REF GOT: prints "equal" when report GOT sent tiles to devices
 # and its per-step losses are REF's bit for bit, else what differs.

@@ -148,7 +148,7 @@ function row_of(d, a, seconds) {
 }
 
 function state_class(state) {
-  return ["alive", "suspected", "dead", "quarantined"].includes(state) ? "s-" + state : "s-other";
+  return ["alive", "suspected", "dead", "quarantined", "draining"].includes(state) ? "s-" + state : "s-other";
 }
 
 function render_table(rows) {
@@ -175,6 +175,8 @@ function render_table(rows) {
       if (i === 1) td.style.textAlign = "left";
       tr.appendChild(td);
     });
+    tr.appendChild(drain_cell(r));
+    tr.dataset.device = String(r.id);
     body.appendChild(tr);
   }
   $("fleet").replaceChild(body, $("fleet").tBodies[0]);
@@ -182,6 +184,79 @@ function render_table(rows) {
     th.classList.toggle("sorted-asc", th.dataset.key === sort.key && sort.dir > 0);
     th.classList.toggle("sorted-desc", th.dataset.key === sort.key && sort.dir < 0);
   }
+}
+
+// A drain button for a device that still gets work.
+function drain_cell(r) {
+  const td = document.createElement("td");
+  if (r.state !== "alive" && r.state !== "suspected") return td;
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "drain";
+  button.textContent = "drain";
+  button.title = "give device " + r.id + " no new work";
+  button.addEventListener("click", () => control("drain/" + r.id));
+  td.appendChild(button);
+  return td;
+}
+
+// Sends a control with the token typed on the page (kept in the input
+// only: never stored) and shows the console's answer.
+async function control(what) {
+  const out = $("control-result");
+  try {
+    const answer = await fetch("/api/control/" + what, {
+      method: "POST", cache: "no-store",
+      headers: { "Authorization": "Bearer " + $("token").value.trim() },
+    });
+    const text = (await answer.text()).trim();
+    out.textContent = what + ": " + (answer.ok ? text : answer.status + " " + text);
+    out.className = answer.ok ? "" : "refused";
+  } catch (err) {
+    out.textContent = what + ": no answer (" + err.message + ")";
+    out.className = "refused";
+  }
+}
+
+function render_controls(doc) {
+  const c = doc.controls || {};
+  const t = doc.training;
+  $("h-run").textContent = !t ? "-" : c.paused ? "paused" : "running";
+  $("h-run").className = c.paused ? "s-suspected" : "";
+  $("b-pause").disabled = !c.enabled || !c.loop_attached || c.paused;
+  $("b-resume").disabled = !c.enabled || !c.loop_attached || !c.paused;
+  $("b-checkpoint").disabled = !c.enabled || !c.loop_attached || !c.checkpoints;
+  $("controls-note").textContent = !c.enabled ? "(off: the console was started without --admin-token)"
+    : !c.checkpoints ? "(checkpoint now needs a run with --checkpoint-dir)"
+    : c.checkpoint_pending ? "(a checkpoint is asked for)" : "";
+}
+
+function cell_row(cells, left) {
+  const tr = document.createElement("tr");
+  cells.forEach((text, i) => {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (left.includes(i)) td.style.textAlign = "left";
+    tr.appendChild(td);
+  });
+  return tr;
+}
+
+function render_ps(doc) {
+  const shards = document.createElement("tbody");
+  for (const s of ((doc.training && doc.training.shards) || []))
+    shards.appendChild(cell_row([String(s.shard), String(s.step), fixed(s.bytes_down / 1e6, 1),
+                                 fixed(s.bytes_up / 1e6, 1), String(s.tiles),
+                                 fixed(s.memory_bytes / 1e6, 2)], []));
+  $("shards").replaceChild(shards, $("shards").tBodies[0]);
+  const plans = document.createElement("tbody");
+  const sorted = (doc.plans || []).slice().sort((a, b) => a.m - b.m || a.n - b.n || a.k - b.k);
+  for (const p of sorted)
+    plans.appendChild(cell_row([p.m + "\u00d7" + p.n + "\u00d7" + p.k, p.role,
+                                p.local ? "local" : p.grid.join("\u00d7"), String(p.tiles),
+                                p.devices.length ? p.devices.join(" ") : "-",
+                                fixed(p.predicted_seconds * 1000, 3), p.bound], [0, 1, 4, 6]));
+  $("plans").replaceChild(plans, $("plans").tBodies[0]);
 }
 
 // Cold (idle) blue to hot (always busy) red.
@@ -212,8 +287,11 @@ function render_events(doc) {
     let text = "+" + elapsed(e.time) + "  " + e.kind;
     if (num(e.device) !== null) text += "  device " + e.device;
     if (num(e.phi) !== null) text += "  phi " + e.phi.toFixed(2);
+    if (typeof e.detail === "string") text += "  " + e.detail;
     li.textContent = text;
-    li.className = state_class(e.kind === "suspect" ? "suspected" : e.kind === "join" || e.kind === "rejoin" ? "alive" : e.kind);
+    li.className = e.kind === "drain" ? "s-draining"
+      : ["pause", "paused", "resume", "resumed", "checkpoint"].includes(e.kind) ? "s-control"
+      : state_class(e.kind === "suspect" ? "suspected" : e.kind === "join" || e.kind === "rejoin" ? "alive" : e.kind);
     return li;
   });
   list.replaceChildren(...items);
@@ -224,15 +302,16 @@ function render_events(doc) {
 
 function render_header(doc) {
   const t = doc.training || {};
-  const counts = { alive: 0, suspected: 0, dead: 0, quarantined: 0 };
+  const counts = { alive: 0, draining: 0, suspected: 0, dead: 0, quarantined: 0 };
   for (const d of ((doc.fleet && doc.fleet.devices) || []))
     if (d.state in counts) counts[d.state] += 1;
   $("h-model").textContent = t.model || "-";
   $("h-step").textContent = num(t.step) === null ? "-" : String(t.step);
   $("h-loss").textContent = fixed(t.loss, 4);
   $("h-elapsed").textContent = elapsed(t.seconds);
-  $("h-devices").textContent = counts.alive + " alive, " + counts.suspected + " suspected, " +
-                               counts.dead + " dead, " + counts.quarantined + " quarantined";
+  $("h-devices").textContent = counts.alive + " alive, " + counts.draining + " draining, " +
+                               counts.suspected + " suspected, " + counts.dead + " dead, " +
+                               counts.quarantined + " quarantined";
   for (const [id, key] of [["h-tiles", "tiles"], ["h-verified", "tiles_verified"],
                            ["h-rejected", "tiles_rejected"], ["h-quarantined", "devices_quarantined"]])
     $(id).textContent = num(t[key]) === null ? "-" : String(t[key]);
@@ -245,6 +324,8 @@ function render() {
   render_table(rows);
   render_heat(rows);
   render_events(lastDoc);
+  render_controls(lastDoc);
+  render_ps(lastDoc);
   draw_charts();
 }
 
@@ -271,12 +352,14 @@ async function poll() {
 
 function setup() {
   legend();
-  for (const th of document.querySelectorAll("#fleet th"))
+  for (const th of document.querySelectorAll("#fleet th[data-key]"))
     th.addEventListener("click", () => {
       sort = sort.key === th.dataset.key ? { key: sort.key, dir: -sort.dir } : { key: th.dataset.key, dir: 1 };
       render();
     });
   $("filter").addEventListener("input", render);
+  for (const what of ["pause", "resume", "checkpoint"])
+    $("b-" + what).addEventListener("click", () => control(what));
   draw_charts();
   poll();
 }
