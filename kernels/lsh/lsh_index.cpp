@@ -1,8 +1,11 @@
 #include "kernels/lsh/lsh_index.hpp"
 
 #include <algorithm>
+
 #include <stdexcept>
 #include <string>
+
+#include "kernels/gemm.hpp"
 
 namespace cleave {
 
@@ -76,11 +79,13 @@ lsh_index::lsh_index(const lsh_config& hash, int64_t dim, int32_t neurons, int32
 
 void lsh_index::rehash(const float* weights, int64_t ld) {
   tables_ = lsh_tables(config_.tables, bucket_size_, policy_, hash_->config().seed);
-  std::vector<uint32_t> codes(static_cast<size_t>(tables_.tables()));
-  for (int32_t j = 0; j < neurons_; ++j) {
-    hash_->codes(weights + static_cast<int64_t>(j) * ld, codes.data());
-    tables_.insert(j, codes.data());
-  }
+  // Every neuron's codes first (the neurons in parallel), then the tables.
+  const int64_t l = tables_.tables();
+  std::vector<uint32_t> codes(static_cast<size_t>(neurons_ * l));
+#pragma omp parallel for num_threads(compute_threads()) schedule(static)
+  for (int32_t j = 0; j < neurons_; ++j)
+    hash_->codes(weights + static_cast<int64_t>(j) * ld, codes.data() + j * l);
+  tables_.insert_all(codes.data(), neurons_);
 }
 
 void lsh_index::use_generation(uint64_t g) {
