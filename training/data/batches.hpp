@@ -32,6 +32,10 @@ class training_data {
   virtual int64_t xc_labels() const { return 0; }
 };
 
+// The sample numbers of evaluation batch `index` when `total` samples are cut
+// into batches of batch_size (the last one may be short).
+std::vector<int64_t> eval_batch_ids(int64_t index, int64_t batch_size, int64_t total);
+
 // Pixels are standardised with the training set's mean and deviation.
 std::unique_ptr<training_data> make_image_data(fashion_mnist data);
 

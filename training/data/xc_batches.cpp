@@ -22,12 +22,9 @@ class xc_data final : public training_data {
   }
 
   void fill_eval(int64_t index, int64_t batch_size, batch& out) const override {
-    const int64_t first = index * batch_size;
-    const int64_t count = std::min(batch_size, eval_samples_ - first);
-    std::vector<int64_t> ids(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i)
-      ids[static_cast<size_t>(i)] = (first + i) * d_.test.samples / eval_samples_;
-    fill(d_.test, ids.data(), count, out);
+    auto ids = eval_batch_ids(index, batch_size, eval_samples_);
+    for (auto& i : ids) i = i * d_.test.samples / eval_samples_;  // evenly spaced
+    fill(d_.test, ids.data(), static_cast<int64_t>(ids.size()), out);
   }
 
   bool is_classifier() const override { return true; }

@@ -267,13 +267,28 @@ class xc_model final : public model {
     }
     dh_.resize(n, hidden_);
     dh_.zero();
-    // One thread, in row order: rows share neurons, and the sums must not
-    // depend on the thread count.
+    const int threads = compute_threads();
+#pragma omp parallel num_threads(threads)
+    {
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < n; ++r)
+        active_grad_input(out_w_->value, active_[static_cast<size_t>(r)],
+                          active_dlogits_[static_cast<size_t>(r)].data(), dh_.data() + r * hidden_);
+      // Samples share neurons: each thread owns a range of rows and adds the
+      // samples into it in row order, the same sums for any thread count.
+#pragma omp for schedule(static)
+      for (int t = 0; t < threads; ++t) {
+        const auto first = static_cast<int32_t>(labels_ * t / threads);
+        const auto end = static_cast<int32_t>(labels_ * (t + 1) / threads);
+        for (int64_t r = 0; r < n; ++r)
+          active_grad_weight(h_.data() + r * hidden_, active_[static_cast<size_t>(r)],
+                             active_dlogits_[static_cast<size_t>(r)].data(), first, end,
+                             out_w_->grad, out_b_->grad);
+      }
+    }
     double active_sum = 0;
     for (int64_t r = 0; r < n; ++r) {
       const auto k = static_cast<size_t>(r);
-      active_backward(h_.data() + r * hidden_, out_w_->value, active_[k], active_dlogits_[k].data(),
-                      dh_.data() + r * hidden_, out_w_->grad, out_b_->grad);
       active_sum += static_cast<double>(active_[k].size());
       traffic_.bytes_sum += sample_bytes(hidden_, static_cast<int64_t>(active_[k].size()), true);
     }
