@@ -56,7 +56,8 @@ caf::expected<std::unique_ptr<training_data>> load_training_data(const train_opt
     if (!c) return c.error();
     return make_text_data(std::move(*c), opts.model.context, opts.eval_tokens);
   }
-  return fail("unknown dataset '" + opts.dataset + "' (expected fashion-mnist or fortunes)");
+  return fail("unknown dataset '" + opts.dataset
+              + "' (expected fashion-mnist, fortunes, gcide-nextword, spell-670k or xc:DIR)");
 }
 
 trainer::trainer(train_options opts, training_data& data, gemm_engine<float>& eng,
