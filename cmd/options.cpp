@@ -19,24 +19,34 @@ cleave_config::cleave_config() {
   opt_group{custom_options_, "global"}
     .add(role, "role", "what this process runs: all = every role in one process; plan = predict a step on --fleet; simulate = training steps in virtual time")
     .add(devices, "devices", "emulated devices for --role=all (0: every GEMM runs locally)")
-    .add(model, "model", "mlp or gpt (default mlp; --role=all with no --model, --devices, --fleet or --profile runs the gpt demo)")
+    .add(model, "model", "mlp, gpt or xc (default mlp; --role=all with no --model, --devices, --fleet or --profile runs the gpt demo)")
     .add(scenario, "scenario", "the demo's scripted churn and lies: demo (default) or none")
     .add(gpt_shape, "shape", "gpt shape: small (d=256, 4 layers), opt-125m ... opt-30b")
-    .add(hidden, "hidden", "mlp hidden widths, comma-separated (default 512,256)")
+    .add(hidden, "hidden", "mlp hidden widths, comma-separated (default 512,256); xc: one width (default 128)")
     .add(context, "context", "gpt context length in tokens (default 128)")
     .add(vocab, "vocab", "gpt vocabulary (default 256: bytes; OPT uses 50272)")
-    .add(dataset, "dataset", "fashion-mnist (mlp default) or fortunes (gpt default)")
+    .add(dataset, "dataset", "fashion-mnist (mlp default), fortunes (gpt default), or for xc gcide-nextword (default), spell-670k or xc:DIR")
     .add(data_dir, "data-dir", "dataset directory (default: the Debian package's path)")
     .add(epochs, "epochs", "passes over the training set (mlp 5, gpt 1)")
     .add(steps, "steps", "stop after this many steps; overrides --epochs")
-    .add(batch, "batch", "samples (images or sequences) per step (mlp 64, gpt 16)")
-    .add(lr, "lr", "peak AdamW learning rate (mlp 1e-3, gpt 2e-3)")
+    .add(batch, "batch", "samples (images, sequences or xc samples) per step (mlp 64, gpt 16, xc 128)")
+    .add(lr, "lr", "peak AdamW learning rate (mlp and xc 1e-3, gpt 2e-3)")
     .add(weight_decay, "weight-decay", "AdamW decoupled weight decay (default 0.01)")
     .add(clip, "clip", "global gradient-norm clip, 0 disables (default 1.0)")
-    .add(warmup, "warmup", "linear warm-up steps before cosine decay (mlp 0, gpt 100)")
+    .add(warmup, "warmup", "linear warm-up steps before cosine decay (mlp and xc 0, gpt 100)")
     .add(seed, "seed", "seed for initialisation and data order (default 1)")
     .add(threads, "threads", "compute threads (default: every core)")
     .add(eval_tokens, "eval-tokens", "gpt: validation tokens scored at the end (default 131072)")
+    .add(eval_samples, "eval-samples", "xc: test samples scored at the end, every output neuron (default 10000)")
+    .add(dense, "dense", "xc: dense full softmax over every output neuron instead of sparse mode's LSH-sampled one")
+    .add(lsh, "lsh", "xc: hash family, dwta (default) or simhash")
+    .add(lsh_k, "lsh-k", "xc: hashes per table, K (default 6)")
+    .add(lsh_l, "lsh-l", "xc: hash tables, L (default 50)")
+    .add(bucket_size, "bucket-size", "xc: neuron ids a bucket holds (default 128)")
+    .add(bucket_policy, "bucket-policy", "xc: a full bucket's replacement, fifo (default) or reservoir")
+    .add(min_active, "min-active", "xc: active neurons per sample at least, topped up at random (default: 0.5% of the labels)")
+    .add(rehash_every, "rehash-every", "xc: steps between rehashes of the output neurons' weights, 0: never (default 50)")
+    .add(rebuild_every, "rebuild-every", "xc: steps between new hash functions, 0: never (default 1000)")
     .add(report, "report", "write a JSON summary of the run to this file")
     .add(checkpoint_dir, "checkpoint-dir", "directory for atomic checkpoints")
     .add(checkpoint_every, "checkpoint-every", "checkpoint every N steps (and at the end)")
@@ -111,6 +121,50 @@ caf::expected<std::vector<int64_t>> parse_widths(const std::string& text) {
   return out;
 }
 
+// Sparse mode's flags, checked; their defaults are xc_settings' (SLIDE's).
+caf::expected<xc_settings> to_xc_settings(const cleave_config& c) {
+  xc_settings xc;
+  xc.sparse = !c.dense;
+  if (c.lsh == "simhash") xc.lsh.family = lsh_family::simhash;
+  else if (!c.lsh.empty() && c.lsh != "dwta")
+    return fail("--lsh must be dwta or simhash, got '" + c.lsh + "'");
+  if (c.bucket_policy == "reservoir") xc.policy = bucket_policy::reservoir;
+  else if (!c.bucket_policy.empty() && c.bucket_policy != "fifo")
+    return fail("--bucket-policy must be fifo or reservoir, got '" + c.bucket_policy + "'");
+  struct count_flag {
+    const char* name;
+    int value, not_given, least;
+  };
+  for (const auto& f : {count_flag{"lsh-k", c.lsh_k, 0, 1}, {"lsh-l", c.lsh_l, 0, 1},
+                        {"bucket-size", c.bucket_size, 0, 1}, {"min-active", c.min_active, -1, 1},
+                        {"rehash-every", c.rehash_every, -1, 0},
+                        {"rebuild-every", c.rebuild_every, -1, 0},
+                        {"eval-samples", c.eval_samples, 0, 1}})
+    if (f.value != f.not_given && f.value < f.least)
+      return fail(std::string{"--"} + f.name + " must be at least " + std::to_string(f.least)
+                  + ", got " + std::to_string(f.value));
+  if (c.lsh_k != 0) xc.lsh.hashes = c.lsh_k;
+  if (c.lsh_l != 0) xc.lsh.tables = c.lsh_l;
+  if (c.bucket_size != 0) xc.bucket_size = c.bucket_size;
+  if (c.min_active != -1) xc.min_active = c.min_active;
+  if (c.rehash_every != -1) xc.schedule.rehash_every = c.rehash_every;
+  if (c.rebuild_every != -1) xc.schedule.rebuild_every = c.rebuild_every;
+  return xc;
+}
+
+// The sparse-mode flags mean nothing to the dense models.
+caf::error refuse_xc_flags(const cleave_config& c) {
+  const std::pair<const char*, bool> given[] = {
+    {"dense", c.dense}, {"lsh", !c.lsh.empty()}, {"lsh-k", c.lsh_k != 0},
+    {"lsh-l", c.lsh_l != 0}, {"bucket-size", c.bucket_size != 0},
+    {"bucket-policy", !c.bucket_policy.empty()}, {"min-active", c.min_active != -1},
+    {"rehash-every", c.rehash_every != -1}, {"rebuild-every", c.rebuild_every != -1},
+    {"eval-samples", c.eval_samples != 0}};
+  for (const auto& [flag, set] : given)
+    if (set) return fail(std::string{"--"} + flag + " belongs to --model=xc");
+  return caf::none;
+}
+
 }  // namespace
 
 caf::error resolve_defaults(cleave_config& c) {
@@ -136,7 +190,7 @@ caf::error resolve_defaults(cleave_config& c) {
       c.scenario = c.churn.empty() && c.churn_rate == 0 && c.byzantine.empty() ? "demo" : "none";
   }
   if (c.model.empty()) c.model = "mlp";
-  if (c.hidden.empty()) c.hidden = "512,256";
+  if (c.hidden.empty()) c.hidden = c.model == "xc" ? "128" : "512,256";
   if (c.gpt_shape.empty()) c.gpt_shape = "small";
   if (c.devices == cleave_config::devices_not_given) c.devices = 0;
   return caf::none;
@@ -165,17 +219,33 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
     auto shape = gpt_preset(c.gpt_shape, c.vocab, c.context);
     if (!shape) return shape.error();
     o.model = *shape;
+  } else if (c.model == "xc") {
+    o.model.kind = "xc";
+    auto widths = parse_widths(c.hidden);
+    if (!widths) return widths.error();
+    if (widths->size() != 1)
+      return fail("--hidden: xc has one hidden layer, got '" + c.hidden + "'");
+    o.model.hidden = *widths;
+    auto xc = to_xc_settings(c);
+    if (!xc) return xc.error();
+    o.xc = *xc;
   } else {
-    return fail("--model: unknown model '" + c.model + "' (expected mlp or gpt)");
+    return fail("--model: unknown model '" + c.model + "' (expected mlp, gpt or xc)");
   }
+  if (o.model.kind != "xc")
+    if (auto e = refuse_xc_flags(c)) return e;
   const bool lm = o.model.kind == "gpt";
-  o.dataset = c.dataset.empty() ? (lm ? "fortunes" : "fashion-mnist") : c.dataset;
+  const bool xc = o.model.kind == "xc";
+  o.dataset = !c.dataset.empty() ? c.dataset
+              : xc               ? "gcide-nextword"
+              : lm               ? "fortunes"
+                                 : "fashion-mnist";
   o.data_dir = c.data_dir;
   if (auto e = non_negative("steps", c.steps)) return e;
   if (c.epochs < -1) return fail("--epochs must be >= 0, got " + std::to_string(c.epochs));
   o.epochs = c.epochs >= 0 ? c.epochs : (lm ? 1 : 5);
   o.steps = c.steps;
-  o.batch = c.batch != 0 ? c.batch : (lm ? 16 : 64);
+  o.batch = c.batch != 0 ? c.batch : (lm ? 16 : xc ? 128 : 64);
   if (auto e = positive("batch", o.batch)) return e;
   o.adamw.lr = c.lr != 0 ? c.lr : (lm ? 2e-3 : 1e-3);
   if (!(o.adamw.lr > 0 && o.adamw.lr < 10)) return fail("--lr must be in (0, 10)");
@@ -188,10 +258,23 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   o.seed = static_cast<uint64_t>(c.seed);
   if (auto e = positive("eval-tokens", c.eval_tokens)) return e;
   o.eval_tokens = c.eval_tokens;
+  if (c.eval_samples != 0) o.eval_samples = c.eval_samples;
+  if (xc && (c.role != "all" || c.devices != 0 || !c.fleet.empty() || c.ps_shards != 1))
+    return fail("--model=xc trains in one process for now: --role=all, --devices=0, no --fleet and "
+                "--ps-shards=1 (model-lets on devices are issue 18's next step)");
   if (auto e = non_negative("checkpoint-every", c.checkpoint_every)) return e;
   o.checkpoint_dir = c.checkpoint_dir;
   o.checkpoint_every = c.checkpoint_every;
   o.resume = c.resume;
+  if (xc && o.xc.sparse && o.checkpoint_every > 0) {
+    // A checkpoint at a table refresh resumes bit for bit (xc.cpp, restored).
+    const int64_t period = o.xc.schedule.rehash_every > 0 ? o.xc.schedule.rehash_every
+                                                          : o.xc.schedule.rebuild_every;
+    if (period > 0 && o.checkpoint_every % period != 0)
+      return fail("--checkpoint-every (" + std::to_string(o.checkpoint_every)
+                  + ") must be a multiple of --rehash-every (" + std::to_string(period)
+                  + ") in sparse mode, so that a resume finds the hash tables it left");
+  }
   if (!(c.progress_seconds > 0)) return fail("--progress-seconds must be positive");
   o.progress_seconds = c.progress_seconds;
   return o;

@@ -40,6 +40,17 @@ class cleave_config : public caf::actor_system_config {
   int seed = 1;
   int threads = 0;       // 0: every core
   int eval_tokens = 131072;
+  // sparse mode (--model=xc); the sentinels mean "not given" (see to_train_options)
+  bool dense = false;          // xc: the full softmax instead of sparse mode
+  std::string lsh;             // dwta (default) or simhash
+  int lsh_k = 0;
+  int lsh_l = 0;
+  int bucket_size = 0;
+  std::string bucket_policy;   // fifo (default) or reservoir
+  int min_active = -1;
+  int rehash_every = -1;
+  int rebuild_every = -1;
+  int eval_samples = 0;
   std::string report;
   std::string checkpoint_dir;
   int checkpoint_every = 0;

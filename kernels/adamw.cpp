@@ -45,6 +45,20 @@ double sum_of_squares(const basic_tensor<T>& g) {
   return total;
 }
 
+template <class T>
+double sum_of_squares_rows(const basic_tensor<T>& g, const std::vector<int32_t>& rows) {
+  const int64_t cols = g.cols();
+  double total = 0;
+  for (int32_t r : rows) {
+    const T* q = g.data() + static_cast<int64_t>(r) * cols;
+    total += detail::lane_sum<double>(cols, [&](int64_t i) {
+      const double x = static_cast<double>(q[i]);
+      return x * x;
+    });
+  }
+  return total;
+}
+
 double clip_scale(double global_norm, double clip_norm) {
   return (clip_norm > 0 && global_norm > clip_norm) ? clip_norm / (global_norm + 1e-6) : 1.0;
 }
@@ -147,6 +161,7 @@ void adamw_update_rows(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tenso
 
 #define CLEAVE_INST(T)                                                                     \
   template double sum_of_squares<T>(const basic_tensor<T>&);                               \
+  template double sum_of_squares_rows<T>(const basic_tensor<T>&, const std::vector<int32_t>&); \
   template void adamw_update<T>(basic_tensor<T>&, const basic_tensor<T>&, basic_tensor<T>&, \
                                 basic_tensor<T>&, int64_t, const adamw_config&, double, bool); \
   template void adamw_update_rows<T>(basic_tensor<T>&, const basic_tensor<T>&, basic_tensor<T>&, \

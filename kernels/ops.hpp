@@ -105,6 +105,11 @@ struct adamw_config {
 template <class T>
 double sum_of_squares(const basic_tensor<T>& g);
 
+// The same over the listed rows of g only (a sparse-mode gradient is zero
+// elsewhere): each row summed in double, the rows in the order given.
+template <class T>
+double sum_of_squares_rows(const basic_tensor<T>& g, const std::vector<int32_t>& rows);
+
 // The factor every gradient is multiplied by so the global norm is at most
 // clip_norm (1 when clipping is off or not needed).
 double clip_scale(double global_norm, double clip_norm);

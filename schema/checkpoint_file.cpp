@@ -25,7 +25,7 @@ namespace cleave {
 
 std::string to_string(const model_config& cfg) {
   std::string out = cfg.kind;
-  if (cfg.kind == "mlp") {
+  if (cfg.kind == "mlp" || cfg.kind == "xc") {
     out += " " + std::to_string(cfg.inputs);
     for (auto h : cfg.hidden) out += "-" + std::to_string(h);
     out += "-" + std::to_string(cfg.classes);

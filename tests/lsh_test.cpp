@@ -287,3 +287,36 @@ TEST(lsh, refresh_schedule_rehashes_and_rebuilds_on_time) {
   s.rebuild_growth = 0.5;
   EXPECT_THROW(refresh_due(s, 1), std::invalid_argument);
 }
+
+// A run resumed from a checkpoint taken at a refresh step rebuilds the tables
+// the uninterrupted run had, from that step's weights alone (sparse mode's
+// bit-for-bit resume rests on it).
+TEST(lsh, resume_at_a_refresh_step_gives_the_uninterrupted_tables) {
+  const int64_t dim = 32;
+  const int32_t neurons = 500;
+  lsh_schedule s;
+  s.rehash_every = 5;
+  s.rebuild_every = 15;
+  rng r(7);
+  std::vector<float> w(static_cast<size_t>(neurons * dim));
+  lsh_config cfg;
+  cfg.hashes = 2;
+  cfg.tables = 8;
+  lsh_index running(cfg, dim, neurons, 16, bucket_policy::reservoir);
+  for (int64_t step = 1; step <= 30; ++step) {
+    for (auto& v : w) v = static_cast<float>(r.normal());
+    running.refresh(s, step, w.data(), dim);
+  }
+  EXPECT_EQ(last_refresh(s, 30), 30);
+  EXPECT_EQ(last_refresh(s, 33), 30);
+  EXPECT_EQ(rebuilds_by(s, 30), 2);
+  lsh_index resumed(cfg, dim, neurons, 16, bucket_policy::reservoir);
+  resumed.resume_at(s, 30, w.data(), dim);
+  EXPECT_EQ(resumed.generation(), running.generation());
+  std::vector<uint8_t> marks(neurons, 0);
+  for (int32_t j = 0; j < 40; ++j) {
+    rng a(j), b(j);
+    const float* q = w.data() + j * dim;
+    EXPECT_EQ(running.active(q, {}, 0, a, marks), resumed.active(q, {}, 0, b, marks)) << "query " << j;
+  }
+}

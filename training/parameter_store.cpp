@@ -1,5 +1,7 @@
 #include "training/parameter_store.hpp"
 
+#include <algorithm>
+
 #include "schema/errors.hpp"
 
 namespace cleave {
@@ -35,18 +37,33 @@ std::vector<uint64_t> parameter_store::shard_bytes() const {
 }
 
 void local_parameter_store::zero_grads() {
-  for (auto* p : params_) p->grad.zero();
+  for (auto* p : params_) {
+    if (!p->row_sparse) {
+      p->grad.zero();
+      continue;
+    }
+    const int64_t cols = p->grad.cols();
+    for (int32_t r : p->touched_rows)
+      std::fill_n(p->grad.data() + static_cast<int64_t>(r) * cols, cols, 0.0f);
+    p->touched_rows.clear();
+  }
 }
 
 double local_parameter_store::reduce_gradients() {
   double sq = 0;
-  for (const auto* p : params_) sq += sum_of_squares(p->grad);
+  for (const auto* p : params_)
+    sq += p->row_sparse ? sum_of_squares_rows(p->grad, p->touched_rows) : sum_of_squares(p->grad);
   return sq;
 }
 
 void local_parameter_store::update(const adamw_config& cfg, int64_t t, double grad_scale) {
-  for (auto* p : params_)
-    adamw_update(p->value, p->grad, p->adam_m, p->adam_v, t, cfg, grad_scale, p->decay);
+  for (auto* p : params_) {
+    if (p->row_sparse)
+      adamw_update_rows(p->value, p->grad, p->adam_m, p->adam_v, p->touched_rows, t, cfg,
+                        grad_scale, p->decay);
+    else
+      adamw_update(p->value, p->grad, p->adam_m, p->adam_v, t, cfg, grad_scale, p->decay);
+  }
 }
 
 }  // namespace cleave

@@ -57,7 +57,8 @@ class parameter_store {
   std::unordered_map<std::string, parameter*> by_name_;
 };
 
-// Every parameter whole, in this process.
+// Every parameter in this process: whole, or only the rows a step touched
+// for a row_sparse one (sparse mode).
 class local_parameter_store final : public parameter_store {
  public:
   void zero_grads() override;

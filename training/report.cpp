@@ -5,8 +5,8 @@ namespace cleave {
 nlohmann::json make_report(const train_options& opts, const train_result& res, int devices,
                            int threads) {
   nlohmann::json j;
-  j["model"] = to_string(opts.model);
-  j["model_kind"] = opts.model.kind;
+  j["model"] = to_string(res.model);
+  j["model_kind"] = res.model.kind;
   j["dataset"] = opts.dataset;
   j["devices"] = devices;
   j["threads"] = threads;
@@ -25,6 +25,13 @@ nlohmann::json make_report(const train_options& opts, const train_result& res, i
   } else {
     j["val_loss"] = res.val_loss;
     j["unigram_loss"] = res.unigram_loss;
+  }
+  if (opts.model.kind == "xc") {
+    j["sparse"] = opts.xc.sparse;
+    j["p_at_1"] = res.p_at_1;
+    j["p_at_5"] = res.p_at_5;
+    j["active_fraction"] = res.active_fraction;
+    j["sparse_bytes_per_sample"] = res.sparse_bytes_per_sample;
   }
   j["losses"] = res.losses;
   j["step_seconds"] = res.step_seconds;

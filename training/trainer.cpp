@@ -31,6 +31,15 @@ std::string format_duration(double s) {
 }  // namespace
 
 caf::expected<std::unique_ptr<training_data>> load_training_data(const train_options& opts) {
+  if (is_xc_dataset(opts.dataset)) {
+    if (opts.model.kind != "xc") return fail("dataset " + opts.dataset + " needs --model=xc");
+    auto split = load_xc_dataset(opts.dataset, opts.data_dir.empty() ? default_xc_data_dir() : opts.data_dir);
+    if (!split) return split.error();
+    return make_xc_data(std::move(*split), opts.eval_samples);
+  }
+  if (opts.model.kind == "xc")
+    return fail("--model=xc needs an extreme-classification dataset (gcide-nextword, spell-670k or "
+                "xc:DIR), got '" + opts.dataset + "'");
   if (opts.dataset == "fashion-mnist") {
     if (opts.model.kind != "mlp") return fail("dataset fashion-mnist needs --model=mlp");
     auto d = load_fashion_mnist(opts.data_dir.empty() ? default_fashion_mnist_dir : opts.data_dir);
@@ -47,13 +56,18 @@ caf::expected<std::unique_ptr<training_data>> load_training_data(const train_opt
     if (!c) return c.error();
     return make_text_data(std::move(*c), opts.model.context, opts.eval_tokens);
   }
-  return fail("unknown dataset '" + opts.dataset + "' (expected fashion-mnist or fortunes)");
+  return fail("unknown dataset '" + opts.dataset
+              + "' (expected fashion-mnist, fortunes, gcide-nextword, spell-670k or xc:DIR)");
 }
 
 trainer::trainer(train_options opts, training_data& data, gemm_engine<float>& eng,
                  parameter_store& store)
     : opts_(std::move(opts)), data_(data), gemm_(eng), store_(store) {
-  auto m = make_model(opts_.model, opts_.seed, gemm_);
+  if (opts_.model.kind == "xc") {
+    opts_.model.inputs = data_.xc_features();
+    opts_.model.classes = data_.xc_labels();
+  }
+  auto m = make_model(opts_.model, opts_.seed, gemm_, opts_.xc);
   if (!m) {
     init_error_ = m.error();
     return;
@@ -138,6 +152,7 @@ caf::error trainer::restore() {
     epoch_ = static_cast<int64_t>(ck->epoch);
     index_in_epoch_ = static_cast<int64_t>(ck->index_in_epoch);
     restarts_ = ck->restarts + 1;
+    model_->restored(step_);
     spdlog::info("resumed from {} at step {}", path, step_);
     return caf::none;
   }
@@ -153,6 +168,7 @@ eval_totals trainer::evaluate() {
     auto t = model_->evaluate(b);
     sum.loss_sum += t.loss_sum;
     sum.correct += t.correct;
+    sum.precision_at_5_sum += t.precision_at_5_sum;
     sum.rows += t.rows;
   }
   return sum;
@@ -175,6 +191,7 @@ caf::expected<train_result> trainer::run() {
   if (auto err = store_.attach(model_->parameters())) return err;
 
   train_result res;
+  res.model = opts_.model;
   res.classifier = data_.is_classifier();
   res.parameters = model_->parameter_count();
   res.resumed_from_step = step_;
@@ -211,6 +228,7 @@ caf::expected<train_result> trainer::run() {
     adamw_config cfg = opts_.adamw;
     cfg.lr = learning_rate(step_);
     store_.update(cfg, step_ + 1, scale);
+    model_->after_update(step_ + 1);
     ++step_;
     index_in_epoch_ += opts_.batch;
     step_seconds.push_back(seconds_since(t0));
@@ -250,7 +268,19 @@ caf::expected<train_result> trainer::run() {
   const auto eval_start = clock_type::now();
   auto ev = evaluate();
   res.eval_seconds = seconds_since(eval_start);
-  if (res.classifier) {
+  if (const sparse_traffic* tr = model_->traffic(); tr && tr->samples > 0) {
+    res.active_fraction = tr->active_sum / tr->samples / static_cast<double>(opts_.model.classes);
+    res.sparse_bytes_per_sample = tr->bytes_sum / tr->samples;
+  }
+  if (opts_.model.kind == "xc") {
+    res.p_at_1 = static_cast<double>(ev.correct) / ev.rows;
+    res.p_at_5 = ev.precision_at_5_sum / ev.rows;
+    res.test_accuracy = res.p_at_1;
+    res.test_loss = ev.loss_sum / ev.rows;
+    spdlog::info("test P@1 {:.4f}, P@5 {:.4f}, test loss {:.4f}; active fraction {:.4f}, {:.0f} "
+                 "model-let bytes per sample", res.p_at_1, res.p_at_5, res.test_loss,
+                 res.active_fraction, res.sparse_bytes_per_sample);
+  } else if (res.classifier) {
     res.test_accuracy = static_cast<double>(ev.correct) / ev.rows;
     res.test_loss = ev.loss_sum / ev.rows;
     spdlog::info("test accuracy {:.4f}, test loss {:.4f}", res.test_accuracy, res.test_loss);

@@ -20,7 +20,7 @@ namespace cleave {
 
 struct train_options {
   model_config model;
-  std::string dataset;  // "fashion-mnist" or "fortunes"
+  std::string dataset;  // "fashion-mnist", "fortunes", or for xc "gcide-nextword", "spell-670k", "xc:DIR"
   std::string data_dir;
   int64_t epochs = 5;
   int64_t steps = 0;  // > 0: stop after this many steps, overriding epochs
@@ -29,6 +29,8 @@ struct train_options {
   int64_t warmup = 0;      // linear warm-up steps, then cosine decay to lr / 10
   uint64_t seed = 1;
   int64_t eval_tokens = 131072;  // language models: validation tokens scored
+  int64_t eval_samples = 10000;  // xc: test samples scored
+  xc_settings xc;                // xc: sparse mode or the dense full softmax
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;  // 0: only at the end (when a directory is set)
   bool resume = false;
@@ -36,6 +38,7 @@ struct train_options {
 };
 
 struct train_result {
+  model_config model;             // the shape trained (xc: sized by its data)
   int64_t steps = 0;              // optimizer steps taken in total
   int64_t resumed_from_step = 0;  // 0 unless --resume found a checkpoint
   uint64_t restarts = 0;          // resumes from checkpoints over the whole training
@@ -52,6 +55,10 @@ struct train_result {
   double val_loss = 0;
   double unigram_loss = 0;
   int64_t parameters = 0;
+  // xc: precision at 1 and 5 on the test split; mean active set over the
+  // labels and model-let bytes per sample over this run's training steps.
+  double p_at_1 = 0, p_at_5 = 0;
+  double active_fraction = 0, sparse_bytes_per_sample = 0;
 };
 
 // Loads the dataset named in opts (errors name the file and the problem).

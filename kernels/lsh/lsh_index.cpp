@@ -1,7 +1,11 @@
 #include "kernels/lsh/lsh_index.hpp"
 
+#include <algorithm>
+
 #include <stdexcept>
 #include <string>
+
+#include "kernels/gemm.hpp"
 
 namespace cleave {
 
@@ -30,11 +34,43 @@ lsh_refresh refresh_due(const lsh_schedule& s, int64_t step) {
   return lsh_refresh::none;
 }
 
+namespace {
+
+// Calls f(at) for each rebuild step up to `step`, in order.
+template <class F>
+void for_each_rebuild(const lsh_schedule& s, int64_t step, F&& f) {
+  if (s.rebuild_every <= 0) return;
+  double period = static_cast<double>(s.rebuild_every), at = period;
+  while (static_cast<int64_t>(at) <= step) {
+    f(static_cast<int64_t>(at));
+    period *= s.rebuild_growth;
+    at += period;
+  }
+}
+
+}  // namespace
+
+int64_t last_refresh(const lsh_schedule& s, int64_t step) {
+  refresh_due(s, 1);  // the schedule's own checks
+  int64_t last = s.rehash_every > 0 ? step - step % s.rehash_every : 0;
+  for_each_rebuild(s, step, [&](int64_t at) { last = std::max(last, at); });
+  return std::max<int64_t>(last, 0);
+}
+
+int64_t rebuilds_by(const lsh_schedule& s, int64_t step) {
+  refresh_due(s, 1);
+  int64_t n = 0;
+  for_each_rebuild(s, step, [&](int64_t) { ++n; });
+  return n;
+}
+
 lsh_index::lsh_index(const lsh_config& hash, int64_t dim, int32_t neurons, int32_t bucket_size,
                      bucket_policy policy)
     : config_(hash),
       dim_(dim),
       neurons_(neurons),
+      bucket_size_(bucket_size),
+      policy_(policy),
       hash_(std::make_unique<lsh_hash>(hash, dim)),
       tables_(hash.tables, bucket_size, policy, hash.seed) {
   if (neurons <= 0)
@@ -42,19 +78,31 @@ lsh_index::lsh_index(const lsh_config& hash, int64_t dim, int32_t neurons, int32
 }
 
 void lsh_index::rehash(const float* weights, int64_t ld) {
-  tables_.clear();
-  std::vector<uint32_t> codes(static_cast<size_t>(tables_.tables()));
-  for (int32_t j = 0; j < neurons_; ++j) {
-    hash_->codes(weights + static_cast<int64_t>(j) * ld, codes.data());
-    tables_.insert(j, codes.data());
-  }
+  tables_ = lsh_tables(config_.tables, bucket_size_, policy_, hash_->config().seed);
+  // Every neuron's codes first (the neurons in parallel), then the tables.
+  const int64_t l = tables_.tables();
+  std::vector<uint32_t> codes(static_cast<size_t>(neurons_ * l));
+#pragma omp parallel for num_threads(compute_threads()) schedule(static)
+  for (int32_t j = 0; j < neurons_; ++j)
+    hash_->codes(weights + static_cast<int64_t>(j) * ld, codes.data() + j * l);
+  tables_.insert_all(codes.data(), neurons_);
+}
+
+void lsh_index::use_generation(uint64_t g) {
+  generation_ = g;
+  lsh_config next = config_;
+  if (g > 0) next.seed = derive_seed(config_.seed, g);
+  hash_ = std::make_unique<lsh_hash>(next, dim_);
 }
 
 void lsh_index::rebuild(const float* weights, int64_t ld) {
-  ++generation_;
-  lsh_config next = config_;
-  next.seed = derive_seed(config_.seed, generation_);
-  hash_ = std::make_unique<lsh_hash>(next, dim_);
+  use_generation(generation_ + 1);
+  rehash(weights, ld);
+}
+
+void lsh_index::resume_at(const lsh_schedule& schedule, int64_t step, const float* weights,
+                          int64_t ld) {
+  use_generation(static_cast<uint64_t>(rebuilds_by(schedule, step)));
   rehash(weights, ld);
 }
 

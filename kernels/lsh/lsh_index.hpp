@@ -29,6 +29,11 @@ enum class lsh_refresh : uint8_t { none, rehash, rebuild };
 // or a growth below 1.
 lsh_refresh refresh_due(const lsh_schedule& s, int64_t step);
 
+// The last step at or before `step` at which a refresh fell (0: none yet),
+// and the rebuilds up to and including `step`: the hash generation then.
+int64_t last_refresh(const lsh_schedule& s, int64_t step);
+int64_t rebuilds_by(const lsh_schedule& s, int64_t step);
+
 class lsh_index {
  public:
   // neurons > 0; dim is the length of a neuron's weight vector.
@@ -41,6 +46,12 @@ class lsh_index {
   void rebuild(const float* weights, int64_t ld);
   // Applies refresh_due(schedule, step); returns what it did.
   lsh_refresh refresh(const lsh_schedule& schedule, int64_t step, const float* weights, int64_t ld);
+  // The index refresh() leaves at a refresh step `step` whose weights these
+  // are: that step's generation of hash functions over them. A rehash
+  // restarts the buckets' random draws from the generation's seed, so the
+  // tables depend only on the weights and the generation, and a run resumed
+  // from a checkpoint taken at a refresh step rebuilds them exactly.
+  void resume_at(const lsh_schedule& schedule, int64_t step, const float* weights, int64_t ld);
 
   // x's codes, one per table (x has dim floats).
   void codes(const float* x, uint32_t* out) const { hash_->codes(x, out); }
@@ -53,9 +64,14 @@ class lsh_index {
   uint64_t generation() const { return generation_; }
 
  private:
+  // The hash functions of generation g (0: the configured seed).
+  void use_generation(uint64_t g);
+
   lsh_config config_;
   int64_t dim_;
   int32_t neurons_;
+  int32_t bucket_size_;
+  bucket_policy policy_;
   uint64_t generation_ = 0;
   std::unique_ptr<lsh_hash> hash_;
   lsh_tables tables_;

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/gemm.hpp"
+
 namespace cleave {
 
 const char* to_string(bucket_policy p) {
@@ -11,27 +13,41 @@ const char* to_string(bucket_policy p) {
 }
 
 lsh_tables::lsh_tables(int32_t tables, int32_t bucket_size, bucket_policy policy, uint64_t seed)
-    : bucket_size_(bucket_size), policy_(policy), draw_(derive_seed(seed, 0xb0c)) {
+    : bucket_size_(bucket_size), policy_(policy) {
   if (tables <= 0 || bucket_size <= 0)
     throw std::invalid_argument("lsh: tables and bucket size must be positive, got "
                                 + std::to_string(tables) + " and " + std::to_string(bucket_size));
   tables_.resize(static_cast<size_t>(tables));
+  const uint64_t base = derive_seed(seed, 0xb0c);
+  for (int32_t t = 0; t < tables; ++t) draws_.emplace_back(derive_seed(base, static_cast<uint64_t>(t)));
+}
+
+void lsh_tables::insert_into(size_t t, int32_t id, uint32_t code) {
+  const auto cap = static_cast<size_t>(bucket_size_);
+  auto& b = tables_[t][code];
+  ++b.seen;
+  if (b.ids.size() < cap) {
+    b.ids.push_back(id);
+  } else if (policy_ == bucket_policy::fifo) {
+    b.ids[b.next] = id;
+    b.next = static_cast<uint32_t>((b.next + 1) % cap);
+  } else {
+    const uint64_t slot = draws_[t].below(b.seen);
+    if (slot < cap) b.ids[slot] = id;
+  }
 }
 
 void lsh_tables::insert(int32_t id, const uint32_t* codes) {
-  const auto cap = static_cast<size_t>(bucket_size_);
-  for (size_t t = 0; t < tables_.size(); ++t) {
-    auto& b = tables_[t][codes[t]];
-    ++b.seen;
-    if (b.ids.size() < cap) {
-      b.ids.push_back(id);
-    } else if (policy_ == bucket_policy::fifo) {
-      b.ids[b.next] = id;
-      b.next = static_cast<uint32_t>((b.next + 1) % cap);
-    } else {
-      const uint64_t slot = draw_.below(b.seen);
-      if (slot < cap) b.ids[slot] = id;
-    }
+  for (size_t t = 0; t < tables_.size(); ++t) insert_into(t, id, codes[t]);
+}
+
+void lsh_tables::insert_all(const uint32_t* codes, int32_t count) {
+  const auto n = static_cast<int64_t>(tables_.size());
+#pragma omp parallel for num_threads(compute_threads()) schedule(dynamic, 1)
+  for (int64_t t = 0; t < n; ++t) {
+    tables_[static_cast<size_t>(t)].reserve(static_cast<size_t>(count));
+    for (int32_t id = 0; id < count; ++id)
+      insert_into(static_cast<size_t>(t), id, codes[static_cast<int64_t>(id) * n + t]);
   }
 }
 

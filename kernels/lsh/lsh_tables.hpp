@@ -23,6 +23,9 @@ class lsh_tables {
 
   // Puts `id` into its bucket in every table: codes[t] for table t.
   void insert(int32_t id, const uint32_t* codes);
+  // Inserts ids 0 .. count - 1 in order, id j's codes at codes + j * tables():
+  // the tables in parallel, each exactly as insert() one id at a time fills it.
+  void insert_all(const uint32_t* codes, int32_t count);
   // Empties every bucket (the start of a rehash).
   void clear();
 
@@ -48,10 +51,12 @@ class lsh_tables {
     uint64_t seen = 0;  // ids ever offered to it (reservoir)
     uint32_t next = 0;  // the slot FIFO replaces next
   };
+  void insert_into(size_t t, int32_t id, uint32_t code);
+
   std::vector<std::unordered_map<uint32_t, bucket_state>> tables_;
   int32_t bucket_size_;
   bucket_policy policy_;
-  rng draw_;
+  std::vector<rng> draws_;  // one per table, so that tables fill independently
 };
 
 // The neurons (of `neurons`) an input works with: every id in its buckets,

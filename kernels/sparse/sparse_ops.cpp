@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/reproducible.hpp"
+
 namespace cleave {
 
 template <class T>
@@ -52,9 +54,9 @@ void active_logits(const T* h, const basic_tensor<T>& w, const basic_tensor<T>& 
   const int64_t in = w.cols();
   for (size_t j = 0; j < active.size(); ++j) {
     const T* wj = w.data() + static_cast<int64_t>(active[j]) * in;
-    T s = b[active[j]];
-    for (int64_t i = 0; i < in; ++i) s += wj[i] * h[i];
-    logits[j] = s;
+    // In lanes, so that the dot product vectorises (a plain sum in order
+    // cannot be reordered by the compiler).
+    logits[j] = b[active[j]] + detail::lane_sum<T>(in, [&](int64_t i) { return wj[i] * h[i]; });
   }
 }
 
@@ -99,20 +101,35 @@ double sampled_softmax_xent(const T* logits, const std::vector<int32_t>& active,
 }
 
 template <class T>
-void active_backward(const T* h, const basic_tensor<T>& w, const std::vector<int32_t>& active,
-                     const T* dlogits, T* dh, basic_tensor<T>& dw, basic_tensor<T>& db) {
+void active_grad_input(const basic_tensor<T>& w, const std::vector<int32_t>& active,
+                       const T* dlogits, T* dh) {
   const int64_t in = w.cols();
   for (size_t j = 0; j < active.size(); ++j) {
-    const int64_t row = active[j];
     const T d = dlogits[j];
-    const T* wj = w.data() + row * in;
-    T* gj = dw.data() + row * in;
-    for (int64_t i = 0; i < in; ++i) {
-      dh[i] += d * wj[i];
-      gj[i] += d * h[i];
-    }
-    db[row] += d;
+    const T* wj = w.data() + static_cast<int64_t>(active[j]) * in;
+    for (int64_t i = 0; i < in; ++i) dh[i] += d * wj[i];
   }
+}
+
+template <class T>
+void active_grad_weight(const T* h, const std::vector<int32_t>& active, const T* dlogits,
+                        int32_t first_row, int32_t end_row, basic_tensor<T>& dw,
+                        basic_tensor<T>& db) {
+  const int64_t in = dw.cols();
+  auto j = static_cast<size_t>(std::lower_bound(active.begin(), active.end(), first_row) - active.begin());
+  for (; j < active.size() && active[j] < end_row; ++j) {
+    const T d = dlogits[j];
+    T* gj = dw.data() + static_cast<int64_t>(active[j]) * in;
+    for (int64_t i = 0; i < in; ++i) gj[i] += d * h[i];
+    db[active[j]] += d;
+  }
+}
+
+template <class T>
+void active_backward(const T* h, const basic_tensor<T>& w, const std::vector<int32_t>& active,
+                     const T* dlogits, T* dh, basic_tensor<T>& dw, basic_tensor<T>& db) {
+  active_grad_input(w, active, dlogits, dh);
+  active_grad_weight(h, active, dlogits, 0, static_cast<int32_t>(dw.rows()), dw, db);
 }
 
 #define CLEAVE_INST(T)                                                                          \
@@ -126,7 +143,11 @@ void active_backward(const T* h, const basic_tensor<T>& w, const std::vector<int
   template double sampled_softmax_xent<T>(const T*, const std::vector<int32_t>&,                \
                                           const std::vector<int32_t>&, const softmax_stats&, T, T*); \
   template void active_backward<T>(const T*, const basic_tensor<T>&, const std::vector<int32_t>&, \
-                                   const T*, T*, basic_tensor<T>&, basic_tensor<T>&);
+                                   const T*, T*, basic_tensor<T>&, basic_tensor<T>&);       \
+  template void active_grad_input<T>(const basic_tensor<T>&, const std::vector<int32_t>&,    \
+                                     const T*, T*);                                         \
+  template void active_grad_weight<T>(const T*, const std::vector<int32_t>&, const T*, int32_t, \
+                                      int32_t, basic_tensor<T>&, basic_tensor<T>&);
 CLEAVE_INST(float)
 CLEAVE_INST(double)
 #undef CLEAVE_INST

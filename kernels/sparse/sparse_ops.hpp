@@ -70,6 +70,18 @@ double sampled_softmax_xent(const T* logits, const std::vector<int32_t>& active,
 template <class T>
 void active_backward(const T* h, const basic_tensor<T>& w, const std::vector<int32_t>& active,
                      const T* dlogits, T* dh, basic_tensor<T>& dw, basic_tensor<T>& db);
+// Its two halves, for callers that run them on threads: the input's
+// gradient (dh += ..., one sample's, independent of the others), and the
+// parameters' on the active neurons in [first_row, end_row) only (active is
+// ascending), so that threads owning disjoint row ranges can add a batch's
+// samples in sample order, the same sums for any thread count.
+template <class T>
+void active_grad_input(const basic_tensor<T>& w, const std::vector<int32_t>& active,
+                       const T* dlogits, T* dh);
+template <class T>
+void active_grad_weight(const T* h, const std::vector<int32_t>& active, const T* dlogits,
+                        int32_t first_row, int32_t end_row, basic_tensor<T>& dw,
+                        basic_tensor<T>& db);
 
 // The optimizer's side, AdamW on the rows a step touched, is
 // adamw_update_rows in kernels/ops.hpp.

@@ -46,3 +46,24 @@ elif got["losses"] != ref["losses"]:
 else: print("equal")
 PY
 }
+
+# make_xc_dir DIR: a small extreme-classification task in DIR (train.txt,
+# test.txt; 300 features, 40 labels): a key feature k < 40 among noise
+# features, labels k and, for half the samples, k + 1.
+make_xc_dir() {
+  mkdir -p "$1"
+  python3 - "$1" <<'PY'
+import random, sys
+def write(path, n, seed, features=300, labels=40):
+    r = random.Random(seed)
+    lines = [f"{n} {features} {labels}"]
+    for _ in range(n):
+        key = r.randrange(labels)
+        f = sorted({key} | {r.randrange(labels, features) for _ in range(2 + r.randrange(3))})
+        l = sorted({key, (key + 1) % labels} if r.randrange(2) else {key})
+        lines.append(",".join(map(str, l)) + " " + " ".join(f"{x}:{0.5 + r.random():.3f}" for x in f))
+    open(path, "w").write("\n".join(lines) + "\n")
+write(sys.argv[1] + "/train.txt", 2000, 1)
+write(sys.argv[1] + "/test.txt", 300, 2)
+PY
+}

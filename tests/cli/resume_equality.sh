@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A run killed with SIGKILL and resumed from its checkpoint reports, step for
-# step, exactly the losses of an uninterrupted run (mlp and gpt, and the mlp
-# with two PS shards); and a two-shard checkpoint resumes on one shard.
+# step, exactly the losses of an uninterrupted run (mlp and gpt, the mlp with
+# two PS shards, and the extreme classifier in sparse mode); and a two-shard
+# checkpoint resumes on one shard.
 source "$(dirname "$0")/lib.sh"
 
 check_model() {
@@ -47,6 +48,14 @@ check_model mlp --model=mlp --steps=300 --hidden=128,64
 check_model gpt --model=gpt --steps=120 --context=32 --batch=4 --eval-tokens=4096
 # Two PS shards: each slice's AdamW moments go into the checkpoint and back.
 check_model mlp-2-shards --model=mlp --steps=300 --hidden=128,64 --ps-shards=2
+# Sparse mode: the hash tables, rebuilt at resume from the checkpoint's
+# weights (taken at a refresh step, here a rebuild), are the uninterrupted
+# run's; reservoir
+# buckets and the random top-up draw from the seed and the step.
+make_xc_dir "$WORK/xc-task"
+check_model xc --model=xc --dataset=xc:"$WORK/xc-task" --hidden=16 --batch=32 --steps=400 \
+  --lsh-k=2 --lsh-l=4 --bucket-size=4 --bucket-policy=reservoir --min-active=8 \
+  --rehash-every=5 --rebuild-every=10
 
 # A checkpoint holds whole tensors: a run written by two shards resumes on
 # one, with the two-shard run's losses up to summation order.

@@ -1,5 +1,6 @@
 #include "training/data/batches.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace cleave {
@@ -30,11 +31,8 @@ class image_data final : public training_data {
   }
 
   void fill_eval(int64_t index, int64_t batch_size, batch& out) const override {
-    const int64_t first = index * batch_size;
-    const int64_t count = std::min(batch_size, d_.test.count - first);
-    std::vector<int64_t> ids(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) ids[static_cast<size_t>(i)] = first + i;
-    fill(d_.test, ids.data(), count, out);
+    const auto ids = eval_batch_ids(index, batch_size, d_.test.count);
+    fill(d_.test, ids.data(), static_cast<int64_t>(ids.size()), out);
   }
 
   bool is_classifier() const override { return true; }
@@ -79,11 +77,8 @@ class text_data final : public training_data {
   }
 
   void fill_eval(int64_t index, int64_t batch_size, batch& out) const override {
-    const int64_t first = index * batch_size;
-    const int64_t count = std::min(batch_size, eval_windows_ - first);
-    std::vector<int64_t> ids(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) ids[static_cast<size_t>(i)] = first + i;
-    fill(c_.val, ids.data(), count, out);
+    const auto ids = eval_batch_ids(index, batch_size, eval_windows_);
+    fill(c_.val, ids.data(), static_cast<int64_t>(ids.size()), out);
   }
 
   bool is_classifier() const override { return false; }
@@ -122,6 +117,14 @@ class text_data final : public training_data {
 };
 
 }  // namespace
+
+std::vector<int64_t> eval_batch_ids(int64_t index, int64_t batch_size, int64_t total) {
+  const int64_t first = index * batch_size;
+  const int64_t count = std::max<int64_t>(0, std::min(batch_size, total - first));
+  std::vector<int64_t> ids(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) ids[static_cast<size_t>(i)] = first + i;
+  return ids;
+}
 
 std::unique_ptr<training_data> make_image_data(fashion_mnist data) {
   return std::make_unique<image_data>(std::move(data));

@@ -1,11 +1,15 @@
 #include "training/models/model.hpp"
 
+#include <stdexcept>
+
 #include "schema/errors.hpp"
 
 namespace cleave {
 
 std::unique_ptr<model> make_mlp(const model_config& cfg, uint64_t seed, gemm_engine<float>& eng);
 std::unique_ptr<model> make_gpt(const model_config& cfg, uint64_t seed, gemm_engine<float>& eng);
+std::unique_ptr<model> make_xc(const model_config& cfg, uint64_t seed, gemm_engine<float>& eng,
+                               const xc_settings& xc);
 
 int64_t model::parameter_count() const {
   int64_t n = 0;
@@ -61,15 +65,41 @@ caf::error validate(const model_config& cfg) {
       return fail("gpt shape has " + std::to_string(params) + " parameters, over the limit");
     return caf::none;
   }
-  return fail("unknown model '" + cfg.kind + "' (expected mlp or gpt)");
+  if (cfg.kind == "xc") {
+    if (auto e = check_dim("xc hidden width", cfg.hidden.size() == 1 ? cfg.hidden[0] : 0)) return e;
+    // Features and labels come from the data, whose reader caps them.
+    if (cfg.inputs <= 0 || cfg.classes <= 0) return fail("xc needs features and labels from its dataset");
+    const double params = static_cast<double>(cfg.inputs + cfg.classes) * (cfg.hidden[0] + 1.0);
+    if (params > static_cast<double>(max_params))
+      return fail("xc shape has " + std::to_string(params) + " parameters, over the limit");
+    return caf::none;
+  }
+  return fail("unknown model '" + cfg.kind + "' (expected mlp, gpt or xc)");
+}
+
+caf::error validate(const xc_settings& xc, int64_t hidden) {
+  try {
+    check_lsh_config(xc.lsh, hidden);
+    refresh_due(xc.schedule, 1);
+  } catch (const std::invalid_argument& e) {
+    return fail(e.what());
+  }
+  if (xc.bucket_size <= 0) return fail("lsh: the bucket size must be positive");
+  if (xc.min_active < 0) return fail("xc: the minimum active set cannot be negative");
+  return caf::none;
 }
 
 }  // namespace
 
 caf::expected<std::unique_ptr<model>> make_model(const model_config& cfg, uint64_t seed,
-                                                 gemm_engine<float>& eng) {
+                                                 gemm_engine<float>& eng, const xc_settings& xc) {
   if (auto err = validate(cfg)) return err;
   if (cfg.kind == "mlp") return make_mlp(cfg, seed, eng);
+  if (cfg.kind == "xc") {
+    if (xc.sparse)
+      if (auto err = validate(xc, cfg.hidden[0])) return err;
+    return make_xc(cfg, seed, eng, xc);
+  }
   return make_gpt(cfg, seed, eng);
 }
 

@@ -15,23 +15,37 @@
 #include "kernels/gemm.hpp"
 #include "kernels/ops.hpp"
 #include "training/models/parameter.hpp"
+#include "training/models/xc_settings.hpp"
 #include "schema/model_config.hpp"
 
 namespace cleave {
 
 // One batch. Classifiers use `inputs` [rows, features] and `targets`;
-// language models use `tokens` and `targets` (rows = batch * context).
+// language models use `tokens` and `targets` (rows = batch * context); the
+// extreme classifier uses the CSR rows below (row r's features are
+// [feature_offsets[r], feature_offsets[r+1]), its labels likewise).
 struct batch {
   int64_t rows = 0;
   tensor inputs;
   std::vector<int32_t> tokens;
   std::vector<int32_t> targets;
+  std::vector<int64_t> feature_offsets, label_offsets;
+  std::vector<int32_t> feature_ids, label_ids;
+  std::vector<float> feature_values;
 };
 
 struct eval_totals {
   double loss_sum = 0;  // summed over rows
-  int64_t correct = 0;  // classifiers only
+  int64_t correct = 0;  // classifiers only (xc: rows whose top score is one of their labels)
+  double precision_at_5_sum = 0;  // xc only: summed over rows
   int64_t rows = 0;
+};
+
+// What sparse mode moved and touched over the training steps so far.
+struct sparse_traffic {
+  int64_t samples = 0;
+  double active_sum = 0;  // output neurons active, summed over samples
+  double bytes_sum = 0;   // model-let bytes (see xc.cpp), summed over samples
 };
 
 class model {
@@ -53,6 +67,14 @@ class model {
   // Forward only.
   virtual eval_totals evaluate(const batch& b) = 0;
 
+  // The store has applied optimizer step `step` (1-based): state derived
+  // from the weights (sparse mode's hash tables) follows them here.
+  virtual void after_update(int64_t /*step*/) {}
+  // A checkpoint taken after step `step` replaced the parameters' values.
+  virtual void restored(int64_t /*step*/) {}
+  // Sparse mode's figures; null for the dense models.
+  virtual const sparse_traffic* traffic() const { return nullptr; }
+
  protected:
   model(model_config cfg, gemm_engine<float>& eng) : config_(std::move(cfg)), gemm_(&eng) {}
   parameter& add_parameter(std::string name, int64_t rows, int64_t cols, bool decay);
@@ -63,9 +85,10 @@ class model {
 };
 
 // Validates cfg (positive sizes, heads dividing d_model, ...) and builds the
-// model with weights drawn from seed.
+// model with weights drawn from seed; `xc` configures the extreme classifier.
 caf::expected<std::unique_ptr<model>> make_model(const model_config& cfg, uint64_t seed,
-                                                 gemm_engine<float>& eng);
+                                                 gemm_engine<float>& eng,
+                                                 const xc_settings& xc = {});
 
 // Named transformer shapes: "small" (the default) and opt-125m ... opt-30b
 // (hidden / layers / heads / ffn as in shared/anchors/cloud-gpu.md).

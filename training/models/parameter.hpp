@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/tensor.hpp"
 
@@ -22,6 +23,12 @@ struct parameter {
   tensor adam_v;
   bool decay = false;  // AdamW weight decay applies to matrices, not biases or norms
   shard_axis shard_split = shard_axis::columns;
+  // Sparse mode: a step's gradient is zero outside `touched_rows` (listed
+  // by the model as it adds into them, ascending and distinct), so the store
+  // zeroes, sums and updates those rows alone and the step costs what it
+  // touched. false: the whole tensor, every step.
+  bool row_sparse = false;
+  std::vector<int32_t> touched_rows;
 };
 
 }  // namespace cleave

@@ -1,0 +1,217 @@
+// The extreme classifier (--model=xc): its backward pass against a finite
+// difference of its loss, sparse mode with every neuron active against the
+// dense full softmax over 50 training steps, and the row-sparse store's
+// promise that untouched rows keep their weights and moments.
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "kernels/random.hpp"
+#include "schema/errors.hpp"
+#include "tests/test_util.hpp"
+#include "training/data/xc_format.hpp"
+#include "training/parameter_store.hpp"
+#include "training/trainer.hpp"
+
+using namespace cleave;
+
+namespace {
+
+constexpr int64_t features = 300, labels = 40;
+
+// Samples with a key feature k < labels, whose labels are k and, for half of
+// them, k + 1, among 2 to 4 noise features: a task a few steps can learn.
+sparse_dataset random_xc(int64_t samples, uint64_t seed) {
+  rng r(seed);
+  sparse_dataset d;
+  d.samples = samples;
+  d.features = features;
+  d.labels = labels;
+  for (int64_t i = 0; i < samples; ++i) {
+    const auto key = static_cast<int32_t>(r.below(labels));
+    std::vector<int32_t> f{key}, l{key};
+    for (int k = 0; k < 2 + static_cast<int>(r.below(3)); ++k)
+      f.push_back(static_cast<int32_t>(labels + r.below(features - labels)));
+    std::sort(f.begin(), f.end());
+    f.erase(std::unique(f.begin(), f.end()), f.end());
+    if (r.below(2) == 1) l.push_back((key + 1) % labels);
+    std::sort(l.begin(), l.end());
+    for (int32_t id : f) {
+      d.feature_ids.push_back(id);
+      d.values.push_back(static_cast<float>(0.5 + r.uniform()));
+    }
+    d.label_ids.insert(d.label_ids.end(), l.begin(), l.end());
+    d.feature_offsets.push_back(static_cast<int64_t>(d.feature_ids.size()));
+    d.label_offsets.push_back(static_cast<int64_t>(d.label_ids.size()));
+  }
+  return d;
+}
+
+model_config tiny_xc() {
+  model_config cfg;
+  cfg.kind = "xc";
+  cfg.inputs = features;
+  cfg.hidden = {8};
+  cfg.classes = labels;
+  return cfg;
+}
+
+// Sparse mode with every neuron active computes the full softmax.
+xc_settings all_active() {
+  xc_settings xc;
+  xc.lsh.hashes = 2;
+  xc.lsh.tables = 4;
+  xc.min_active = labels;
+  return xc;
+}
+
+xc_settings dense() {
+  xc_settings xc;
+  xc.sparse = false;
+  return xc;
+}
+
+batch a_batch(uint64_t seed) {
+  auto data = make_xc_data({random_xc(12, seed), random_xc(1, seed + 1)}, 1);
+  std::vector<int64_t> ids(12);
+  for (int64_t i = 0; i < 12; ++i) ids[static_cast<size_t>(i)] = i;
+  batch b;
+  data->fill_train(ids.data(), 12, b);
+  return b;
+}
+
+// d/dt L(theta + t g / |g|) at t = 0 must equal |g|; the loss is summed in
+// double and the finite difference taken in double (as models_test does for
+// mlp and gpt). evaluate() scores every neuron, the loss all_active() and
+// dense() train on.
+void check_directional_derivative(const xc_settings& xc) {
+  auto m = make_model(tiny_xc(), 3, default_gemm_engine<float>(), xc);
+  ASSERT_TRUE(m) << describe(m.error());
+  auto b = a_batch(9);
+  local_parameter_store store;
+  ASSERT_FALSE(store.attach((*m)->parameters()));
+  store.zero_grads();
+  (*m)->train_batch(b);
+  const double norm = std::sqrt(store.reduce_gradients());
+  ASSERT_GT(norm, 0);
+  auto shift = [&](double t) {
+    for (auto& p : (*m)->parameters())
+      for (int64_t i = 0; i < p.value.size(); ++i)
+        p.value[i] += static_cast<float>(t * p.grad[i] / norm);
+  };
+  const double h = 1e-2;
+  shift(h);
+  const double up = (*m)->evaluate(b).loss_sum / static_cast<double>(b.rows);
+  shift(-2 * h);
+  const double down = (*m)->evaluate(b).loss_sum / static_cast<double>(b.rows);
+  shift(h);
+  const double numeric = (up - down) / (2 * h);
+  EXPECT_NEAR(numeric / norm, 1.0, 2e-2) << "numeric " << numeric << " analytic " << norm;
+}
+
+TEST(xc_model, dense_gradient_matches_finite_difference) { check_directional_derivative(dense()); }
+
+TEST(xc_model, sparse_gradient_matches_finite_difference) {
+  check_directional_derivative(all_active());
+}
+
+// The mean of the last 10 losses (one batch's loss is noisy).
+double tail_mean(const std::vector<double>& losses) {
+  double s = 0;
+  for (size_t i = losses.size() - 10; i < losses.size(); ++i) s += losses[i];
+  return s / 10;
+}
+
+train_result train_on(const std::string& dir, const xc_settings& xc, int64_t steps) {
+  train_options o;
+  o.model.kind = "xc";
+  o.model.hidden = {16};
+  o.dataset = "xc:" + dir;
+  o.steps = steps;
+  o.batch = 16;
+  o.adamw.lr = 5e-2;
+  o.xc = xc;
+  o.progress_seconds = 1e9;
+  auto data = load_training_data(o);
+  EXPECT_TRUE(data) << describe(data.error());
+  local_parameter_store store;
+  trainer t(o, **data, default_gemm_engine<float>(), store);
+  auto res = t.run();
+  EXPECT_TRUE(res) << describe(res.error());
+  return *res;
+}
+
+// The exactness test, in one process: with the active set forced to
+// every neuron, sparse mode's losses are the dense full softmax's.
+TEST(xc_model, sparse_with_every_neuron_active_follows_the_dense_softmax) {
+  cleave::testing::scratch_dir dir;
+  ASSERT_FALSE(write_xc(random_xc(800, 1), dir.file("train.txt")));
+  ASSERT_FALSE(write_xc(random_xc(100, 2), dir.file("test.txt")));
+  const auto sparse = train_on(dir.path(), all_active(), 50);
+  const auto full = train_on(dir.path(), dense(), 50);
+  ASSERT_EQ(sparse.losses.size(), 50u);
+  ASSERT_EQ(full.losses.size(), 50u);
+  for (size_t i = 0; i < 50; ++i)
+    EXPECT_NEAR(sparse.losses[i], full.losses[i], 1e-4 * std::abs(full.losses[i])) << "step " << i + 1;
+  EXPECT_LT(tail_mean(full.losses), 0.85 * full.losses.front()) << "nothing was learned";
+  EXPECT_DOUBLE_EQ(sparse.active_fraction, 1.0);
+  EXPECT_NEAR(sparse.p_at_1, full.p_at_1, 0.02);
+}
+
+// LSH sampling with a small active set still learns the task, and each step
+// touches only a fraction of the output layer.
+TEST(xc_model, sampled_softmax_learns_with_a_small_active_set) {
+  cleave::testing::scratch_dir dir;
+  ASSERT_FALSE(write_xc(random_xc(800, 1), dir.file("train.txt")));
+  ASSERT_FALSE(write_xc(random_xc(100, 2), dir.file("test.txt")));
+  xc_settings xc;
+  xc.lsh.hashes = 2;
+  xc.lsh.tables = 4;
+  xc.bucket_size = 4;
+  xc.min_active = 8;
+  xc.schedule = {10, 30, 1.0};
+  const auto res = train_on(dir.path(), xc, 150);
+  EXPECT_LT(res.active_fraction, 0.7);
+  EXPECT_GT(res.p_at_1, 0.3);
+  EXPECT_LT(tail_mean(res.losses), 0.7 * res.losses.front());
+}
+
+TEST(xc_model, untouched_rows_keep_their_weights_and_moments) {
+  auto m = make_model(tiny_xc(), 3, default_gemm_engine<float>(), dense());
+  ASSERT_TRUE(m) << describe(m.error());
+  local_parameter_store store;
+  ASSERT_FALSE(store.attach((*m)->parameters()));
+  auto& in_w = (*m)->parameters().front();
+  ASSERT_TRUE(in_w.row_sparse);
+  const tensor before = in_w.value;
+  auto b = a_batch(4);
+  for (int64_t t = 1; t <= 2; ++t) {
+    store.zero_grads();
+    (*m)->train_batch(b);
+    store.update(adamw_config{}, t, 1.0);
+  }
+  std::vector<uint8_t> seen(static_cast<size_t>(features), 0);
+  for (int32_t f : b.feature_ids) seen[static_cast<size_t>(f)] = 1;
+  ASSERT_FALSE(in_w.touched_rows.empty());
+  for (int64_t r = 0; r < features; ++r)
+    for (int64_t c = 0; c < in_w.value.cols(); ++c) {
+      const bool changed = in_w.value.at(r, c) != before.at(r, c);
+      if (!seen[static_cast<size_t>(r)]) {
+        ASSERT_FALSE(changed) << "row " << r << " was not in the batch";
+        ASSERT_EQ(in_w.adam_v.at(r, c), 0.0f);
+      }
+    }
+  EXPECT_EQ(in_w.touched_rows.size(),
+            static_cast<size_t>(std::count(seen.begin(), seen.end(), uint8_t{1})));
+}
+
+TEST(xc_model, bad_lsh_settings_are_refused_with_a_reason) {
+  xc_settings xc;
+  xc.lsh.hashes = 40;  // a DWTA code of 120 bits
+  auto m = make_model(tiny_xc(), 3, default_gemm_engine<float>(), xc);
+  ASSERT_FALSE(m);
+  EXPECT_NE(describe(m.error()).find("lsh:"), std::string::npos) << describe(m.error());
+}
+
+}  // namespace
