@@ -37,9 +37,10 @@ struct sim_config {
   int64_t batch = 1;
   int64_t steps = 1;
   std::vector<device_profile> fleet;
-  planner_config planner;           // ps_flops and the split rules (the links come from `shards`)
+  // ps_flops, ps_memory_bandwidth and the split rules; the links come from
+  // `shards` (each shard on a host of its own: ps_links = shards).
+  planner_config planner;
   std::vector<shard_links> shards;  // one per PS shard
-  double ps_memory_bandwidth = 2e10;  // bytes/s of the PS's memory (row-wise ops, optimizer)
   schedule_options schedule;
   detector_options detector;
 };
