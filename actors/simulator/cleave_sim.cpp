@@ -88,11 +88,12 @@ class sim_plans {
     const auto views = members(fleet);
     const auto cfg = config_of(s);
     if (e.problem.role == gemm_role::grad_input || e.problem.role == gemm_role::grad_weight) {
-      // The engine mirrors the layer's forward plan of the same step.
+      // The engine asks the planner to mirror the layer's forward plan of
+      // the same step; the planner answers with backward_plan, as here.
       for (size_t f = 0; f < i; ++f)
         if (gemms_[f].problem.role == gemm_role::forward && layer_of(gemms_[f].name) == layer_of(e.name)) {
           const plan& fwd = plans_[f * cfg_.shards.size() + static_cast<size_t>(s)];
-          if (auto p = mirror_plan(fwd, e.problem.role, g, views, cfg)) return std::move(*p);
+          return backward_plan(fwd, e.problem.role, g, views, cfg).p;
         }
     }
     return make_plan(g, views, cfg);

@@ -2,7 +2,8 @@
 // Cleave's training steps in virtual time. Each step issues every product
 // of step_gemms(model, batch) (its count of them, one after another), each
 // planned once per distinct shape and PS shard by the runtime's own planner
-// (make_plan; a backward product mirrors its forward plan, mirror_plan) and
+// (make_plan; a backward product as the planner actor answers the engine's
+// mirror request: backward_plan) and
 // re-placed on the members left when the fleet changes (replace_plan), as
 // the engine's plan_cache does. A product the plan keeps local costs its
 // FLOPs at the PS's FLOP/s; a split one runs as discrete events
