@@ -155,16 +155,23 @@ TEST(batch_sim, a_dead_device_s_tiles_move_when_the_detector_reports_it) {
   EXPECT_FALSE(fleet.devices()[1].member);
 }
 
+// gpt small (context 64, batch 4) on 8 devices of 1, 2 and 3 times `flops`
+// with 100 MB/s down, and a PS of 1e9 FLOP/s; the links are the caller's.
+sim_config small_gpt_on_eight(int64_t steps, double flops, double uplink, double latency) {
+  sim_config cfg;
+  cfg.model = *gpt_preset("small", 256, 64);
+  cfg.batch = 4;
+  cfg.steps = steps;
+  for (int i = 0; i < 8; ++i) cfg.fleet.push_back(profile(flops * (1 + i % 3), 1e8, uplink, latency));
+  cfg.planner.ps_flops = 1e9;
+  return cfg;
+}
+
 // No simulated step beats the step's GEMM FLOPs on the whole fleet and the
 // PS at once, or the bytes the PS sent through its egress.
 TEST(simulate_cleave, no_step_beats_the_physical_lower_bounds) {
   for (double egress : {5e7, 1e10}) {
-    sim_config cfg;
-    cfg.model = *gpt_preset("small", 256, 64);
-    cfg.batch = 4;
-    cfg.steps = 2;
-    for (int i = 0; i < 8; ++i) cfg.fleet.push_back(profile(1e11 * (1 + i % 3), 1e8, 5e7, 0.001));
-    cfg.planner.ps_flops = 1e9;
+    sim_config cfg = small_gpt_on_eight(2, 1e11, 5e7, 0.001);
     cfg.shards = {{egress, egress}, {egress, egress}};
     churn_feed none;
     auto res = simulate_cleave(cfg, none);
@@ -206,12 +213,7 @@ double unoverlapped_seconds(const step_prediction& pred) {
 TEST(simulate_cleave, agrees_with_predict_step_on_a_step_without_churn) {
   for (int shards : {1, 2}) {
     for (double egress : {2e7, 1e10}) {
-      sim_config cfg;
-      cfg.model = *gpt_preset("small", 256, 64);
-      cfg.batch = 4;
-      cfg.steps = 1;
-      for (int i = 0; i < 8; ++i) cfg.fleet.push_back(profile(1e10 * (1 + i % 3), 1e8, 2e7, 0.002));
-      cfg.planner.ps_flops = 1e9;
+      sim_config cfg = small_gpt_on_eight(1, 1e10, 2e7, 0.002);
       cfg.planner.ps_memory_bandwidth = 5e9;
       cfg.planner.ps_egress = cfg.planner.ps_ingress = egress;
       cfg.planner.ps_links = shards;
