@@ -9,6 +9,7 @@
 
 #include "actors/planner/step_report.hpp"
 #include "cmd/roles.hpp"
+#include "cmd/wiring.hpp"
 #include "schema/errors.hpp"
 #include "schema/json_file.hpp"
 #include "schema/profile.hpp"
@@ -25,15 +26,7 @@ int run_plan(const cleave_config& cfg, const train_options& opts) {
   devices.reserve(fleet->size());
   for (size_t i = 0; i < fleet->size(); ++i)
     devices.push_back(device_view{static_cast<int32_t>(i), (*fleet)[i], 0});
-  planner_config pc;
-  pc.ps_flops = cfg.ps_flops;
-  pc.ps_egress = cfg.ps_egress;
-  pc.ps_ingress = cfg.ps_egress;
-  pc.ps_links = cfg.ps_shards;  // a shard per host, each with its own link
-  pc.ps_memory_bandwidth = cfg.ps_memory_bandwidth;
-  pc.max_tiles_per_device = cfg.max_tiles_per_device;
-  pc.detection_seconds = 3.5 * cfg.heartbeat;  // the detector's least silence before "dead"
-  pc.pipelined_devices = cfg.pipelined_devices;
+  const planner_config pc = planned_fleet_cost(cfg);
   const auto t0 = std::chrono::steady_clock::now();
   auto last = t0;
   const auto progress = [&](size_t done, size_t total) {

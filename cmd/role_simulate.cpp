@@ -57,10 +57,8 @@ caf::expected<sim_config> simulation_of(const cleave_config& cfg, const train_op
   if (!(cfg.ps_memory_bandwidth > 0)) return fail("--ps-memory-bandwidth must be positive");
   if (cfg.recovery != "replay" && cfg.recovery != "restart")
     return fail("--recovery must be replay or restart, got '" + cfg.recovery + "'");
-  sc.planner = planner_opts(cfg, 0).cost;
-  const double ingress = cfg.ps_ingress > 0 ? cfg.ps_ingress : cfg.ps_egress;
-  sc.shards.assign(static_cast<size_t>(cfg.ps_shards), shard_links{cfg.ps_egress, ingress});
-  sc.ps_memory_bandwidth = cfg.ps_memory_bandwidth;
+  sc.planner = planned_fleet_cost(cfg);
+  sc.shards.assign(static_cast<size_t>(cfg.ps_shards), shard_links{sc.planner.ps_egress, sc.planner.ps_ingress});
   sc.schedule.tile_timeout_seconds = cfg.tile_timeout;
   sc.schedule.speculate_factor = cfg.speculate;
   sc.detector = detector_opts(cfg);

@@ -51,6 +51,16 @@ planner_options planner_opts(const cleave_config& cfg, int min_devices) {
   return o;
 }
 
+planner_config planned_fleet_cost(const cleave_config& cfg) {
+  planner_config pc = planner_opts(cfg, 0).cost;
+  pc.ps_ingress = cfg.ps_ingress > 0 ? cfg.ps_ingress : cfg.ps_egress;
+  pc.ps_links = cfg.ps_shards;
+  pc.ps_memory_bandwidth = cfg.ps_memory_bandwidth;
+  pc.detection_seconds = detector_opts(cfg).dead_min_silence_seconds;
+  pc.pipelined_devices = cfg.pipelined_devices;
+  return pc;
+}
+
 detector_options detector_opts(const cleave_config& cfg) {
   detector_options o;
   o.heartbeat_seconds = cfg.heartbeat;

@@ -25,6 +25,12 @@ namespace cleave {
 caf::actor registered(caf::actor_system& sys, const char* name);
 
 planner_options planner_opts(const cleave_config& cfg, int min_devices);
+// The planner's options for a fleet that is planned (--role=plan) or
+// simulated (--role=simulate), not run: every PS shard on a host of its own
+// (ps_links = --ps-shards), the detector's least silence as the cost of a
+// death, and the PS's memory bandwidth for its row-wise ops. One helper so
+// that a plan and a simulation of the same flags plan the same step.
+planner_config planned_fleet_cost(const cleave_config& cfg);
 detector_options detector_opts(const cleave_config& cfg);
 
 // The control-plane children every coordinator runs: detector, then planner.

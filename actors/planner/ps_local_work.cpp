@@ -1,5 +1,7 @@
 #include "actors/planner/ps_local_work.hpp"
 
+#include <algorithm>
+
 namespace cleave {
 
 namespace {
@@ -94,6 +96,11 @@ int64_t parameter_count(const model_config& cfg) {
   int64_t total = 0;
   for (size_t i = 0; i + 1 < widths.size(); ++i) total += widths[i] * widths[i + 1] + widths[i + 1];
   return total;
+}
+
+double ps_op_seconds(const ps_op& op, double ps_flops, double memory_bandwidth, int32_t shards) {
+  const double t = std::max(op.flops / ps_flops, op.bytes / memory_bandwidth);
+  return op.sharded ? t / std::max<int32_t>(1, shards) : t;
 }
 
 std::vector<ps_op> ps_local_ops(const model_config& cfg, int64_t batch) {

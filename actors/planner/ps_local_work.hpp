@@ -30,4 +30,12 @@ int64_t parameter_count(const model_config& cfg);
 // cfg.context tokens for gpt), forward and backward, one entry per kind.
 std::vector<ps_op> ps_local_ops(const model_config& cfg, int64_t batch);
 
+// One op's seconds per step on a PS of `ps_flops` FLOP/s and
+// `memory_bandwidth` bytes/s: whichever of its FLOPs or its bytes binds
+// (max(flops / ps_flops, bytes / memory_bandwidth)); a sharded op (the
+// optimizer) runs on every one of `shards` shards at once, each a 1/shards
+// slice. The planner's predict_step and the simulator both price the PS's
+// own work with it.
+double ps_op_seconds(const ps_op& op, double ps_flops, double memory_bandwidth, int32_t shards);
+
 }  // namespace cleave

@@ -116,8 +116,7 @@ step_prediction predict_step(const model_config& cfg, int64_t batch,
   }
   out.ps_ops = ps_local_ops(cfg, batch);
   for (const auto& op : out.ps_ops) {
-    double t = std::max(op.flops / pc.ps_flops, op.bytes / pc.ps_memory_bandwidth);
-    if (op.sharded) t /= out.shards;
+    const double t = ps_op_seconds(op, pc.ps_flops, pc.ps_memory_bandwidth, out.shards);
     out.ps_op_seconds.push_back(t);
     out.parts.ps_memory_ops += t;
   }

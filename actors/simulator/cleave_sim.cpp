@@ -66,11 +66,11 @@ class sim_plans {
 
  private:
   planner_config config_of(int s) const {
+    // Every shard on a host of its own: fair_share leaves each its whole link.
     planner_config c = cfg_.planner;
-    // fair_share divides the PS's links among the sharers: give each
-    // shard's own links back to it.
-    c.ps_egress = cfg_.shards[static_cast<size_t>(s)].egress * shards_;
-    c.ps_ingress = cfg_.shards[static_cast<size_t>(s)].ingress * shards_;
+    c.ps_links = shards_;
+    c.ps_egress = cfg_.shards[static_cast<size_t>(s)].egress;
+    c.ps_ingress = cfg_.shards[static_cast<size_t>(s)].ingress;
     return c;
   }
 
@@ -88,11 +88,12 @@ class sim_plans {
     const auto views = members(fleet);
     const auto cfg = config_of(s);
     if (e.problem.role == gemm_role::grad_input || e.problem.role == gemm_role::grad_weight) {
-      // The engine mirrors the layer's forward plan of the same step.
+      // The engine asks the planner to mirror the layer's forward plan of
+      // the same step; the planner answers with backward_plan, as here.
       for (size_t f = 0; f < i; ++f)
         if (gemms_[f].problem.role == gemm_role::forward && layer_of(gemms_[f].name) == layer_of(e.name)) {
           const plan& fwd = plans_[f * cfg_.shards.size() + static_cast<size_t>(s)];
-          if (auto p = mirror_plan(fwd, e.problem.role, g, views, cfg)) return std::move(*p);
+          return backward_plan(fwd, e.problem.role, g, views, cfg).p;
         }
     }
     return make_plan(g, views, cfg);
@@ -147,10 +148,8 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
   if (cfg.shards.empty()) return fail("simulate: no PS shard");
   if (cfg.fleet.empty()) return fail("simulate: the fleet has no devices");
   const auto gemms = step_gemms(cfg.model, cfg.batch);
-  const auto footprint = footprint_of(cfg.model);
   sim_result res;
-  res.ps = estimate_ps_work(footprint, cfg.batch, cfg.planner.ps_flops, cfg.ps_memory_bandwidth,
-                            static_cast<int>(cfg.shards.size()));
+  res.ps = estimate_ps_work(cfg.model, cfg.batch, cfg.planner, static_cast<int>(cfg.shards.size()));
   res.detection_seconds = detection_seconds(cfg.detector);
   res.total_flops_per_step = step_gemm_flops(gemms);
   sim_fleet fleet(cfg.fleet);

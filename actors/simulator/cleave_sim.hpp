@@ -2,7 +2,8 @@
 // Cleave's training steps in virtual time. Each step issues every product
 // of step_gemms(model, batch) (its count of them, one after another), each
 // planned once per distinct shape and PS shard by the runtime's own planner
-// (make_plan; a backward product mirrors its forward plan, mirror_plan) and
+// (make_plan; a backward product as the planner actor answers the engine's
+// mirror request: backward_plan) and
 // re-placed on the members left when the fleet changes (replace_plan), as
 // the engine's plan_cache does. A product the plan keeps local costs its
 // FLOPs at the PS's FLOP/s; a split one runs as discrete events
@@ -37,9 +38,10 @@ struct sim_config {
   int64_t batch = 1;
   int64_t steps = 1;
   std::vector<device_profile> fleet;
-  planner_config planner;           // ps_flops and the split rules (the links come from `shards`)
+  // ps_flops, ps_memory_bandwidth and the split rules; the links come from
+  // `shards` (each shard on a host of its own: ps_links = shards).
+  planner_config planner;
   std::vector<shard_links> shards;  // one per PS shard
-  double ps_memory_bandwidth = 2e10;  // bytes/s of the PS's memory (row-wise ops, optimizer)
   schedule_options schedule;
   detector_options detector;
 };

@@ -30,13 +30,6 @@ model_footprint gpt_footprint(const model_config& c) {
   head.activation_floats_per_sample = ctx * (2 * d + static_cast<double>(c.vocab));
   head.output_floats_per_sample = ctx * static_cast<double>(c.vocab);
   out.layers.push_back(head);
-  // Forward: per block two norms (read, write), the softmax over the scores,
-  // gelu, two residual adds and four bias adds; the final norm and the
-  // loss's softmax. Backward touches each about twice.
-  const double per_block = ctx * (2 * 2 * d + 2 * heads * ctx + 2 * ffn + 2 * 3 * d
-                                  + 2 * (3 * d + d + ffn + d));
-  const double tail = ctx * (2 * d + 2 * static_cast<double>(c.vocab));
-  out.rowwise_elements_per_sample = 3 * (static_cast<double>(c.layers) * per_block + tail);
   out.hidden_floats_per_sample = ctx * d;
   for (const auto& l : out.layers) out.parameters += l.parameters;
   return out;
@@ -56,7 +49,6 @@ model_footprint mlp_footprint(const model_config& c) {
     l.activation_floats_per_sample = in + o;
     l.output_floats_per_sample = o;
     out.layers.push_back(l);
-    out.rowwise_elements_per_sample += 3 * 3 * o;  // bias, activation, backward
     widest = std::max(widest, o);
   }
   out.hidden_floats_per_sample = widest;

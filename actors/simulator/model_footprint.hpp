@@ -1,8 +1,8 @@
 #pragma once
 // What a model costs without building it: its parameters, FLOPs and the
 // activations a training step keeps, layer by layer, from its model_config
-// alone (opt-30b's weights would need 120 GB). The simulator's PS work and
-// memory and the baselines' stage planning read it. It follows the models
+// alone (opt-30b's weights would need 120 GB). The simulator's PS memory and
+// the baselines' stage planning read it. It follows the models
 // in training/models/ (gpt: pre-LayerNorm blocks with biases, learned
 // positions, an untied head without bias; mlp: dense layers with biases).
 
@@ -26,9 +26,6 @@ struct layer_cost {
 struct model_footprint {
   std::vector<layer_cost> layers;  // gpt: embeddings, the blocks, the head; mlp: the dense layers
   uint64_t parameters = 0;
-  // Elements the PS's row-wise ops read and write per sample, forward and
-  // backward (norms, softmax, activation functions, residuals, biases, loss).
-  double rowwise_elements_per_sample = 0;
   double hidden_floats_per_sample = 0;  // one activation of the model's width per sample (all-reduces)
 };
 

@@ -1,15 +1,18 @@
 #pragma once
-// The PS's own work in one step besides the GEMMs, estimated from FLOPs and
-// bytes: the row-wise ops (norms, softmax, activation functions, residuals,
-// biases, loss) at the coordinator, memory-bound, and the AdamW update of
-// each shard's slice, both at whichever of the PS's FLOP/s or memory
-// bandwidth binds; and what each shard holds. One function: the simulator
-// and its report read the same numbers.
+// The PS's own work in one simulated step besides the GEMMs, and what each
+// shard holds. The work is the planner's: ps_local_ops
+// (actors/planner/ps_local_work.hpp) lists the step's row-wise ops and the
+// optimizer, op by op as training/models/ runs them, each priced by
+// ps_op_seconds (max of FLOPs / ps_flops and bytes / memory bandwidth; the
+// optimizer split among the shards). The simulator and predict_step so
+// charge the same seconds for it.
 
 #include <cstdint>
 #include <vector>
 
+#include "actors/planner/cost_model.hpp"
 #include "actors/simulator/model_footprint.hpp"
+#include "schema/model_config.hpp"
 
 namespace cleave {
 
@@ -22,10 +25,8 @@ struct ps_work {
   std::vector<uint64_t> shard_memory_bytes;
 };
 
-// Row-wise ops: each element read and written once per touch (8 bytes) and
-// about 8 FLOPs (exp, tanh, the norms' sums). AdamW: per parameter 28 bytes
-// (value, gradient, two moments read; value and moments written) and 12 FLOPs.
-ps_work estimate_ps_work(const model_footprint& model, int64_t batch, double ps_flops,
-                         double memory_bandwidth, int shards);
+// cfg.ps_flops and cfg.ps_memory_bandwidth price the ops.
+ps_work estimate_ps_work(const model_config& model, int64_t batch, const planner_config& cfg,
+                         int shards);
 
 }  // namespace cleave
