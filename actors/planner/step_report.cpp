@@ -8,18 +8,6 @@ namespace cleave {
 
 namespace {
 
-const char* role_name(gemm_role r) {
-  switch (r) {
-    case gemm_role::forward: return "forward";
-    case gemm_role::grad_input: return "grad_input";
-    case gemm_role::grad_weight: return "grad_weight";
-    case gemm_role::attn_scores: return "attn_scores";
-    case gemm_role::attn_values: return "attn_values";
-    case gemm_role::attn_grad: return "attn_grad";
-  }
-  return "other";
-}
-
 std::string grid_of(const plan& p) {
   if (p.local) return "local";
   return std::to_string(p.grid_m) + "x" + std::to_string(p.grid_n) + "x" + std::to_string(p.grid_k);
@@ -52,7 +40,7 @@ nlohmann::json step_report_json(const model_config& cfg, int64_t batch, const st
                         {"m", g.m},
                         {"n", g.n},
                         {"k", g.k},
-                        {"role", role_name(g.role)},
+                        {"role", to_string(g.role)},
                         {"count", pp.gemm.count},
                         {"slice", {{"m", pp.slice.m}, {"n", pp.slice.n}, {"k", pp.slice.k}}},
                         {"split", !pp.p.local},
