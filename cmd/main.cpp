@@ -118,6 +118,9 @@ int main(int argc, char** argv) {
   if (cfg.max_tiles_per_device < 1) return usage_error("--max-tiles-per-device must be >= 1");
   if (!(cfg.tile_timeout > 0) || !(cfg.heartbeat > 0) || !(cfg.ps_flops > 0) || !(cfg.ps_egress > 0))
     return usage_error("--tile-timeout, --heartbeat, --ps-flops and --ps-egress must be positive");
+  if (!(cfg.ps_ingress >= 0)) return usage_error("--ps-ingress must be >= 0 (0: as --ps-egress)");
+  if (cfg.pace_ps_link && cfg.role != "all" && cfg.role != "ps")
+    return usage_error("--pace-ps-link is for --role=all and --role=ps, whose shards send the tiles");
   if (!(cfg.churn_rate >= 0 && cfg.churn_rate <= 100)) return usage_error("--churn-rate must be in [0, 100]");
   if (!cfg.churn.empty() && cfg.churn_rate > 0) return usage_error("use --churn or --churn-rate, not both");
   if ((!cfg.churn.empty() || cfg.churn_rate > 0) && cfg.role != "all" && cfg.role != "simulate")

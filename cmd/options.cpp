@@ -94,7 +94,8 @@ cleave_config::cleave_config() {
     .add(stay, "stay", "--role=device: when a run ends (or its ps vanishes), wait for the next one instead of exiting")
     .add(system, "system", "--role=simulate: cleave (default), asteroid, megatron or dp")
     .add(fleet_preset, "fleet-preset", "--role=simulate: phone, edge, laptop, vm or mix: --devices drawn around the preset with --seed")
-    .add(ps_ingress, "ps-ingress", "--role=simulate: bytes/s each PS shard receives from the fleet (default: as --ps-egress)")
+    .add(ps_ingress, "ps-ingress", "bytes/s each PS shard receives from the fleet (default: as --ps-egress)")
+    .add(pace_ps_link, "pace-ps-link", "--role=all and ps: each PS shard sends and receives at --ps-egress and --ps-ingress, as if on a host of its own (default: as fast as the process can)")
     .add(recovery, "recovery", "--role=simulate --system=asteroid: replay (pipeline replay, default) or restart (from the last checkpoint)");
   add_cleave_message_types(*this);
   add_planner_message_types(*this);

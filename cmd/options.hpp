@@ -109,6 +109,7 @@ class cleave_config : public caf::actor_system_config {
   std::string system = "cleave";    // cleave, asteroid, megatron or dp
   std::string fleet_preset;         // phone, edge, laptop, vm or mix: --devices drawn with --seed
   double ps_ingress = 0;            // bytes/s each PS shard receives (0: as --ps-egress)
+  bool pace_ps_link = false;        // each PS shard holds its messages to --ps-egress/--ps-ingress
   double ps_memory_bandwidth = 2e10;  // bytes/s of the PS's memory: its row-wise ops and optimizer
   std::string recovery = "replay";  // asteroid: replay (pipeline replay) or restart (from a checkpoint)
   bool vocab_given = false;         // --vocab on the command line (simulate: OPT's 50272 otherwise)

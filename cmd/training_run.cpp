@@ -197,6 +197,10 @@ int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train
   eopts.stop_on_failure = cfg.failure_policy == "restart";
   eopts.find_planner = run.find_planner;
   eopts.shards = static_cast<uint32_t>(cfg.ps_shards);
+  if (cfg.pace_ps_link) {
+    eopts.paced_egress = cfg.ps_egress;
+    eopts.paced_ingress = cfg.ps_ingress > 0 ? cfg.ps_ingress : cfg.ps_egress;
+  }
   std::vector<std::unique_ptr<distributed_gemm>> engines;
   std::vector<distributed_gemm*> fleet;
   for (uint32_t s = 0; s < eopts.shards; ++s) {

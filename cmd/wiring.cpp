@@ -45,7 +45,12 @@ planner_options planner_opts(const cleave_config& cfg, int min_devices) {
   planner_options o;
   o.cost.ps_flops = cfg.ps_flops;
   o.cost.ps_egress = cfg.ps_egress;
-  o.cost.ps_ingress = cfg.ps_egress;
+  o.cost.ps_ingress = cfg.ps_ingress > 0 ? cfg.ps_ingress : cfg.ps_egress;
+  // Paced shards each have a link of their own; unpaced ones share the process's.
+  if (cfg.pace_ps_link) {
+    o.cost.ps_links = cfg.ps_shards;
+    o.cost.paced_ps_link = true;
+  }
   o.cost.max_tiles_per_device = cfg.max_tiles_per_device;
   o.min_devices = min_devices;
   return o;
@@ -53,7 +58,6 @@ planner_options planner_opts(const cleave_config& cfg, int min_devices) {
 
 planner_config planned_fleet_cost(const cleave_config& cfg) {
   planner_config pc = planner_opts(cfg, 0).cost;
-  pc.ps_ingress = cfg.ps_ingress > 0 ? cfg.ps_ingress : cfg.ps_egress;
   pc.ps_links = cfg.ps_shards;
   pc.ps_memory_bandwidth = cfg.ps_memory_bandwidth;
   pc.detection_seconds = detector_opts(cfg).dead_min_silence_seconds;

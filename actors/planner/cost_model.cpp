@@ -101,6 +101,37 @@ double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
                    static_cast<double>(p.bytes_up) / cfg.ps_ingress});
 }
 
+double store_and_forward_seconds(const plan& p, const std::vector<device_view>& devices,
+                                 const planner_config& cfg) {
+  if (p.local) return p.local_seconds;
+  std::map<int32_t, const device_view*> by_id;
+  std::map<int32_t, double> idle_at;
+  for (const auto& d : devices) {
+    by_id[d.id] = &d;
+    idle_at[d.id] = std::max(0.0, d.ready_at);
+  }
+  double egress_free = 0;
+  std::vector<std::pair<double, uint64_t>> results;  // (at the PS's door, bytes)
+  results.reserve(p.tiles.size());
+  for (const auto& a : p.tiles) {
+    auto it = by_id.find(a.device);
+    if (it == by_id.end() || !usable(it->second->profile))
+      return std::numeric_limits<double>::infinity();
+    const uint64_t down = (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
+    egress_free += static_cast<double>(down) / cfg.ps_egress;
+    double& idle = idle_at[a.device];
+    idle = std::max(idle, egress_free) +
+           predict_tile(a.t, it->second->profile, a.a_cached, a.b_cached).seconds;
+    results.emplace_back(idle, a.t.c_bytes());
+  }
+  std::sort(results.begin(), results.end());
+  double ingress_free = 0;
+  for (const auto& [at, bytes] : results)
+    ingress_free = std::max(ingress_free, at) + static_cast<double>(bytes) / cfg.ps_ingress;
+  return std::max({ingress_free, static_cast<double>(p.bytes_down) / cfg.ps_egress,
+                   static_cast<double>(p.bytes_up) / cfg.ps_ingress});
+}
+
 plan_bound split_bound(const plan& p, const std::vector<device_view>& devices,
                        const planner_config& cfg) {
   const plan_parts parts = parts_of(p, devices, cfg);

@@ -51,6 +51,10 @@ struct planner_config {
   // made for the latter; with this set, a split plan's predicted time in a
   // step prediction is pipelined_seconds instead.
   bool pipelined_devices = false;
+  // Each PS shard holds its messages to its own link's rates
+  // (--pace-ps-link, actors/ps/engine/paced_link.hpp): a plan's predicted
+  // time is then at least store_and_forward_seconds.
+  bool paced_ps_link = false;
 };
 
 // Time a device needs for a tile: 2 x latency (one way each: task down,
@@ -110,6 +114,16 @@ plan_parts parts_of(const plan& p, const std::vector<device_view>& devices,
 // PS link's times, as predicted_seconds. Never above predicted_seconds.
 double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
                          const planner_config& cfg);
+
+// A split plan's time when its tiles' operands cross the PS's egress one
+// task after another, in plan order, each device then takes the tile whole
+// (predict_tile) once its operands are through and it is idle, and the
+// results cross the PS's ingress one after another as they come: what a
+// paced PS link and emulated devices do. The grid search's max() of the
+// link's and the devices' times assumes the two overlap fully; with few
+// tiles per product they cannot. Never below the PS link's times.
+double store_and_forward_seconds(const plan& p, const std::vector<device_view>& devices,
+                                 const planner_config& cfg);
 
 // What limits a split plan's predicted time, on the devices it was planned
 // for: the PS's egress or ingress when bytes_down / ps_egress or bytes_up /

@@ -34,6 +34,11 @@ std::vector<fleet_member> members(const planner_state& st) {
 // Keeps `p` as the current plan of its shape and hands it out.
 plan remembered(planner_state& st, plan p) {
   const auto& g = p.problem;
+  if (st.opts.cost.paced_ps_link && !p.local && !p.tiles.empty()) {
+    const auto share = fair_share(views(st), st.opts.cost, g.sharers);
+    p.predicted_seconds =
+      std::max(p.predicted_seconds, store_and_forward_seconds(p, share.devices, share.cfg));
+  }
   st.recent_plans[std::make_tuple(g.m, g.n, g.k, static_cast<int>(g.role))] = p;
   return p;
 }

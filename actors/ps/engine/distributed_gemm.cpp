@@ -27,6 +27,7 @@ distributed_gemm::distributed_gemm(caf::actor_system& sys, caf::actor planner,
                                    engine_options opts)
     : self_(sys), opts_(opts),
       fleet_(self_, std::move(planner), opts_.find_planner, opts_.stop_on_failure, acc_),
+      egress_(opts_.paced_egress), ingress_(opts_.paced_ingress),
       secret_(std::random_device{}()), trust_(opts_.trust) {
   const auto me = caf::actor_cast<caf::actor>(self_);
   self_->send(fleet_.planner(), subscribe_atom::value, me);
@@ -171,21 +172,36 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
     for (const auto& call : calls) n += call.remaining;
     return n;
   };
+  auto on_result = [&](tile_result& r) {
+    auto [call, pt] = find(r.key);
+    if (pt == nullptr || pt->done || pt->arrived) {
+      spdlog::debug("dropping late or duplicate result step {} gemm {} tile {} from {}",
+                    r.key.step, r.key.gemm, r.key.tile, r.device);
+      return;
+    }
+    if (take(*call, r.key.tile, r, calls))
+      schedule.result(seconds_now(), static_cast<size_t>(call - calls.data()), r.key.tile,
+                      r.device);
+  };
+  // Results still crossing the PS's paced ingress, by when they are through.
+  std::multimap<double, tile_result> crossing;
   for (auto& call : calls) compute_unheld(call, calls);
   while (remaining() > 0) {
+    double until = schedule.deadline();
+    if (!crossing.empty()) until = std::min(until, crossing.begin()->first);
     const auto wait = std::chrono::duration_cast<caf::timespan>(
-      std::chrono::duration<double>(std::max(0.0, schedule.deadline() - seconds_now())));
+      std::chrono::duration<double>(std::max(0.0, until - seconds_now())));
     self_->receive(
       [&](tile_result& r) {
-        auto [call, pt] = find(r.key);
-        if (pt == nullptr || pt->done || pt->arrived) {
-          spdlog::debug("dropping late or duplicate result step {} gemm {} tile {} from {}",
-                        r.key.step, r.key.gemm, r.key.tile, r.device);
-          return;
+        if (ingress_.paced()) {
+          const double now = seconds_now();
+          const double through = ingress_.pass(now, r.data.size() * sizeof(float));
+          if (through > now) {
+            crossing.emplace(through, std::move(r));
+            return;
+          }
         }
-        if (take(*call, r.key.tile, r, calls))
-          schedule.result(seconds_now(), static_cast<size_t>(call - calls.data()), r.key.tile,
-                          r.device);
+        on_result(r);
       },
       [&](tile_miss& m) {
         auto [call, pt] = find(m.key);
@@ -200,6 +216,10 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
         if (down.source == fleet_.planner().address()) on_planner_lost(calls);
       },
       caf::after(wait) >> [] {});
+    while (!crossing.empty() && crossing.begin()->first <= seconds_now() && remaining() > 0) {
+      auto through = crossing.extract(crossing.begin());
+      on_result(through.mapped());
+    }
     const double now = seconds_now();
     if (remaining() > 0 && now >= schedule.deadline()) {
       batch_view view = policy_view(calls);

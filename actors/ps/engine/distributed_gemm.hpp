@@ -32,6 +32,7 @@
 #include "actors/ps/engine/accounts.hpp"
 #include "actors/ps/engine/fleet_client.hpp"
 #include "actors/ps/engine/fold_order.hpp"
+#include "actors/ps/engine/paced_link.hpp"
 #include "actors/ps/engine/plan_cache.hpp"
 #include "actors/ps/engine/snapshot_pool.hpp"
 #include "actors/ps/engine/step_predictor.hpp"
@@ -72,6 +73,10 @@ struct engine_options {
   // what the test costs.
   bool trust_results = false;
   reputation_options trust;
+  // Bytes/s of this engine's own link to the fleet (--pace-ps-link); 0
+  // leaves it unpaced, as fast as the process can move messages.
+  double paced_egress = 0;
+  double paced_ingress = 0;
 };
 
 class distributed_gemm final : public gemm_engine<float> {
@@ -253,6 +258,7 @@ class distributed_gemm final : public gemm_engine<float> {
   uint32_t gemm_seq_ = 0;
   std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
   snapshot_pool snapshots_;
+  paced_link egress_, ingress_;
   step_predictor predictor_;
   freivalds checker_;
   std::mt19937_64 secret_;  // seeded from the OS: no device can predict the probes

@@ -4,6 +4,7 @@
 // folding results into C. Checking results is tile_check.cpp's.
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -70,21 +71,30 @@ void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
   auto& acct = acc_.devices[dev];
   tile_task msg;
   msg.key = p.key;
+  uint64_t bytes = 0;
   for (auto [ref, dst] : {std::pair{&p.a, &msg.a}, std::pair{&p.b, &msg.b}}) {
     ++acct.operands;
     const bool send = with_all_data || known.count(ref->key) == 0;
     *dst = cut(call, *ref, send);
     if (send) {
-      acct.bytes_down += static_cast<uint64_t>(dst->rows * dst->cols) * sizeof(float);
+      bytes += static_cast<uint64_t>(dst->rows * dst->cols) * sizeof(float);
       known.insert(ref->key);
     }
   }
+  acct.bytes_down += bytes;
   if (std::find(p.holders.begin(), p.holders.end(), dev) == p.holders.end())
     p.holders.push_back(dev);
   if (std::find(p.given.begin(), p.given.end(), dev) == p.given.end()) p.given.push_back(dev);
   const auto& member = fleet_.members().at(dev);
-  msg.sent_at_ns = caf::make_timestamp().time_since_epoch().count();
-  self_->send(member.handle, std::move(msg));
+  const auto now = caf::make_timestamp();
+  const double now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
+  const auto held = std::chrono::duration_cast<caf::timespan>(
+    std::chrono::duration<double>(egress_.pass(now_s, bytes) - now_s));
+  msg.sent_at_ns = (now + held).time_since_epoch().count();
+  if (held > caf::timespan{0})
+    self_->delayed_send(member.handle, held, std::move(msg));
+  else
+    self_->send(member.handle, std::move(msg));
 }
 
 tile_policy distributed_gemm::policy() const {
