@@ -114,6 +114,7 @@ double store_and_forward_seconds(const plan& p, const std::vector<device_view>& 
   std::vector<std::pair<double, uint64_t>> results;  // (at the PS's door, bytes)
   results.reserve(p.tiles.size());
   for (const auto& a : p.tiles) {
+    if (a.device < 0) continue;  // the PS's own, computed while it waits
     auto it = by_id.find(a.device);
     if (it == by_id.end() || !usable(it->second->profile))
       return std::numeric_limits<double>::infinity();
