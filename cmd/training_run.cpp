@@ -141,8 +141,10 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   if (cfg.report.empty() && !cfg.demo) return 0;
   auto doc = make_report(opts, *res, devices, threads);
   doc["ps_shards"] = cfg.ps_shards;
-  if (!fleet.empty())
+  if (!fleet.empty()) {
     add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
+    doc["per_shard"] = shard_report(shard_accounts(), store.shard_bytes(), res->steps);
+  }
   if (churn) doc["churn"] = churn_summary(churn.home_system(), churn);
   if (cfg.demo) {
     spdlog::info("measuring the single-process reference's step on this host for the summary");

@@ -127,6 +127,10 @@ constexpr scalar_family shard_families[] = {
   {"tiles", "cleave_ps_shard_tiles_total", "counter", "Tiles devices completed for the shard."},
   {"memory_bytes", "cleave_ps_shard_memory_bytes", "gauge",
    "Bytes the shard keeps for its parameter slices, their gradients and AdamW moments."},
+  {"egress_seconds", "cleave_ps_shard_egress_wait_seconds_total", "counter",
+   "Seconds tasks waited on the shard's paced egress (--pace-ps-link)."},
+  {"ingress_seconds", "cleave_ps_shard_ingress_wait_seconds_total", "counter",
+   "Seconds results waited on the shard's paced ingress (--pace-ps-link)."},
 };
 
 // A family per entry of `families` over the objects of `rows` (a JSON

@@ -19,9 +19,14 @@ nlohmann::json shard_report(const std::vector<runtime_accounts>& per_shard,
   auto out = nlohmann::json::array();
   for (size_t s = 0; s < per_shard.size(); ++s) {
     const auto t = traffic_of(per_shard[s]);
+    const auto& a = per_shard[s];
     out.push_back({{"shard", s}, {"step", step}, {"bytes_down", t.bytes_down},
                    {"bytes_up", t.bytes_up}, {"tiles", t.tiles},
-                   {"memory_bytes", s < memory_bytes.size() ? memory_bytes[s] : 0}});
+                   {"memory_bytes", s < memory_bytes.size() ? memory_bytes[s] : 0},
+                   {"issue_seconds", a.totals.issue_seconds},
+                   {"wait_seconds", a.totals.wait_seconds},
+                   {"egress_seconds", a.egress_seconds},
+                   {"ingress_seconds", a.ingress_seconds}});
   }
   return out;
 }

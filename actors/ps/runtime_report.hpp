@@ -22,9 +22,10 @@ struct device_traffic {
 };
 device_traffic traffic_of(const runtime_accounts& acc);
 
-// One entry per PS shard, for the console: its index, the step it is at,
-// its traffic with the devices and `memory_bytes[s]`, the bytes it keeps
-// for its parameters (0 where not given).
+// One entry per PS shard, for the console and the report: its index, the
+// step it is at, its traffic with the devices, `memory_bytes[s]` (the bytes
+// it keeps for its parameters; 0 where not given), its seconds issuing tiles
+// and waiting on devices, and what its messages waited on its paced link.
 nlohmann::json shard_report(const std::vector<runtime_accounts>& per_shard,
                             const std::vector<uint64_t>& memory_bytes, int64_t step);
 

@@ -30,6 +30,8 @@ runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards) {
       out.prediction = acc.prediction;
       out.ps_profile_seconds = acc.ps_profile_seconds;
     }
+    out.egress_seconds = std::max(out.egress_seconds, acc.egress_seconds);
+    out.ingress_seconds = std::max(out.ingress_seconds, acc.ingress_seconds);
     out.tiles += acc.tiles;
     out.local_gemms += acc.local_gemms;
     out.refused += acc.refused;

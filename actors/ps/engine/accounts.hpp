@@ -64,6 +64,9 @@ struct runtime_accounts {
   verify_account verify;
   step_predictor::totals prediction;  // whole steps against the prediction
   double ps_profile_seconds = 0;      // the PS's own work per step, as last profiled
+  // Seconds messages waited on this PS's paced link (--pace-ps-link), queueing
+  // and crossing: tasks on the egress, results on the ingress.
+  double egress_seconds = 0, ingress_seconds = 0;
 };
 
 // One account for the run from the shards' engines: counts add up; the

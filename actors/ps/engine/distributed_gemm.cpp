@@ -45,6 +45,8 @@ runtime_accounts distributed_gemm::accounts() const {
   runtime_accounts out = acc_;
   out.prediction = predictor_.compared();
   out.ps_profile_seconds = predictor_.ps_profile_seconds();
+  out.egress_seconds = egress_.waited_seconds();
+  out.ingress_seconds = ingress_.waited_seconds();
   return out;
 }
 
