@@ -7,7 +7,10 @@
 # Prints per shard count the median step over ROUNDS interleaved rounds, its
 # speed-up over one shard, the cost model's predicted wait on devices beside
 # the measured one, and the bytes each shard's link carried per step.
-# Usage: ROUNDS=3 bench/ps_link/run.sh [path/to/cleave]   (not part of CI)
+# Every shard sends the activations a product needs to its own devices, so
+# bytes per link fall slower than 1/S where activations outweigh the
+# weights (gpt small's default batch); FLAGS="--batch=4" shows the other case.
+# Usage: [ROUNDS=3] [EGRESS=2e8] [FLAGS=...] bench/ps_link/run.sh [path/to/cleave]   (not part of CI)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 CLEAVE=${1:-$here/../../build/cmd/cleave}
@@ -19,7 +22,7 @@ cat > "$work/fleet.json" <<'J'
 {"devices": [{"name": "fast", "flops": 1e11, "memory_bytes": 8e9, "downlink": 1e10, "uplink": 1e10, "latency": 0.0, "count": 16}]}
 J
 run=(--role=all --model=gpt --fleet="$work/fleet.json" --ps-flops=1e9 --ps-egress="$EGRESS" --pace-ps-link
-     --steps=8 --threads=2 --eval-tokens=256 --log-level=warn)
+     --steps=8 --threads=2 --eval-tokens=256 --log-level=warn ${FLAGS:-})
 for round in $(seq "$ROUNDS"); do
   for shards in 1 2 4; do
     /usr/bin/time -f "%M" -o "$work/rss-$shards-$round" \
