@@ -110,6 +110,10 @@ class cleave_config : public caf::actor_system_config {
   std::string fleet_preset;         // phone, edge, laptop, vm or mix: --devices drawn with --seed
   double ps_ingress = 0;            // bytes/s each PS shard receives (0: as --ps-egress)
   double ps_memory_bandwidth = 2e10;  // bytes/s of the PS's memory: its row-wise ops and optimizer
+  // The simulated PS's FLOP/s and link (bytes/s each way per shard) where
+  // they differ from what the planner is told (0: as told).
+  double sim_ps_flops = 0;
+  double sim_ps_link = 0;
   std::string recovery = "replay";  // asteroid: replay (pipeline replay) or restart (from a checkpoint)
   bool vocab_given = false;         // --vocab on the command line (simulate: OPT's 50272 otherwise)
 };
