@@ -58,12 +58,13 @@ uint64_t batch_sim::resend(uint32_t shard, int32_t device, uint32_t tile) {
   resent_ = true;
   const auto& profile = fleet_->devices()[static_cast<size_t>(device)].profile;
   return caches_.send(device, default_cache_bytes(profile.memory_bytes), plans_[shard]->tiles[tile].t,
-                      ops_[shard], true);
+                      ops_[shard], true).bytes;
 }
 
 issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
                               const std::vector<product_operands>& ops, const sim_fleet& fleet) {
   issued_bytes out(shard_plans.size());
+  std::vector<std::pair<size_t, size_t>> missed;  // (shard, tile)
   for (size_t s = 0; s < shard_plans.size(); ++s) {
     const plan& p = *shard_plans[s];
     if (p.local) continue;
@@ -75,9 +76,18 @@ issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
           || !fleet.devices()[static_cast<size_t>(dev)].member)
         continue;
       const auto& profile = fleet.devices()[static_cast<size_t>(dev)].profile;
-      out[s][i] = caches_.send(dev, default_cache_bytes(profile.memory_bytes), p.tiles[i].t, ops[s],
-                               false);
+      const auto sent = caches_.send(dev, default_cache_bytes(profile.memory_bytes), p.tiles[i].t,
+                                     ops[s], false);
+      out[s][i] = sent.bytes;
+      if (sent.missed) missed.emplace_back(s, i);
     }
+  }
+  // The engine resends a missed tile in full when the miss comes back,
+  // after it issued the batch; its bytes count with the tile's.
+  for (auto [s, i] : missed) {
+    const auto& a = shard_plans[s]->tiles[i];
+    const auto& profile = fleet.devices()[static_cast<size_t>(a.device)].profile;
+    out[s][i] += caches_.resend_missed(a.device, default_cache_bytes(profile.memory_bytes), a.t, ops[s]);
   }
   return out;
 }

@@ -79,8 +79,8 @@ operand_cache::device_state& operand_cache::state_of(int32_t device, uint64_t ca
   return *devices_[at];
 }
 
-uint64_t operand_cache::send(int32_t device, uint64_t capacity, const tile& t,
-                             const product_operands& ops, bool all_operands) {
+operand_cache::sent_task operand_cache::send(int32_t device, uint64_t capacity, const tile& t,
+                                             const product_operands& ops, bool all_operands) {
   auto& st = state_of(device, capacity);
   const named_block blocks[2] = {block_of(ops.a, t.m0, t.m1, t.k0, t.k1),
                                  block_of(ops.b, t.k0, t.k1, t.n0, t.n1)};
@@ -108,13 +108,16 @@ uint64_t operand_cache::send(int32_t device, uint64_t capacity, const tile& t,
       ++found;
     }
   }
-  if (!missed) {
-    hits_ += found;
-    return bytes;
-  }
+  if (missed) return {bytes, true};
+  hits_ += found;
+  return {bytes, false};
+}
+
+uint64_t operand_cache::resend_missed(int32_t device, uint64_t capacity, const tile& t,
+                                      const product_operands& ops) {
   ++misses_;
-  st.sent.clear();  // as the engine: its cache is not what we thought
-  return bytes + send(device, capacity, t, ops, true);
+  state_of(device, capacity).sent.clear();  // as the engine: its cache is not what we thought
+  return send(device, capacity, t, ops, true).bytes;
 }
 
 }  // namespace cleave

@@ -5,8 +5,10 @@
 // (device_actor's resolve) keeps every block it receives in its block_cache
 // (least recently used out, default_cache_bytes) and answers a block it was
 // only named but has evicted with a miss, on which the PS forgets what it
-// sent that device and sends the tile again with both blocks. Both start
-// each step empty. A plan's a_cached/b_cached flags are the planner's
+// sent that device and sends the tile again with both blocks. The engine
+// reads misses only once it has issued the whole batch, so the caller
+// resends missed tiles after issuing all (resend_missed). Both start each
+// step empty. A plan's a_cached/b_cached flags are the planner's
 // prediction of this, not its cause: live devices also hit on blocks of
 // other tiles and other products (W in a layer's forward and grad_input
 // products, X in its forward and grad_weight, dY in grad_input and
@@ -51,16 +53,24 @@ class operand_cache {
  public:
   // Steps begin with nothing sent and every device's cache empty.
   void begin_step();
+  struct sent_task {
+    uint64_t bytes = 0;
+    bool missed = false;  // the device lacked a block it was only named
+  };
   // The PS sends tile t, reading `ops`, to `device`, whose cache holds
   // `capacity` bytes; all_operands (a reassigned or copied tile) sends both
-  // blocks whatever was sent before. Returns the bytes sent.
-  uint64_t send(int32_t device, uint64_t capacity, const tile& t, const product_operands& ops,
-                bool all_operands);
+  // blocks whatever was sent before.
+  sent_task send(int32_t device, uint64_t capacity, const tile& t, const product_operands& ops,
+                 bool all_operands);
+  // A task that missed: the PS forgets what it sent the device and sends
+  // the tile again with both blocks. Returns the bytes.
+  uint64_t resend_missed(int32_t device, uint64_t capacity, const tile& t,
+                         const product_operands& ops);
   // The device died: one that joins in its place starts empty.
   void forget(int32_t device);
 
   // Over the run: operands named in tasks, those the devices found in their
-  // caches, and misses (each resent).
+  // caches (of tasks that did not miss, as the live accounts count), and misses.
   uint64_t operands() const { return operands_; }
   uint64_t hits() const { return hits_; }
   uint64_t misses() const { return misses_; }
