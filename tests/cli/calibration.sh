@@ -24,8 +24,7 @@
 #    below the host's memory bandwidth because the live PS's other per-step
 #    work (hashing and copying the operands it sends, folding results,
 #    checking them) is not modelled op by op and lands here.
-# Usage: bench/scale/calibration.sh path/to/cleave
-source "$(dirname "$0")/../../tests/cli/lib.sh"
+source "$(dirname "$0")/lib.sh"
 
 PS=(--ps-flops=2e9 --ps-memory-bandwidth=3.3e9)
 AS_IS=(--sim-ps-flops=1e11 --sim-ps-link=1e12)
