@@ -29,9 +29,6 @@ gemm_problem slice_of(const gemm_problem& g, int s, int shards) {
   return out;
 }
 
-// "qkv grad_input" -> "qkv": the layer whose forward plan a backward product mirrors.
-std::string layer_of(const std::string& name) { return name.substr(0, name.rfind(' ')); }
-
 // The step's plans, by product and shard: planned on first sight and
 // re-placed on the members whenever the fleet changed since.
 class sim_plans {
@@ -87,14 +84,14 @@ class sim_plans {
     const gemm_problem g = slice_of(e.problem, s, shards_);
     const auto views = members(fleet);
     const auto cfg = config_of(s);
-    if (e.problem.role == gemm_role::grad_input || e.problem.role == gemm_role::grad_weight) {
+    if ((e.problem.role == gemm_role::grad_input || e.problem.role == gemm_role::grad_weight)
+        && e.forward >= 0) {
       // The engine asks the planner to mirror the layer's forward plan of
-      // the same step; the planner answers with backward_plan, as here.
-      for (size_t f = 0; f < i; ++f)
-        if (gemms_[f].problem.role == gemm_role::forward && layer_of(gemms_[f].name) == layer_of(e.name)) {
-          const plan& fwd = plans_[f * cfg_.shards.size() + static_cast<size_t>(s)];
-          return backward_plan(fwd, e.problem.role, g, views, cfg).p;
-        }
+      // the same step; the planner answers with backward_plan, as here. By
+      // index, not name: layers of one shape share an entry under the
+      // first one's name (gpt's head is "proj forward" when vocab = d).
+      const plan& fwd = plans_[static_cast<size_t>(e.forward) * cfg_.shards.size() + static_cast<size_t>(s)];
+      return backward_plan(fwd, e.problem.role, g, views, cfg).p;
     }
     return make_plan(g, views, cfg);
   }
