@@ -2,9 +2,12 @@
 # Calibration (issue 15, part 4): on fleets that run here, the simulator's
 # step time and bytes match a live --role=all run of the same flags within
 # 15%. Emulated devices pace themselves by the cost model, so the devices,
-# not this host's CPU, bind these steps. Steps after the first are compared
-# (the first builds the plans and warms the caches); bytes are the run's
-# totals down to and up from the devices.
+# not this host's CPU, bind these steps. The live step is the median of
+# steps 2-6 (the first builds the plans and warms the caches): this host is
+# shared, and a step another process's burst slowed (the PS's local
+# products run on every core) is not the system's time; a mean of three
+# steps went 15% past on one such step. Bytes are the run's totals down to
+# and up from the devices.
 #
 # The PS's rates are this host's, set once for every configuration. The
 # live planner is told --ps-flops=2e9 and --ps-egress (so that it splits
@@ -31,7 +34,7 @@ AS_IS=(--sim-ps-flops=1e11 --sim-ps-link=1e12)
 # Heartbeats at 1 s: at 0.1 s this loaded host's scheduling delays made the
 # detector declare live devices dead and re-run their tiles, which no
 # churn-free simulation shows.
-RUN=(--heartbeat=1 --steps=4)
+RUN=(--heartbeat=1 --steps=6)
 TOLERANCE=0.15
 
 cat > "$WORK/edge4.json" <<'J'
@@ -60,8 +63,8 @@ calibrate() {
 import json, sys
 live, sim = (json.load(open(p)) for p in sys.argv[1:3])
 tol, name = float(sys.argv[3]), sys.argv[4]
-later = live["step_seconds"][1:]
-pairs = {"step_seconds": (sum(later) / len(later), sim["mean_step_seconds"]),
+later = sorted(live["step_seconds"][1:])
+pairs = {"step_seconds": (later[len(later) // 2], sim["mean_step_seconds"]),
          "bytes_down": (live["bytes_down"], sim["bytes_down"]),
          "bytes_up": (live["bytes_up"], sim["bytes_up"])}
 worst = 0
