@@ -15,8 +15,11 @@
 //
 // Identical work is simulated once: the instances of one product in a step
 // start on an idle fleet with the same plan, so when no churn event falls
-// within them, every instance takes exactly as long and costs exactly as
-// much as the first, and their sum is the first times their count.
+// within them, no tile of the first moved to a device, and the devices'
+// operand caches send each instance's tiles the bytes they sent the
+// first's (operand_cache.hpp; each instance is still issued, so the caches
+// hold what it sent), every instance takes exactly as long and costs
+// exactly as much as the first.
 
 #include <cstdint>
 #include <functional>
