@@ -96,6 +96,8 @@ cleave_config::cleave_config() {
     .add(fleet_preset, "fleet-preset", "--role=simulate: phone, edge, laptop, vm or mix: --devices drawn around the preset with --seed")
     .add(ps_ingress, "ps-ingress", "bytes/s each PS shard receives from the fleet (default: as --ps-egress)")
     .add(pace_ps_link, "pace-ps-link", "--role=all and ps: each PS shard sends and receives at --ps-egress and --ps-ingress, as if on a host of its own (default: as fast as the process can)")
+    .add(sim_ps_flops, "sim-ps-flops", "--role=simulate: the FLOP/s the PS computes at, where the planner is told --ps-flops (default: the same)")
+    .add(sim_ps_link, "sim-ps-link", "--role=simulate: bytes/s each way of each PS shard's link, where the planner is told --ps-egress/--ps-ingress (default: the same)")
     .add(recovery, "recovery", "--role=simulate --system=asteroid: replay (pipeline replay, default) or restart (from the last checkpoint)");
   add_cleave_message_types(*this);
   add_planner_message_types(*this);

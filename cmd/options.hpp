@@ -111,6 +111,10 @@ class cleave_config : public caf::actor_system_config {
   double ps_ingress = 0;            // bytes/s each PS shard receives (0: as --ps-egress)
   bool pace_ps_link = false;        // each PS shard holds its messages to --ps-egress/--ps-ingress
   double ps_memory_bandwidth = 2e10;  // bytes/s of the PS's memory: its row-wise ops and optimizer
+  // The simulated PS's FLOP/s and link (bytes/s each way per shard) where
+  // they differ from what the planner is told (0: as told).
+  double sim_ps_flops = 0;
+  double sim_ps_link = 0;
   std::string recovery = "replay";  // asteroid: replay (pipeline replay) or restart (from a checkpoint)
   bool vocab_given = false;         // --vocab on the command line (simulate: OPT's 50272 otherwise)
 };

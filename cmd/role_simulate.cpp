@@ -59,6 +59,10 @@ caf::expected<sim_config> simulation_of(const cleave_config& cfg, const train_op
     return fail("--recovery must be replay or restart, got '" + cfg.recovery + "'");
   sc.planner = planned_fleet_cost(cfg);
   sc.shards.assign(static_cast<size_t>(cfg.ps_shards), shard_links{sc.planner.ps_egress, sc.planner.ps_ingress});
+  if (!(cfg.sim_ps_flops >= 0) || !(cfg.sim_ps_link >= 0))
+    return fail("--sim-ps-flops and --sim-ps-link must be >= 0 (0: as the planner is told)");
+  sc.ps_in_fact.flops = cfg.sim_ps_flops;
+  sc.ps_in_fact.link = cfg.sim_ps_link;
   sc.schedule.tile_timeout_seconds = cfg.tile_timeout;
   sc.schedule.speculate_factor = cfg.speculate;
   sc.detector = detector_opts(cfg);

@@ -61,13 +61,26 @@ schedule_options no_speculation() {
   return o;
 }
 
+// A product of two tensors of its own (ids a and b), on one shard.
+std::vector<product_operands> own_tensors(uint64_t a = 1, uint64_t b = 2) {
+  return {{{a, false}, {b, false}}};
+}
+
+// Issues `p` (reading `ops`) as the PS would and runs it from 0.
+caf::expected<double> issue_and_run(batch_sim& sim, const plan& p, sim_fleet& fleet,
+                                    churn_feed& churn, batch_totals& totals,
+                                    const std::vector<product_operands>& ops = own_tensors()) {
+  const auto issued = sim.issue({&p}, ops, fleet);
+  return sim.run(0, {&p}, ops, issued, fleet, churn, totals);
+}
+
 // Virtual seconds of one GEMM under `p` on `fleet` with one PS shard.
 double run_one(const plan& p, const std::vector<device_profile>& fleet, shard_links links) {
   sim_fleet f(fleet);
   churn_feed none;
   batch_totals totals;
   batch_sim sim({links}, no_speculation(), 1e9, 0.1);
-  auto end = sim.run(0, {&p}, f, none, totals);
+  auto end = issue_and_run(sim, p, f, none, totals);
   EXPECT_TRUE(end);
   return end ? *end : -1;
 }
@@ -129,7 +142,9 @@ TEST(batch_sim, a_device_runs_its_tiles_one_after_another) {
   const auto dev = profile(1e9, 1e6, 5e5, 0.01);
   plan p = rows_plan(200, 100, 100, 2);
   p.tiles[1].device = 0;  // both tiles on device 0
-  EXPECT_NEAR(run_one(p, {dev, dev}, {1e9, 1e9}), 2 * 0.182, 1e-12);
+  // The second tile reads the B block the first brought: only its A block
+  // (40,000 bytes, 0.04 s) comes down.
+  EXPECT_NEAR(run_one(p, {dev, dev}, {1e9, 1e9}), 0.182 + (0.182 - 0.04), 1e-12);
 }
 
 TEST(batch_sim, a_dead_device_s_tiles_move_when_the_detector_reports_it) {
@@ -145,7 +160,7 @@ TEST(batch_sim, a_dead_device_s_tiles_move_when_the_detector_reports_it) {
   batch_totals totals;
   const double detection = 0.1;
   batch_sim sim({{1e9, 1e9}}, no_speculation(), 1e9, detection);
-  auto end = sim.run(0, {&p}, fleet, churn, totals);
+  auto end = issue_and_run(sim, p, fleet, churn, totals);
   ASSERT_TRUE(end);
   // Device 0 finishes its own tile at 0.182 s; device 1's tile goes to it
   // when the death is seen (0.15 s), with both operands, after its own.

@@ -30,6 +30,12 @@ struct cached_block {
   int64_t stride() const { return ld > 0 ? ld : cols; }
 };
 
+// A device's cache size unless its options set one: half its declared
+// memory, at most 1 GiB. One rule for live devices and simulated ones.
+inline uint64_t default_cache_bytes(uint64_t memory_bytes) {
+  return memory_bytes / 2 < (uint64_t{1} << 30) ? memory_bytes / 2 : uint64_t{1} << 30;
+}
+
 class block_cache {
  public:
   explicit block_cache(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}

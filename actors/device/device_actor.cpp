@@ -134,9 +134,8 @@ void join(device_actor_ptr self, caf::actor planner) {
 caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::actor planner) {
   auto& st = self->state;
   st.opts = opts;
-  const uint64_t cap = opts.cache_bytes != 0
-                         ? opts.cache_bytes
-                         : std::min<uint64_t>(opts.profile.memory_bytes / 2, uint64_t{1} << 30);
+  const uint64_t cap =
+    opts.cache_bytes != 0 ? opts.cache_bytes : default_cache_bytes(opts.profile.memory_bytes);
   st.cache = block_cache{cap};
   st.busy_until = caf::make_timestamp();
   if (!opts.lies.empty()) {

@@ -54,16 +54,49 @@ double batch_sim::rate(int32_t device, double declared) const {
   return declared / (static_cast<double>(shards_) * fleet_->devices()[static_cast<size_t>(device)].slowdown);
 }
 
-uint64_t batch_sim::bytes_down(const assignment& a, bool all_operands) const {
-  if (all_operands) return a.t.a_bytes() + a.t.b_bytes();
-  return (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
+uint64_t batch_sim::resend(uint32_t shard, int32_t device, uint32_t tile) {
+  resent_ = true;
+  const auto& profile = fleet_->devices()[static_cast<size_t>(device)].profile;
+  return caches_.send(device, default_cache_bytes(profile.memory_bytes), plans_[shard]->tiles[tile].t,
+                      ops_[shard], true).bytes;
+}
+
+issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
+                              const std::vector<product_operands>& ops, const sim_fleet& fleet) {
+  issued_bytes out(shard_plans.size());
+  std::vector<std::pair<size_t, size_t>> missed;  // (shard, tile)
+  for (size_t s = 0; s < shard_plans.size(); ++s) {
+    const plan& p = *shard_plans[s];
+    if (p.local) continue;
+    out[s].assign(p.tiles.size(), 0);
+    for (size_t i = 0; i < p.tiles.size(); ++i) {
+      const int32_t dev = p.tiles[i].device;
+      // As run() below: a tile whose device is no member stays on the PS.
+      if (dev < 0 || static_cast<size_t>(dev) >= fleet.size()
+          || !fleet.devices()[static_cast<size_t>(dev)].member)
+        continue;
+      const auto& profile = fleet.devices()[static_cast<size_t>(dev)].profile;
+      const auto sent = caches_.send(dev, default_cache_bytes(profile.memory_bytes), p.tiles[i].t,
+                                     ops[s], false);
+      out[s][i] = sent.bytes;
+      if (sent.missed) missed.emplace_back(s, i);
+    }
+  }
+  // The engine resends a missed tile in full when the miss comes back,
+  // after it issued the batch; its bytes count with the tile's.
+  for (auto [s, i] : missed) {
+    const auto& a = shard_plans[s]->tiles[i];
+    const auto& profile = fleet.devices()[static_cast<size_t>(a.device)].profile;
+    out[s][i] += caches_.resend_missed(a.device, default_cache_bytes(profile.memory_bytes), a.t, ops[s]);
+  }
+  return out;
 }
 
 void batch_sim::enqueue(double now, uint32_t shard, int32_t device, uint32_t tile,
-                        bool all_operands) {
+                        uint64_t bytes_down) {
   const uint32_t slot = shard * static_cast<uint32_t>(devices_) + static_cast<uint32_t>(device);
   const uint32_t e = static_cast<uint32_t>(entries_.size());
-  entries_.push_back({tile, none, all_operands});
+  entries_.push_back({tile, none, bytes_down});
   if (tail_[slot] == none) head_[slot] = e;
   else entries_[tail_[slot]].next = e;
   tail_[slot] = e;
@@ -116,7 +149,7 @@ void batch_sim::apply(double now, uint32_t shard, const std::vector<schedule_act
         break;
       case schedule_action_kind::send:
         ++totals_->tiles_reassigned;
-        enqueue(now, shard, a.device, tile, true);
+        enqueue(now, shard, a.device, tile, resend(shard, a.device, tile));
         break;
       case schedule_action_kind::here:
         ++totals_->tiles_reassigned;
@@ -128,7 +161,7 @@ void batch_sim::apply(double now, uint32_t shard, const std::vector<schedule_act
         break;
       case schedule_action_kind::copy:
         ++totals_->speculative_tiles;
-        enqueue(now, shard, a.device, tile, true);
+        enqueue(now, shard, a.device, tile, resend(shard, a.device, tile));
         break;
     }
   }
@@ -188,6 +221,7 @@ void batch_sim::on_churn(double now, const timed_churn& ev) {
         }
     }
     held_bytes_[dev] = 0;
+    caches_.forget(ev.device);
   }
   if (!left) return;
   for (uint32_t s = 0; s < shards_; ++s) {
@@ -198,8 +232,12 @@ void batch_sim::on_churn(double now, const timed_churn& ev) {
 }
 
 caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>& shard_plans,
-                                     sim_fleet& fleet, churn_feed& feed, batch_totals& totals) {
+                                     const std::vector<product_operands>& ops,
+                                     const issued_bytes& issued, sim_fleet& fleet,
+                                     churn_feed& feed, batch_totals& totals) {
   fleet_ = &fleet;
+  ops_ = ops;
+  resent_ = false;
   feed_ = &feed;
   totals_ = &totals;
   plans_ = shard_plans;
@@ -237,7 +275,7 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
     for (size_t i = 0; i < p.tiles.size(); ++i) {
       const auto& holders = flights_[s].tiles()[0][i].holders;
       if (holders.empty()) compute_here(now, s, static_cast<uint32_t>(i));
-      else enqueue(now, s, holders.front(), static_cast<uint32_t>(i), false);
+      else enqueue(now, s, holders.front(), static_cast<uint32_t>(i), issued[s][i]);
     }
     push_clock(s);
   }
@@ -269,7 +307,7 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
         const auto& e = entries_[ev.arg];
         const auto& a = plans_[shard]->tiles[e.tile];
         auto& d = fleet.devices()[dev];
-        const uint64_t bytes = bytes_down(a, e.all_operands);
+        const uint64_t bytes = e.bytes_down;
         d.bytes_down += bytes;
         totals.shard_bytes_down[shard] += bytes;
         if (bytes > 0) {

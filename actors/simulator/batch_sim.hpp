@@ -13,6 +13,10 @@
 // share of a device (fair_share: FLOP/s and links divided by the shards),
 // as the planner assumes. A device's copies still running when the GEMM
 // completes are dropped: the next GEMM starts on an idle fleet.
+//
+// Which operand blocks each tile is sent is operand_cache's decision, made
+// where the engine makes it: for the plan's tiles when the GEMM is issued
+// (issue), for a moved or copied tile when it moves.
 
 #include <cstdint>
 #include <vector>
@@ -21,6 +25,7 @@
 
 #include "actors/planner/plan.hpp"
 #include "actors/ps/engine/tile_schedule.hpp"
+#include "actors/simulator/operand_cache.hpp"
 #include "actors/simulator/shared_link.hpp"
 #include "actors/simulator/sim_fleet.hpp"
 #include "actors/simulator/tile_flight.hpp"
@@ -44,15 +49,29 @@ struct batch_totals {
   std::vector<uint64_t> shard_bytes_down, shard_bytes_up;
 };
 
+// By shard and tile: the bytes the PS sends the tile's device when it
+// issues the GEMM (0 for a tile no member holds: the PS computes it).
+using issued_bytes = std::vector<std::vector<uint64_t>>;
+
 class batch_sim {
  public:
   batch_sim(std::vector<shard_links> shards, schedule_options schedule, double ps_flops,
             double detection_seconds);
 
-  // Runs shard s's plan shard_plans[s] (a local plan: nothing for that
-  // shard) from `now`; returns when every shard's tiles are done.
+  // The PS issues shard s's plan shard_plans[s], reading ops[s], to the
+  // fleet's members: what each tile is sent, as the caches now stand (and
+  // what they hold after).
+  issued_bytes issue(const std::vector<const plan*>& shard_plans,
+                     const std::vector<product_operands>& ops, const sim_fleet& fleet);
+  // Runs the issued plans (a local plan: nothing for that shard) from
+  // `now`; returns when every shard's tiles are done.
   caf::expected<double> run(double now, const std::vector<const plan*>& shard_plans,
+                            const std::vector<product_operands>& ops, const issued_bytes& issued,
                             sim_fleet& fleet, churn_feed& feed, batch_totals& totals);
+  // The last run sent a tile beyond its issue (moved to a device or copied).
+  bool resent() const { return resent_; }
+  operand_cache& caches() { return caches_; }
+  const operand_cache& caches() const { return caches_; }
 
  private:
   enum class ev_kind : uint8_t { arrived, computed, result, link, clock, ps_done };
@@ -68,13 +87,14 @@ class batch_sim {
   struct entry {  // a tile in a device's queue
     uint32_t tile;
     uint32_t next;
-    bool all_operands;  // reassigned or copied: sent in full
+    uint64_t bytes_down;  // what the PS sends with it
   };
   static constexpr uint32_t none = ~uint32_t{0};
 
   void size_for(size_t devices);
   void push(double at, ev_kind kind, uint32_t slot, uint32_t arg);
-  void enqueue(double now, uint32_t shard, int32_t device, uint32_t tile, bool all_operands);
+  void enqueue(double now, uint32_t shard, int32_t device, uint32_t tile, uint64_t bytes_down);
+  uint64_t resend(uint32_t shard, int32_t device, uint32_t tile);
   void start_next(double now, uint32_t slot);
   void wake_link(uint32_t link);
   void on_link(double now, uint32_t link);
@@ -84,7 +104,6 @@ class batch_sim {
   void on_churn(double now, const timed_churn& ev);
   void push_clock(uint32_t shard);
   double rate(int32_t device, double declared) const;
-  uint64_t bytes_down(const assignment& a, bool all_operands) const;
 
   std::vector<shard_links> links_cfg_;
   schedule_options schedule_;
@@ -111,6 +130,9 @@ class batch_sim {
   // By shard and tile: queued for the PS. The engine computes such tiles
   // before it reads another message, so a device's late result never wins.
   std::vector<std::vector<bool>> at_ps_;
+  std::vector<product_operands> ops_;  // by shard
+  operand_cache caches_;
+  bool resent_ = false;
   sim_fleet* fleet_ = nullptr;
   batch_totals* totals_ = nullptr;
   churn_feed* feed_ = nullptr;

@@ -29,9 +29,6 @@ gemm_problem slice_of(const gemm_problem& g, int s, int shards) {
   return out;
 }
 
-// "qkv grad_input" -> "qkv": the layer whose forward plan a backward product mirrors.
-std::string layer_of(const std::string& name) { return name.substr(0, name.rfind(' ')); }
-
 // The step's plans, by product and shard: planned on first sight and
 // re-placed on the members whenever the fleet changed since.
 class sim_plans {
@@ -87,14 +84,14 @@ class sim_plans {
     const gemm_problem g = slice_of(e.problem, s, shards_);
     const auto views = members(fleet);
     const auto cfg = config_of(s);
-    if (e.problem.role == gemm_role::grad_input || e.problem.role == gemm_role::grad_weight) {
+    if ((e.problem.role == gemm_role::grad_input || e.problem.role == gemm_role::grad_weight)
+        && e.forward >= 0) {
       // The engine asks the planner to mirror the layer's forward plan of
-      // the same step; the planner answers with backward_plan, as here.
-      for (size_t f = 0; f < i; ++f)
-        if (gemms_[f].problem.role == gemm_role::forward && layer_of(gemms_[f].name) == layer_of(e.name)) {
-          const plan& fwd = plans_[f * cfg_.shards.size() + static_cast<size_t>(s)];
-          return backward_plan(fwd, e.problem.role, g, views, cfg).p;
-        }
+      // the same step; the planner answers with backward_plan, as here. By
+      // index, not name: layers of one shape share an entry under the
+      // first one's name (gpt's head is "proj forward" when vocab = d).
+      const plan& fwd = plans_[static_cast<size_t>(e.forward) * cfg_.shards.size() + static_cast<size_t>(s)];
+      return backward_plan(fwd, e.problem.role, g, views, cfg).p;
     }
     return make_plan(g, views, cfg);
   }
@@ -113,12 +110,13 @@ struct run_marks {
   batch_totals totals;
 };
 
-void add_scaled(const run_marks& before, const sim_fleet& after_fleet, const batch_totals& after,
-                double times, sim_fleet& fleet, batch_totals& totals) {
+void add_scaled(const run_marks& before, const run_marks& after_run, double times, sim_fleet& fleet,
+                batch_totals& totals) {
   auto scale = [&](auto b, auto a) { return static_cast<decltype(a)>((a - b) * times); };
+  const batch_totals& after = after_run.totals;
   for (size_t i = 0; i < before.devices.size(); ++i) {
     const auto& b = before.devices[i];
-    const auto& a = after_fleet.devices()[i];
+    const auto& a = after_run.devices[i];
     auto& d = fleet.devices()[i];
     d.tiles += scale(b.tiles, a.tiles);
     d.bytes_down += scale(b.bytes_down, a.bytes_down);
@@ -143,25 +141,41 @@ void add_scaled(const run_marks& before, const sim_fleet& after_fleet, const bat
 
 }  // namespace
 
+std::vector<shard_links> sim_config::ps_links() const {
+  std::vector<shard_links> out = shards;
+  if (ps_in_fact.link > 0)
+    for (auto& l : out) l = {ps_in_fact.link, ps_in_fact.link};
+  return out;
+}
+
 caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& churn,
                                           const sim_progress& progress) {
   if (cfg.shards.empty()) return fail("simulate: no PS shard");
   if (cfg.fleet.empty()) return fail("simulate: the fleet has no devices");
   const auto gemms = step_gemms(cfg.model, cfg.batch);
   sim_result res;
-  res.ps = estimate_ps_work(cfg.model, cfg.batch, cfg.planner, static_cast<int>(cfg.shards.size()));
+  planner_config as_is = cfg.planner;
+  as_is.ps_flops = cfg.ps_flops();
+  res.ps = estimate_ps_work(cfg.model, cfg.batch, as_is, static_cast<int>(cfg.shards.size()));
   res.detection_seconds = detection_seconds(cfg.detector);
   res.total_flops_per_step = step_gemm_flops(gemms);
   sim_fleet fleet(cfg.fleet);
   sim_plans plans(cfg, gemms);
-  batch_sim batches(cfg.shards, cfg.schedule, cfg.planner.ps_flops, res.detection_seconds);
+  batch_sim batches(cfg.ps_links(), cfg.schedule, cfg.ps_flops(), res.detection_seconds);
   batch_totals& totals = res.totals;
   double now = 0;
   auto drain = [&](double until) {  // churn while no GEMM runs
     while (churn.next_time() <= until) fleet.apply(churn.pop(fleet), res.detection_seconds, churn.queue());
   };
+  const int shards = static_cast<int>(cfg.shards.size());
+  auto operands = [&](size_t i, int64_t instance) {
+    std::vector<product_operands> out;
+    for (int s = 0; s < shards; ++s) out.push_back(operands_of(gemms, i, instance, s));
+    return out;
+  };
   for (int64_t step = 0; step < cfg.steps; ++step) {
     fleet.admit_joined();
+    batches.caches().begin_step();
     churn.begin_step(step + 1, now, fleet);  // churn files count steps from 1, as live runs do
     drain(now);
     step_time st;
@@ -169,6 +183,9 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
     for (size_t i = 0; i < gemms.size(); ++i) {
       const auto& e = gemms[i];
       int64_t left = e.count;
+      int64_t instance = 0;
+      std::vector<product_operands> ops;
+      issued_bytes issued;  // non-empty: the next instance was issued already
       while (left > 0) {
         drain(now);
         const auto shard_plans = plans.for_product(i, fleet);
@@ -180,7 +197,7 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
           for (size_t s = 0; s < shard_plans.size(); ++s) {
             const gemm_problem g = slice_of(e.problem, static_cast<int>(s),
                                             static_cast<int>(cfg.shards.size()));
-            if (s == 0 || has_weight(g.role)) slowest = std::max(slowest, g.flops() / cfg.planner.ps_flops);
+            if (s == 0 || has_weight(g.role)) slowest = std::max(slowest, g.flops() / cfg.ps_flops());
           }
           st.ps_gemms += slowest * static_cast<double>(left);
           now += slowest * static_cast<double>(left);
@@ -191,26 +208,49 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
         double predicted = 0;
         for (const plan* p : shard_plans)
           if (!p->local) predicted = std::max(predicted, p->predicted_seconds);
+        if (issued.empty()) {
+          ops = operands(i, instance);
+          issued = batches.issue(shard_plans, ops, fleet);
+        }
         const run_marks before{fleet.devices(), totals};
         const uint64_t epoch = fleet.epoch();
         const double began = now;
-        auto end = batches.run(now, shard_plans, fleet, churn, totals);
+        auto end = batches.run(now, shard_plans, ops, issued, fleet, churn, totals);
         if (!end) return end.error();
         now = *end;
         const double took = now - began;
         --left;
+        ++instance;
         if (step == 0) ++res.split_products;
         st.device_gemms += took;
         st.predicted_device_gemms += predicted;
-        // The rest are identical unless churn reaches them.
-        if (left > 0 && fleet.epoch() == epoch && churn.next_time() > now + took * static_cast<double>(left)) {
-          const double times = static_cast<double>(left);
-          add_scaled(before, fleet, totals, times, fleet, totals);
+        // The next instances are identical while no churn reaches them and
+        // the caches send their tiles what they sent this one's (a tile
+        // moved or copied would have left other blocks cached).
+        const issued_bytes first = std::move(issued);
+        issued.clear();
+        int64_t same = 0;
+        const bool repeatable = fleet.epoch() == epoch && !batches.resent();
+        while (repeatable && left > same
+               && churn.next_time() > now + took * static_cast<double>(same + 1)) {
+          auto next_ops = operands(i, instance + same);
+          auto next = batches.issue(shard_plans, next_ops, fleet);
+          if (next != first) {  // run it in full, as issued
+            ops = std::move(next_ops);
+            issued = std::move(next);
+            break;
+          }
+          ++same;
+        }
+        if (same > 0) {
+          const double times = static_cast<double>(same);
+          add_scaled(before, run_marks{fleet.devices(), totals}, times, fleet, totals);
           now += took * times;
           st.device_gemms += took * times;
           st.predicted_device_gemms += predicted * times;
-          if (step == 0) res.split_products += static_cast<uint64_t>(left);
-          left = 0;
+          if (step == 0) res.split_products += static_cast<uint64_t>(same);
+          left -= same;
+          instance += same;
         }
       }
     }
@@ -222,6 +262,8 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
     if (progress) progress(step + 1, now);
   }
   res.devices = fleet.devices();
+  res.operands = batches.caches().operands();
+  res.cache_hits = batches.caches().hits();
   res.failures_detected = fleet.failures_detected;
   return res;
 }

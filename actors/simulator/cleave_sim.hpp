@@ -15,8 +15,11 @@
 //
 // Identical work is simulated once: the instances of one product in a step
 // start on an idle fleet with the same plan, so when no churn event falls
-// within them, every instance takes exactly as long and costs exactly as
-// much as the first, and their sum is the first times their count.
+// within them, no tile of the first moved to a device, and the devices'
+// operand caches send each instance's tiles the bytes they sent the
+// first's (operand_cache.hpp; each instance is still issued, so the caches
+// hold what it sent), every instance takes exactly as long and costs
+// exactly as much as the first.
 
 #include <cstdint>
 #include <functional>
@@ -42,6 +45,17 @@ struct sim_config {
   // `shards` (each shard on a host of its own: ps_links = shards).
   planner_config planner;
   std::vector<shard_links> shards;  // one per PS shard
+  // The PS as it is where it differs from what the planner is told (0: as
+  // told). A live --role=all on one host plans with --ps-flops and
+  // --ps-egress but computes at the host's speed and sends in-process,
+  // its link unpaced: calibrating against it plans as told and runs as is.
+  struct {
+    double flops = 0;
+    double link = 0;  // bytes/s each way, per shard
+  } ps_in_fact;
+  // The rates the simulated PS works and sends at.
+  double ps_flops() const { return ps_in_fact.flops > 0 ? ps_in_fact.flops : planner.ps_flops; }
+  std::vector<shard_links> ps_links() const;
   schedule_options schedule;
   detector_options detector;
 };
@@ -63,6 +77,7 @@ struct sim_result {
   ps_work ps;
   uint64_t failures_detected = 0;
   uint64_t local_products = 0, split_products = 0;  // per step, counting instances
+  uint64_t operands = 0, cache_hits = 0;  // over the run, as operand_cache counts them
   double detection_seconds = 0;
   double total_flops_per_step = 0;  // of the products
 };

@@ -69,15 +69,18 @@ void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_resul
   j["split_gemms"] = res.split_products;
   j["per_device"] = per_device;
   auto per_shard = nlohmann::json::array();
-  for (size_t s = 0; s < cfg.shards.size(); ++s) {
+  const auto links = cfg.ps_links();
+  for (size_t s = 0; s < links.size(); ++s) {
     const auto& t = res.totals;
-    per_shard.push_back({{"shard", s}, {"egress", cfg.shards[s].egress},
-                         {"ingress", cfg.shards[s].ingress},
+    per_shard.push_back({{"shard", s}, {"egress", links[s].egress},
+                         {"ingress", links[s].ingress},
                          {"bytes_down", s < t.shard_bytes_down.size() ? t.shard_bytes_down[s] : 0},
                          {"bytes_up", s < t.shard_bytes_up.size() ? t.shard_bytes_up[s] : 0},
                          {"peak_memory_bytes", res.ps.shard_memory_bytes[s]}});
   }
   j["per_shard"] = per_shard;
+  // As a live run's: of the operands named in tasks, those found in the devices' caches.
+  j["cache_hit_rate"] = res.operands == 0 ? 0.0 : static_cast<double>(res.cache_hits) / res.operands;
   j["failures_detected"] = res.failures_detected;
   j["detection_seconds"] = res.detection_seconds;
   j["tiles_reassigned"] = res.totals.tiles_reassigned;
@@ -95,9 +98,9 @@ void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_resul
   // No step can beat these: the step's GEMM FLOPs on every device at
   // once, and the bytes the PS sent through its shards' egress.
   double egress = 0;
-  for (const auto& s : cfg.shards) egress += s.egress;
+  for (const auto& s : cfg.ps_links()) egress += s.egress;
   j["lower_bounds_seconds"] = {
-    {"fleet_flops", fleet_flops > 0 ? res.total_flops_per_step / (fleet_flops + cfg.planner.ps_flops) : 0.0},
+    {"fleet_flops", fleet_flops > 0 ? res.total_flops_per_step / (fleet_flops + cfg.ps_flops()) : 0.0},
     {"ps_egress", static_cast<double>(down) / n_steps / egress}};
   j["gemm_flops_per_step"] = res.total_flops_per_step;
 }

@@ -239,7 +239,11 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
 }
 
 bool distributed_gemm::computes_here(gemm_tag tag, int64_t m, int64_t n, int64_t k) {
-  return stays_here(plans_.plan_for(self_, fleet_, tag, problem_of(tag, m, n, k)));
+  return stays_here(plan_for(tag, m, n, k));
+}
+
+const plan& distributed_gemm::plan_for(gemm_tag tag, int64_t m, int64_t n, int64_t k) {
+  return plans_.plan_for(self_, fleet_, tag, problem_of(tag, m, n, k));
 }
 
 void distributed_gemm::add_local_seconds(double seconds, int64_t products) {

@@ -97,6 +97,9 @@ class distributed_gemm final : public gemm_engine<float> {
   void gemm_batch(const std::vector<gemm_job<float>>& jobs) override;
   // A product its plan keeps on the PS (planned here on first sight).
   bool computes_here(gemm_tag tag, int64_t m, int64_t n, int64_t k) override;
+  // The plan a product of C[m,n], K = k runs under, as gemm would ask it
+  // (a test compares the simulator's operand caches on the same plans).
+  const plan& plan_for(gemm_tag tag, int64_t m, int64_t n, int64_t k);
   void add_local_seconds(double seconds, int64_t products) override;
 
   runtime_accounts accounts() const;
