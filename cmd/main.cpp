@@ -1,15 +1,11 @@
 // The `cleave` binary: parses flags, then wires the roles this process runs.
 
-#include <algorithm>
-#include <cerrno>
 #include <cstdlib>
 #include <iostream>
 #include <string_view>
 #include <thread>
 
 #include <malloc.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -49,23 +45,6 @@ void shorten_omp_spins_for_emulated_devices(char** argv) {
   execv("/proc/self/exe", argv);
   unsetenv("GOMP_SPINCOUNT");
 }
-
-// The PS shares this host with the fleet it emulates. Its issue, checks and
-// folds are the step's critical path, while a device's tile only has to be
-// done by the time the PS waits for it; at equal priority the scheduler
-// splits the cores three ways and the PS's serial work stretches every step.
-// CAF's threads (where emulated devices compute) therefore yield to it.
-class yield_to_ps_hook : public caf::thread_hook {
- public:
-  void init(caf::actor_system&) override {}
-  void thread_started() override {
-    const auto self = static_cast<id_t>(syscall(SYS_gettid));
-    errno = 0;
-    const int nice = getpriority(PRIO_PROCESS, self);
-    if (errno == 0) setpriority(PRIO_PROCESS, self, std::min(nice + 5, 19));
-  }
-  void thread_terminates() override {}
-};
 
 // Tiles, results and snapshots are megabytes each and come and go every
 // GEMM. glibc would serve some from fresh mmaps and hand freed heap tops
@@ -166,7 +145,6 @@ int main(int argc, char** argv) {
       // leaves work queued behind a busy worker while the other sleeps
       // between polls (bench/runtime: 1.65-1.70x -> 1.43-1.54x the reference).
       if (!sets_scheduler_policy(argc, argv)) cfg.set("scheduler.policy", caf::atom("sharing"));
-      cfg.add_thread_hook<yield_to_ps_hook>();
     }
     return run_all(cfg, *opts, threads);
   }
