@@ -91,8 +91,11 @@ void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
   const auto held = std::chrono::duration_cast<caf::timespan>(
     std::chrono::duration<double>(egress_.pass(now_s, bytes) - now_s));
   msg.sent_at_ns = (now + held).time_since_epoch().count();
-  if (held > caf::timespan{0})
-    self_->delayed_send(member.handle, held, std::move(msg));
+  // On a paced link every task goes through the clock, which delivers in
+  // order of time: a direct send could overtake a task the clock holds
+  // that is due but not yet delivered, and name a block before it arrives.
+  if (egress_.paced())
+    self_->delayed_send(member.handle, std::max(held, caf::timespan{1000}), std::move(msg));
   else
     self_->send(member.handle, std::move(msg));
 }
