@@ -57,6 +57,7 @@ void run_task(device_actor_ptr self, tile_task& task, const caf::actor& to) {
   const cached_block* b = resolve(s, task.b, b_scratch, b_hit);
   for (auto [blk, op] : {std::pair{a, &task.a}, {b, &task.b}}) {
     if (blk == nullptr && !op->carries_values()) {
+      spdlog::debug("device {}: block {:x} of step {} gemm {} tile {} is not in its cache", s.id, op->key, task.key.step, task.key.gemm, task.key.tile);
       self->send(to, tile_miss{task.key, s.id, op->key});
       return;
     }
