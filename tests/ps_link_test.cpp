@@ -1,5 +1,5 @@
 // The PS's paced link (actors/ps/engine/paced_link.hpp) and the cost model's
-// store-and-forward time for it (store_and_forward_seconds), by hand.
+// time through it (ps_link_seconds), by hand.
 
 #include <cmath>
 
@@ -50,7 +50,7 @@ assignment on(int32_t dev, tile t) {
 
 }  // namespace
 
-TEST(store_and_forward, tiles_wait_for_the_ps_egress_then_their_results_for_its_ingress) {
+TEST(ps_link_seconds, devices_download_while_the_ps_sends_and_results_queue_at_its_ingress) {
   // Two devices, one 100x100x100 tile each: 80 kB down, 40 kB up, 2 MFLOP.
   const tile t{0, 100, 0, 100, 0, 100};
   plan p;
@@ -62,22 +62,27 @@ TEST(store_and_forward, tiles_wait_for_the_ps_egress_then_their_results_for_its_
   cfg.ps_egress = 1e6;
   cfg.ps_ingress = 1e6;
   const std::vector<device_view> fleet{device(0), device(1)};
-  // Device time per tile: 0.08 down + 0.002 compute + 0.04 up = 0.122 s.
-  // Egress: tile 0 through at 0.08, tile 1 at 0.16. Results at 0.202 and
-  // 0.282; ingress: 0.242 and 0.322.
-  EXPECT_NEAR(store_and_forward_seconds(p, fleet, cfg), 0.322, 1e-12);
+  // A tile alone: 0.08 down + 0.002 compute + 0.04 up = 0.122 s. Tile 0's
+  // operands cross the egress over [0, 0.08] as device 0 downloads them:
+  // done at 0.122, its upload over [0.082, 0.122] crossing the ingress
+  // too. Tile 1's cross over [0.08, 0.16]: done at 0.202, uploaded over
+  // [0.162, 0.202] behind nothing.
+  EXPECT_NEAR(ps_link_seconds(p, fleet, cfg), 0.202, 1e-12);
   // Where the link is fast, the devices' own time is what remains.
   cfg.ps_egress = cfg.ps_ingress = 1e12;
-  EXPECT_NEAR(store_and_forward_seconds(p, fleet, cfg), 0.122, 1e-6);
-  // A cached operand is not sent again: tile 1's 40 kB are through the
-  // egress at 0.12, its device is done at 0.12 + 0.082 = 0.202 like device
-  // 0, and the two results cross the ingress by 0.242 and 0.282.
+  EXPECT_NEAR(ps_link_seconds(p, fleet, cfg), 0.122, 1e-6);
+  // A cached operand is not sent again: tile 1's 40 kB cross over
+  // [0.08, 0.12], it is done at 0.08 + 0.082 = 0.162 and its result
+  // crosses the ingress over [0.122, 0.162], right behind tile 0's.
   p.tiles[1].a_cached = true;
   cfg.ps_egress = cfg.ps_ingress = 1e6;
-  EXPECT_NEAR(store_and_forward_seconds(p, fleet, cfg), 0.282, 1e-12);
+  EXPECT_NEAR(ps_link_seconds(p, fleet, cfg), 0.162, 1e-12);
+  // A slow ingress queues the results: 0.082 + 0.4, then 0.4 more.
+  cfg.ps_ingress = 1e5;
+  EXPECT_NEAR(ps_link_seconds(p, fleet, cfg), 0.882, 1e-12);
 }
 
-TEST(store_and_forward, is_never_below_the_link_bounds_nor_defined_for_a_missing_device) {
+TEST(ps_link_seconds, is_never_below_the_link_bounds_nor_defined_for_a_missing_device) {
   const tile t{0, 10, 0, 10, 0, 10};
   plan p;
   p.local = false;
@@ -86,7 +91,7 @@ TEST(store_and_forward, is_never_below_the_link_bounds_nor_defined_for_a_missing
   p.bytes_up = 0;
   planner_config cfg;
   cfg.ps_egress = cfg.ps_ingress = 1e6;
-  EXPECT_GE(store_and_forward_seconds(p, {device(0)}, cfg), (1u << 30) / 1e6);
+  EXPECT_GE(ps_link_seconds(p, {device(0)}, cfg), (1u << 30) / 1e6);
   p.tiles[0].device = 7;
-  EXPECT_TRUE(std::isinf(store_and_forward_seconds(p, {device(0)}, cfg)));
+  EXPECT_TRUE(std::isinf(ps_link_seconds(p, {device(0)}, cfg)));
 }

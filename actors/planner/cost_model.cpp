@@ -101,8 +101,8 @@ double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
                    static_cast<double>(p.bytes_up) / cfg.ps_ingress});
 }
 
-double store_and_forward_seconds(const plan& p, const std::vector<device_view>& devices,
-                                 const planner_config& cfg) {
+double ps_link_seconds(const plan& p, const std::vector<device_view>& devices,
+                       const planner_config& cfg) {
   if (p.local) return p.local_seconds;
   std::map<int32_t, const device_view*> by_id;
   std::map<int32_t, double> idle_at;
@@ -111,25 +111,36 @@ double store_and_forward_seconds(const plan& p, const std::vector<device_view>& 
     idle_at[d.id] = std::max(0.0, d.ready_at);
   }
   double egress_free = 0;
-  std::vector<std::pair<double, uint64_t>> results;  // (at the PS's door, bytes)
+  struct upload {
+    double begins, ends;
+    uint64_t bytes;
+  };
+  std::vector<upload> results;
   results.reserve(p.tiles.size());
   for (const auto& a : p.tiles) {
     if (a.device < 0) continue;  // the PS's own, computed while it waits
     auto it = by_id.find(a.device);
     if (it == by_id.end() || !usable(it->second->profile))
       return std::numeric_limits<double>::infinity();
+    const device_profile& d = it->second->profile;
     const uint64_t down = (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
+    const double sending = egress_free;
     egress_free += static_cast<double>(down) / cfg.ps_egress;
+    const double whole = predict_tile(a.t, d, a.a_cached, a.b_cached).seconds;
+    const double downloading = static_cast<double>(down) / d.downlink;
+    const double uploading = static_cast<double>(a.t.c_bytes()) / d.uplink;
     double& idle = idle_at[a.device];
-    idle = std::max(idle, egress_free) +
-           predict_tile(a.t, it->second->profile, a.a_cached, a.b_cached).seconds;
-    results.emplace_back(idle, a.t.c_bytes());
+    idle = std::max(std::max(idle, sending) + whole, egress_free + whole - downloading);
+    results.push_back({idle - uploading - d.latency, idle, a.t.c_bytes()});
   }
-  std::sort(results.begin(), results.end());
-  double ingress_free = 0;
-  for (const auto& [at, bytes] : results)
-    ingress_free = std::max(ingress_free, at) + static_cast<double>(bytes) / cfg.ps_ingress;
-  return std::max({ingress_free, static_cast<double>(p.bytes_down) / cfg.ps_egress,
+  std::sort(results.begin(), results.end(),
+            [](const upload& x, const upload& y) { return x.begins < y.begins; });
+  double ingress_free = 0, last = 0;
+  for (const auto& u : results) {
+    ingress_free = std::max(ingress_free, u.begins) + static_cast<double>(u.bytes) / cfg.ps_ingress;
+    last = std::max({last, u.ends, ingress_free});
+  }
+  return std::max({last, static_cast<double>(p.bytes_down) / cfg.ps_egress,
                    static_cast<double>(p.bytes_up) / cfg.ps_ingress});
 }
 

@@ -53,7 +53,7 @@ struct planner_config {
   bool pipelined_devices = false;
   // Each PS shard holds its messages to its own link's rates
   // (--pace-ps-link, actors/ps/engine/paced_link.hpp): a plan's predicted
-  // time is then at least store_and_forward_seconds.
+  // time is then at least ps_link_seconds.
   bool paced_ps_link = false;
 };
 
@@ -115,14 +115,16 @@ plan_parts parts_of(const plan& p, const std::vector<device_view>& devices,
 double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
                          const planner_config& cfg);
 
-// A split plan's time when its tiles' operands cross the PS's egress one
-// task after another, in plan order, each device then takes the tile whole
-// (predict_tile) once its operands are through and it is idle, and the
-// results cross the PS's ingress one after another as they come: what a
-// paced PS link and emulated devices do. The grid search's max() of the
-// link's and the devices' times assumes the two overlap fully; with few
-// tiles per product they cannot. Never below the PS link's times.
-double store_and_forward_seconds(const plan& p, const std::vector<device_view>& devices,
+// A split plan's time through a paced PS link (--pace-ps-link,
+// actors/ps/engine/paced_link.hpp): the tiles' operands cross the PS's
+// egress one task after another in plan order while each device downloads
+// them (cut through: its download ends at the later of the two links'
+// ends), each device takes its tiles whole and in turn (predict_tile), and
+// the results cross the PS's ingress one after another as the devices
+// upload them. The grid search's max() of the link's and the devices'
+// times assumes every transfer overlaps every other; with few tiles per
+// product they cannot. Never below the PS link's times.
+double ps_link_seconds(const plan& p, const std::vector<device_view>& devices,
                                  const planner_config& cfg);
 
 // What limits a split plan's predicted time, on the devices it was planned

@@ -37,7 +37,7 @@ plan remembered(planner_state& st, plan p) {
   if (st.opts.cost.paced_ps_link && !p.local && !p.tiles.empty()) {
     const auto share = fair_share(views(st), st.opts.cost, g.sharers);
     p.predicted_seconds =
-      std::max(p.predicted_seconds, store_and_forward_seconds(p, share.devices, share.cfg));
+      std::max(p.predicted_seconds, ps_link_seconds(p, share.devices, share.cfg));
   }
   st.recent_plans[std::make_tuple(g.m, g.n, g.k, static_cast<int>(g.role))] = p;
   return p;

@@ -18,7 +18,9 @@
 #  --sim-ps-flops=1e11: the gpt configurations' local products (attention,
 #    0.40 and 0.81 GFLOP per step) over their live ps_compute (3.8 and
 #    7.3 ms per step): 1.06e11 and 1.10e11 FLOP/s.
-#  --sim-ps-link=1e12: far above any device's link, so it never binds.
+#  --sim-ps-link=1e12: far above any device's link, so it never binds;
+#    except in the -paced configuration, whose live PS paces its link to
+#    --ps-egress (--pace-ps-link) and the simulated one runs at it.
 #  --ps-memory-bandwidth=3.3e9: the PS's work besides the GEMMs, summed
 #    over the three configurations (the live step less its wait on devices,
 #    0.099, 0.070 and 0.147 s, less the local products at 1e11 FLOP/s,
@@ -30,7 +32,8 @@
 source "$(dirname "$0")/lib.sh"
 
 PS=(--ps-flops=2e9 --ps-memory-bandwidth=3.3e9)
-AS_IS=(--sim-ps-flops=1e11 --sim-ps-link=1e12)
+AS_IS=(--sim-ps-flops=1e11)
+UNPACED_LINK=(--sim-ps-link=1e12)
 # Heartbeats at 1 s: at 0.1 s this loaded host's scheduling delays made the
 # detector declare live devices dead and re-run their tiles, which no
 # churn-free simulation shows.
@@ -50,11 +53,15 @@ J
 # calibrate NAME FLAGS...: runs both, prints the residuals, fails past TOLERANCE.
 calibrate() {
   local name=$1; shift
-  if ! "$CLEAVE" --role=all "$@" "${PS[@]}" "${RUN[@]}" --eval-tokens=512 --log-level=warn \
+  # A -paced configuration paces the live PS link (--pace-ps-link), so the
+  # simulated one runs at --ps-egress too.
+  local live_link=() sim_link=("${UNPACED_LINK[@]}")
+  if [[ $name == *-paced ]]; then live_link=(--pace-ps-link); sim_link=(); fi
+  if ! "$CLEAVE" --role=all "$@" "${live_link[@]}" "${PS[@]}" "${RUN[@]}" --eval-tokens=512 --log-level=warn \
        --report="$WORK/live_$name.json" > "$WORK/live_$name.out" 2>&1; then
     fail "$name: the live run exited non-zero: $(tail -3 "$WORK/live_$name.out")"; return
   fi
-  if ! "$CLEAVE" --role=simulate "$@" "${PS[@]}" "${AS_IS[@]}" "${RUN[@]}" --log-level=warn \
+  if ! "$CLEAVE" --role=simulate "$@" "${PS[@]}" "${AS_IS[@]}" "${sim_link[@]}" "${RUN[@]}" --log-level=warn \
        --report="$WORK/sim_$name.json" > "$WORK/sim_$name.out" 2>&1; then
     fail "$name: the simulation exited non-zero: $(cat "$WORK/sim_$name.out")"; return
   fi
@@ -86,4 +93,6 @@ calibrate gpt-edge --model=gpt --shape=small --context=64 --batch=8 --fleet="$WO
 calibrate mlp --model=mlp --hidden=1024,1024 --batch=1024 --fleet="$WORK/phone_edge.json" --min-devices=6
 calibrate gpt-vm-phone --model=gpt --shape=small --context=64 --batch=16 --fleet="$WORK/vm_phone.json" --min-devices=6 \
   --ps-egress=2e8
+calibrate gpt-vm-phone-paced --model=gpt --shape=small --context=64 --batch=16 --fleet="$WORK/vm_phone.json" \
+  --min-devices=6 --ps-egress=2e8
 finish

@@ -196,8 +196,16 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
     self_->receive(
       [&](tile_result& r) {
         if (ingress_.paced()) {
+          // The result began crossing the PS's ingress as the device began
+          // uploading it (cut through): its uplink's time before now.
           const double now = seconds_now();
-          const double through = ingress_.pass(now, r.data.size() * sizeof(float));
+          const uint64_t bytes = r.data.size() * sizeof(float);
+          double uploading = 0;
+          if (fleet_.has(r.device)) {
+            const double uplink = fleet_.members().at(r.device).profile.uplink;
+            if (uplink > 0) uploading = static_cast<double>(bytes) / uplink;
+          }
+          const double through = ingress_.pass(now - uploading, bytes);
           if (through > now) {
             crossing.emplace(through, std::move(r));
             return;

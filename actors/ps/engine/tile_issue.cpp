@@ -86,18 +86,27 @@ void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
     p.holders.push_back(dev);
   if (std::find(p.given.begin(), p.given.end(), dev) == p.given.end()) p.given.push_back(dev);
   const auto& member = fleet_.members().at(dev);
-  const auto now = caf::make_timestamp();
-  const double now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
-  const auto held = std::chrono::duration_cast<caf::timespan>(
-    std::chrono::duration<double>(egress_.pass(now_s, bytes) - now_s));
-  msg.sent_at_ns = (now + held).time_since_epoch().count();
-  // On a paced link every task goes through the clock, which delivers in
-  // order of time: a direct send could overtake a task the clock holds
-  // that is due but not yet delivered, and name a block before it arrives.
-  if (egress_.paced())
-    self_->delayed_send(member.handle, std::max(held, caf::timespan{1000}), std::move(msg));
-  else
+  if (!egress_.paced()) {
+    msg.sent_at_ns = caf::make_timestamp().time_since_epoch().count();
     self_->send(member.handle, std::move(msg));
+    return;
+  }
+  // Every task of a paced link goes through the actor clock at the time it
+  // is through, computed from that time alone: tasks due at the same time
+  // (one naming a block the one before it carries) keep their order, which
+  // a delay from each call's own `now` would not promise. The task carries
+  // when the PS began sending it: the device's download ran meanwhile.
+  using clock = caf::actor_clock::clock_type;
+  const auto now = self_->clock().now();
+  const double now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
+  const double through = egress_.pass(now_s, bytes);
+  const double began = through - egress_.transfer_seconds(bytes);
+  const clock::time_point due{
+    std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(through))};
+  msg.sent_at_ns = (caf::make_timestamp() + std::chrono::duration_cast<caf::timespan>(
+                                              std::chrono::duration<double>(began - now_s)))
+                     .time_since_epoch().count();
+  self_->scheduled_send(member.handle, due, std::move(msg));
 }
 
 tile_policy distributed_gemm::policy() const {
