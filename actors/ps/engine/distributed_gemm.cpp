@@ -246,6 +246,22 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
     acc_.churn.recovery_seconds += seconds_now() - failed_at;
 }
 
+double distributed_gemm::paced_batch_seconds(const plan& batch) const {
+  std::vector<device_view> devices;
+  for (const auto& [id, m] : fleet_.members()) {
+    device_view v;
+    v.id = id;
+    v.profile = m.profile;
+    devices.push_back(std::move(v));
+  }
+  planner_config cfg;
+  cfg.ps_egress = opts_.paced_egress;
+  cfg.ps_ingress = opts_.paced_ingress;
+  cfg.ps_links = static_cast<int32_t>(opts_.shards);  // a paced shard has a link of its own
+  const auto share = fair_share(devices, cfg, static_cast<int32_t>(opts_.shards));
+  return ps_link_seconds(batch, share.devices, share.cfg);
+}
+
 bool distributed_gemm::computes_here(gemm_tag tag, int64_t m, int64_t n, int64_t k) {
   return stays_here(plan_for(tag, m, n, k));
 }
@@ -275,6 +291,8 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
   calls.reserve(jobs.size());  // send_task keeps references into calls
   batch_keys keys;
   double predicted = 0;
+  plan batch_tiles;  // the batch's tiles in issue order, for a paced link's prediction
+  batch_tiles.local = false;
   for (const auto& job : jobs) {
     const auto t_issue = clock_type::now();
     const gemm_problem g =
@@ -333,11 +351,19 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
       }
     }
     acc_.tiles += call.tiles.size();
-    acc_.totals.predicted_wait_seconds += p.predicted_seconds;
     predicted += p.predicted_seconds;
+    if (egress_.paced()) {
+      batch_tiles.tiles.insert(batch_tiles.tiles.end(), p.tiles.begin(), p.tiles.end());
+      batch_tiles.bytes_down += p.bytes_down;
+      batch_tiles.bytes_up += p.bytes_up;
+    }
     acc_.totals.issue_seconds += seconds_since(t_issue);
   }
   if (calls.empty()) return;
+  // The products of a batch share a paced link: their tiles queue on it
+  // together, where the plans' times each assume the link to themselves.
+  if (egress_.paced()) predicted = paced_batch_seconds(batch_tiles);
+  acc_.totals.predicted_wait_seconds += predicted;
 
   const auto t_wait = clock_type::now();
   wait_for(calls, predicted);

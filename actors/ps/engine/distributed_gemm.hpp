@@ -249,6 +249,9 @@ class distributed_gemm final : public gemm_engine<float> {
   // Tile i's result is in: folds it into C with the tiles it unblocks.
   static void fold_ready(gemm_call& call, size_t i);
   void reassign(gemm_call& call, pending_tile& p);
+  // A batch's tiles through this engine's paced link (ps_link_seconds on
+  // its fair share of the fleet).
+  double paced_batch_seconds(const plan& batch) const;
   // The batch being waited for (wait_for), which fleet events reach.
   tile_schedule* schedule_ = nullptr;
 
