@@ -14,6 +14,10 @@
 
 namespace cleave {
 
+// The cap of the model-let kinds that carry tensors: the device edge's
+// default tile cap (edge_gateway_options::max_tile_bytes).
+inline constexpr uint64_t default_modellet_frame_cap = uint64_t{64} << 20;
+
 struct ml_frame {
   uint16_t kind = 0;
   std::vector<char> payload;

@@ -173,7 +173,7 @@ void modellet_ps::place(parameter& w, parameter& b, int64_t step) {
   for (const auto& r : *split) shards_.push_back({r.begin, r.end, r.device, step, 1});
   // Each range's share of the layer's top-up, so the union's active set is
   // about the in-process one (every neuron when min_active covers the layer).
-  const int64_t want = opts_.sampling.min_active;
+  const int64_t want = opts_.sampling.min_active > 0 ? opts_.sampling.min_active : std::max<int64_t>(1, neurons / 200);
   for (auto& s : shards_) {
     const int64_t rows = s.end - s.begin;
     s.min_active = want >= neurons ? static_cast<int32_t>(rows)

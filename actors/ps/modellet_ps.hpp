@@ -32,9 +32,6 @@
 
 namespace cleave {
 
-// The cap of the model-let kinds that carry tensors: the device edge's
-// default tile cap (edge_gateway_options::max_tile_bytes).
-inline constexpr uint64_t default_modellet_frame_cap = uint64_t{64} << 20;
 // The device channel's frame header (actors/transport/frame.hpp), counted
 // with every frame's payload in the traffic figures.
 inline constexpr uint64_t modellet_frame_header_bytes = 24;
@@ -55,7 +52,8 @@ class modellet_transport {
 };
 
 struct modellet_ps_options {
-  modellet_sampling sampling;  // min_active: the whole layer's, shared out by range size
+  // min_active: the whole layer's (0: 0.5% of it), shared out by range size.
+  modellet_sampling sampling;
   int64_t copy_every = 50;     // steps between copies at the PS; 0: only at sync()
   uint64_t frame_cap = default_modellet_frame_cap;
   int attempts = 4;            // tries of a step before the run gives up
@@ -91,6 +89,7 @@ class modellet_ps final : public modellet_link {
 
   const std::vector<modellet_failure>& failures() const { return failures_; }
   const modellet_traffic& traffic() const { return traffic_; }
+  int64_t copy_every() const { return opts_.copy_every; }
   // Where each range is now.
   std::vector<modellet_range> ranges() const;
 
