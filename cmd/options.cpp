@@ -262,10 +262,10 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   if (auto e = positive("eval-tokens", c.eval_tokens)) return e;
   o.eval_tokens = c.eval_tokens;
   if (c.eval_samples != 0) o.eval_samples = c.eval_samples;
-  if (xc && (c.role != "all" || c.ps_shards != 1))
-    return fail("--model=xc runs with --role=all and --ps-shards=1 for now: its model-lets go to "
-                "in-process devices (--devices or --fleet), not yet to remote ones");
-  const bool on_devices = xc && (c.devices != 0 || !c.fleet.empty());
+  if (xc && ((c.role != "all" && c.role != "ps") || c.ps_shards != 1))
+    return fail("--model=xc trains with --role=all or --role=ps and --ps-shards=1 (one PS holds "
+                "the copy of the model-lets)");
+  const bool on_devices = xc && (c.role == "ps" || c.devices != 0 || !c.fleet.empty());
   if (on_devices && !o.xc.sparse)
     return fail("--dense is the single-process reference (--devices=0): on devices the output "
                 "layer is sparse mode's model-lets");

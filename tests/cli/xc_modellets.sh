@@ -8,6 +8,10 @@
 #   what it cost, and P@1 stays within 97% of the churn-free run's;
 # - traffic: the report's measured model-let bytes per sample are at least
 #   95% below the dense model-parallel layer's (full logits: 8h + 8L).
+# - separate processes: a PS and 3 devices joined over the device edge (the
+#   model-let frames travel the devices' TCP connections) follow the dense
+#   softmax the same way; a device process killed (SIGKILL) mid-training is
+#   survived.
 source "$(dirname "$0")/lib.sh"
 
 make_xc_dir "$WORK/task"
@@ -19,11 +23,35 @@ common=(--model=xc --dataset=xc:"$WORK/task" --hidden=16 --batch=32 --lr=5e-2 --
   || fail "4-device run failed"
 
 printf '{"events": [{"step": 90, "action": "die", "device": 2, "after_seconds": 0}]}\n' > "$WORK/kill.json"
-sparse=(--steps=150 --lsh-k=2 --lsh-l=4 --bucket-size=4 --min-active=8 --rehash-every=10
-        --rebuild-every=40 --devices=4 --modellet-copy-every=25)
+lsh=(--lsh-k=2 --lsh-l=4 --bucket-size=4 --min-active=8 --rehash-every=10 --rebuild-every=40)
+sparse=(--steps=150 "${lsh[@]}" --devices=4 --modellet-copy-every=25)
 "$CLEAVE" "${common[@]}" "${sparse[@]}" --report="$WORK/calm.json" || fail "churn-free run failed"
 "$CLEAVE" "${common[@]}" "${sparse[@]}" --churn="$WORK/kill.json" --report="$WORK/churn.json" \
   || fail "run with a killed device failed"
+
+# Separate processes: the PS hosts planner and detector; devices connect.
+remote() {  # remote NAME KILL(0/1) [ps flags...]
+  local name=$1 kill=$2; shift 2
+  timeout 120 "$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices=3 "${common[@]}" --log-level=info \
+    --progress-seconds=0.05 "$@" --report="$WORK/$name.json" > "$WORK/$name.log" 2>&1 &
+  local ps=$!
+  local port; port=$(wait_port "$WORK/$name.log")
+  [[ -n $port ]] || { fail "$name: the ps did not listen"; return; }
+  local devs=()
+  for _ in 1 2 3; do
+    "$CLEAVE" --role=device --connect="127.0.0.1:$port" --profile=fast --threads=1 --log-level=error \
+      --reconnect-seconds=0 &
+    devs+=($!)
+  done
+  if ((kill)); then
+    for _ in $(seq 1 500); do grep -q "step [0-9]*/" "$WORK/$name.log" && break; sleep 0.02; done
+    kill -9 "${devs[1]}"
+  fi
+  wait $ps || fail "$name ps failed: $(tail -3 "$WORK/$name.log")"
+  wait
+}
+remote remote 0 --steps=50 --min-active=40
+remote remote-kill 1 "${lsh[@]}" --steps=1500 --modellet-copy-every=25
 
 verdict=$(python3 - "$WORK" <<'PY'
 import json, sys
@@ -44,6 +72,13 @@ else:
     if not (0 < f["lost_steps"] <= 25): problems.append(f"lost steps {f['lost_steps']}")
     if any(r["to"] == f["device"] for r in f["ranges"]): problems.append("range stayed on the dead device")
 if len(churn["losses"]) != 150: problems.append("the churn run did not finish")
+remote, killed = (json.load(open(f"{w}/{n}.json")) for n in ("remote", "remote-kill"))
+for i, (a, b) in enumerate(zip(remote["losses"], dense["losses"])):
+    if abs(a - b) > 1e-4 * abs(b):
+        problems.append(f"step {i + 1}: loss {a} over processes, {b} dense"); break
+if len(killed["losses"]) != 1500: problems.append("the run with a killed device process did not finish")
+if len(killed["modellets"]["failures"]) != 1: problems.append(f"remote failures {killed['modellets']['failures']}")
+if killed["p_at_1"] < 0.3: problems.append(f"P@1 {killed['p_at_1']} after a killed device process")
 if churn["p_at_1"] < 0.97 * calm["p_at_1"]:
     problems.append(f"P@1 {churn['p_at_1']} under churn, {calm['p_at_1']} without")
 hidden, labels = 16, 40
