@@ -1,6 +1,7 @@
 #include "schema/modellet_codec.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "schema/byte_io.hpp"
 #include "schema/errors.hpp"
@@ -171,13 +172,35 @@ caf::expected<ml_forward_msg> decode_ml_forward(const char* data, size_t size) {
   return m;
 }
 
+// A sample's ids are ascending: each is sent as its gap to the previous one
+// (the first as itself), less one, in LEB128. Gaps inside a range of a few
+// thousand neurons take one or two bytes instead of four.
+void put_varint(std::vector<char>& out, uint32_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
 std::vector<char> encode(const modellet_scores& s) {
   const auto n = static_cast<size_t>(s.samples());
-  std::vector<char> out(4 + 4 * n + 8 * s.ids.size() + 16 * n);
+  std::vector<char> ids;
+  ids.reserve(s.ids.size() * 2);
+  for (size_t r = 0; r < n; ++r) {
+    int64_t prev = -1;
+    for (int64_t j = s.offsets[r]; j < s.offsets[r + 1]; ++j) {
+      const int32_t id = s.ids[static_cast<size_t>(j)];
+      put_varint(ids, static_cast<uint32_t>(id - prev - 1));
+      prev = id;
+    }
+  }
+  std::vector<char> out(4 + 4 * n + 4 + ids.size() + 4 * s.logits.size() + 16 * n);
   byte_writer w(out.data());
   w.put(static_cast<uint32_t>(n));
   for (size_t r = 0; r < n; ++r) w.put(static_cast<uint32_t>(s.offsets[r + 1] - s.offsets[r]));
-  w.raw(s.ids.data(), s.ids.size() * 4);
+  w.put(static_cast<uint32_t>(ids.size()));
+  w.raw(ids.data(), ids.size());
   w.floats(s.logits);
   for (const auto& st : s.stats) {
     w.put(st.max);
@@ -191,7 +214,7 @@ caf::expected<modellet_scores> decode_ml_scores(const char* data, size_t size) {
   uint32_t n = 0;
   if (!r.get(n)) return bad("ml_scores", "truncated header");
   if (n == 0 || n > max_modellet_samples) return bad("ml_scores", "sample count out of range");
-  if (static_cast<uint64_t>(n) * 20 > r.left()) return bad("ml_scores", "counts do not fit the frame");
+  if (static_cast<uint64_t>(n) * 20 + 4 > r.left()) return bad("ml_scores", "counts do not fit the frame");
   modellet_scores s;
   s.offsets.assign(static_cast<size_t>(n) + 1, 0);
   for (uint32_t i = 0; i < n; ++i) {
@@ -199,16 +222,45 @@ caf::expected<modellet_scores> decode_ml_scores(const char* data, size_t size) {
     r.get(c);
     s.offsets[i + 1] = s.offsets[i] + c;
   }
+  uint32_t id_bytes = 0;
+  r.get(id_bytes);
   const auto total = static_cast<uint64_t>(s.offsets.back());
-  if (total * 8 + static_cast<uint64_t>(n) * 16 != r.left())
+  // Each id takes a byte at least: the ids bound the count before it sizes anything.
+  if (id_bytes > r.left() || total > id_bytes
+      || static_cast<uint64_t>(id_bytes) + total * 4 + static_cast<uint64_t>(n) * 16 != r.left())
     return bad("ml_scores", "pair counts do not match the frame's length");
+  const auto* p = reinterpret_cast<const unsigned char*>(data) + (size - r.left());
+  const auto* end = p + id_bytes;
   s.ids.resize(total);
-  for (auto& id : s.ids) r.get(id);
-  if (!r.floats(s.logits, static_cast<int64_t>(total))) return bad("ml_scores", "truncated logits");
+  size_t k = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    int64_t prev = -1;
+    for (int64_t j = s.offsets[i]; j < s.offsets[i + 1]; ++j) {
+      uint64_t v = 0;
+      int shift = 0;
+      for (;;) {
+        if (p == end || shift > 28) return bad("ml_scores", "a truncated or overlong id");
+        const unsigned char byte = *p++;
+        v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) {
+          if (byte == 0 && shift > 0) return bad("ml_scores", "an id not in its shortest form");
+          break;
+        }
+        shift += 7;
+      }
+      const int64_t id = prev + 1 + static_cast<int64_t>(v);
+      if (id > std::numeric_limits<int32_t>::max()) return bad("ml_scores", "an id out of range");
+      s.ids[k++] = static_cast<int32_t>(id);
+      prev = id;
+    }
+  }
+  if (p != end) return bad("ml_scores", "bytes left over after the ids");
+  byte_reader rest(reinterpret_cast<const char*>(end), size - static_cast<size_t>(reinterpret_cast<const char*>(end) - data));
+  if (!rest.floats(s.logits, static_cast<int64_t>(total))) return bad("ml_scores", "truncated logits");
   s.stats.resize(n);
   for (auto& st : s.stats) {
-    r.get(st.max);
-    r.get(st.sum);
+    rest.get(st.max);
+    rest.get(st.sum);
     if (!(st.sum >= 0) || std::isnan(st.max)) return bad("ml_scores", "softmax stats are not numbers");
   }
   return s;

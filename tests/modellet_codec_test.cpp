@@ -116,6 +116,23 @@ TEST(modellet_codec, truncations_and_lying_counts_are_refused) {
   const uint32_t many = 1u << 31;
   std::memcpy(big.data() + 4, &many, 4);  // a per-sample count far past the frame
   EXPECT_FALSE(decode_ml_scores(big.data(), big.size()));
+  // An id in a longer form than it needs (0x83 0x00 for 3), with the count of id bytes to match.
+  auto longer = sc;
+  const uint32_t two = 2;
+  std::memcpy(longer.data() + 8, &two, 4);
+  longer[12] = static_cast<char>(0x83);
+  longer.insert(longer.begin() + 13, '\0');
+  EXPECT_FALSE(decode_ml_scores(longer.data(), longer.size()));
+  // Ids far apart, and many in one sample, round-trip.
+  modellet_scores wide;
+  wide.offsets = {0, 3};
+  wide.ids = {0, 200, 2000000000};
+  wide.logits = {1, 2, 3};
+  wide.stats = {{3, 1.5}};
+  auto wb = encode(wide);
+  auto back = decode_ml_scores(wb.data(), wb.size());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->ids, wide.ids);
   auto grads = encode_ml_grads({1, 2, 3});
   EXPECT_FALSE(decode_ml_grads(grads.data(), grads.size() - 1));
   std::memcpy(grads.data(), &many, 4);

@@ -60,6 +60,7 @@ std::vector<char> modellet_ps::place_frame(const shard& s) const {
   ml_place_msg m;
   m.sampling = opts_.sampling;
   m.sampling.min_active = s.min_active;
+  m.sampling.bucket_size = s.bucket_size;
   m.state = slice(s);
   auto out = encode(m);
   if (out.size() > edge_payload_cap(edge_ml_place, opts_.frame_cap))
@@ -170,7 +171,7 @@ void modellet_ps::place(parameter& w, parameter& b, int64_t step) {
   auto split = modellet_split(fleet_, neurons, modellet_bytes_per_neuron(w.value.cols(), tables));
   if (!split) throw fault(describe(split.error()));
   shards_.clear();
-  for (const auto& r : *split) shards_.push_back({r.begin, r.end, r.device, step, 1});
+  for (const auto& r : *split) shards_.push_back({r.begin, r.end, r.device, step, 1, 1});
   // Each range's share of the layer's top-up, so the union's active set is
   // about the in-process one (every neuron when min_active covers the layer).
   const int64_t want = opts_.sampling.min_active > 0 ? opts_.sampling.min_active : std::max<int64_t>(1, neurons / 200);
@@ -178,6 +179,8 @@ void modellet_ps::place(parameter& w, parameter& b, int64_t step) {
     const int64_t rows = s.end - s.begin;
     s.min_active = want >= neurons ? static_cast<int32_t>(rows)
                                    : static_cast<int32_t>(std::max<int64_t>(1, (want * rows + neurons - 1) / neurons));
+    s.bucket_size = static_cast<int32_t>(
+      std::max<int64_t>(1, (int64_t{opts_.sampling.bucket_size} * rows + neurons - 1) / neurons));
   }
   std::string where;
   for (const auto& s : shards_)

@@ -52,7 +52,9 @@ class modellet_transport {
 };
 
 struct modellet_ps_options {
-  // min_active: the whole layer's (0: 0.5% of it), shared out by range size.
+  // min_active: the whole layer's (0: 0.5% of it), and bucket_size, a
+  // bucket of the whole layer's: each shared out by range size, so that the
+  // union of the ranges' buckets holds about what one index's would.
   modellet_sampling sampling;
   int64_t copy_every = 50;     // steps between copies at the PS; 0: only at sync()
   uint64_t frame_cap = default_modellet_frame_cap;
@@ -99,6 +101,7 @@ class modellet_ps final : public modellet_link {
     int32_t device = 0;
     int64_t copy_step = 0;  // the PS's copy of this range is as of this step
     int32_t min_active = 1;
+    int32_t bucket_size = 1;
   };
 
   modellet_state slice(const shard& s) const;
