@@ -278,7 +278,12 @@ caf::expected<train_result> trainer::run() {
   if (after_training) after_training();
   spdlog::info("evaluating");
   const auto eval_start = clock_type::now();
-  auto ev = evaluate();
+  eval_totals ev;
+  try {
+    ev = evaluate();
+  } catch (const std::runtime_error& e) {  // model-lets lost beyond recovery
+    return fail(std::string("evaluating: ") + e.what());
+  }
   res.eval_seconds = seconds_since(eval_start);
   if (const sparse_traffic* tr = model_->traffic(); tr && tr->samples > 0) {
     res.active_fraction = tr->active_sum / tr->samples / static_cast<double>(opts_.model.classes);
