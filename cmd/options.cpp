@@ -47,6 +47,8 @@ cleave_config::cleave_config() {
     .add(min_active, "min-active", "xc: active neurons per sample at least, topped up at random (default: 0.5% of the labels)")
     .add(rehash_every, "rehash-every", "xc: steps between rehashes of the output neurons' weights, 0: never (default 50)")
     .add(rebuild_every, "rebuild-every", "xc: steps between new hash functions, 0: never (default 1000)")
+    .add(modellet_copy_every, "modellet-copy-every",
+         "xc on --devices: steps between the PS's copies of the model-lets, what a lost device costs at most (default 50)")
     .add(report, "report", "write a JSON summary of the run to this file")
     .add(checkpoint_dir, "checkpoint-dir", "directory for atomic checkpoints")
     .add(checkpoint_every, "checkpoint-every", "checkpoint every N steps (and at the end)")
@@ -142,7 +144,8 @@ caf::expected<xc_settings> to_xc_settings(const cleave_config& c) {
                         {"bucket-size", c.bucket_size, 0, 1}, {"min-active", c.min_active, -1, 1},
                         {"rehash-every", c.rehash_every, -1, 0},
                         {"rebuild-every", c.rebuild_every, -1, 0},
-                        {"eval-samples", c.eval_samples, 0, 1}})
+                        {"eval-samples", c.eval_samples, 0, 1},
+                        {"modellet-copy-every", c.modellet_copy_every, -1, 0}})
     if (f.value != f.not_given && f.value < f.least)
       return fail(std::string{"--"} + f.name + " must be at least " + std::to_string(f.least)
                   + ", got " + std::to_string(f.value));
@@ -162,7 +165,7 @@ caf::error refuse_xc_flags(const cleave_config& c) {
     {"lsh-l", c.lsh_l != 0}, {"bucket-size", c.bucket_size != 0},
     {"bucket-policy", !c.bucket_policy.empty()}, {"min-active", c.min_active != -1},
     {"rehash-every", c.rehash_every != -1}, {"rebuild-every", c.rebuild_every != -1},
-    {"eval-samples", c.eval_samples != 0}};
+    {"eval-samples", c.eval_samples != 0}, {"modellet-copy-every", c.modellet_copy_every != -1}};
   for (const auto& [flag, set] : given)
     if (set) return fail(std::string{"--"} + flag + " belongs to --model=xc");
   return caf::none;
@@ -262,9 +265,18 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   if (auto e = positive("eval-tokens", c.eval_tokens)) return e;
   o.eval_tokens = c.eval_tokens;
   if (c.eval_samples != 0) o.eval_samples = c.eval_samples;
-  if (xc && (c.role != "all" || c.devices != 0 || !c.fleet.empty() || c.ps_shards != 1))
-    return fail("--model=xc trains in one process for now: --role=all, --devices=0, no --fleet and "
-                "--ps-shards=1 (model-lets on devices are issue 18's next step)");
+  if (xc && ((c.role != "all" && c.role != "ps") || c.ps_shards != 1))
+    return fail("--model=xc trains with --role=all or --role=ps and --ps-shards=1 (one PS holds "
+                "the copy of the model-lets)");
+  const bool on_devices = xc && (c.role == "ps" || c.devices != 0 || !c.fleet.empty());
+  if (on_devices && !o.xc.sparse)
+    return fail("--dense is the single-process reference (--devices=0): on devices the output "
+                "layer is sparse mode's model-lets");
+  if (on_devices && (!c.checkpoint_dir.empty() || c.resume))
+    return fail("--model=xc on devices does not checkpoint yet: drop --checkpoint-dir and --resume, "
+                "or train with --devices=0");
+  if (!on_devices && c.modellet_copy_every != -1)
+    return fail("--modellet-copy-every belongs to --model=xc on --devices");
   if (auto e = non_negative("checkpoint-every", c.checkpoint_every)) return e;
   o.checkpoint_dir = c.checkpoint_dir;
   o.checkpoint_every = c.checkpoint_every;

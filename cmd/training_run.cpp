@@ -5,6 +5,7 @@
 #include <sstream>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -15,7 +16,10 @@
 #include "actors/ps/control_inbox.hpp"
 #include "actors/ps/engine/distributed_gemm.hpp"
 #include "actors/ps/runtime_report.hpp"
+#include "actors/ps/modellet_report.hpp"
+#include "actors/ps/modellet_transport.hpp"
 #include "actors/ps/sharded_ps.hpp"
+#include "kernels/random.hpp"
 #include "cmd/roles.hpp"
 #include "schema/errors.hpp"
 #include "schema/json_file.hpp"
@@ -71,9 +75,10 @@ double reference_step_seconds(const train_options& opts) {
 // `console`, if set, gets the loop's status (the report's fleet accounts so
 // far) every half second and sends the operator's controls, obeyed between
 // steps.
+// `modellets`, if set, is the xc output layer's PS side (for the report).
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
           const std::vector<distributed_gemm*>& fleet, const caf::actor& churn = {},
-          const caf::actor& console = {}) {
+          const caf::actor& console = {}, const modellet_ps* modellets = nullptr) {
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
   std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());
@@ -94,7 +99,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     return per_shard;
   };
   auto fleet_accounts = [&] { return combine_shards(shard_accounts()); };
-  if (!fleet.empty()) {
+  if (!fleet.empty() || churn) {
     t.before_step = [&](int64_t step) {
       if (churn) caf::anon_send(churn, churn_atom::value, step + 1);
       caf::error first;
@@ -103,6 +108,8 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
           first = std::move(err);
       return first;
     };
+  }
+  if (!fleet.empty()) {
     t.after_training = [&] {
       for (auto* engine : fleet) engine->finish_step();
       training = fleet_accounts();
@@ -146,6 +153,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     doc["per_shard"] = shard_report(shard_accounts(), store.shard_bytes(), res->steps);
   }
   if (churn) doc["churn"] = churn_summary(churn.home_system(), churn);
+  if (modellets) doc["modellets"] = modellet_report(*modellets, static_cast<double>((res->steps - res->resumed_from_step) * opts.batch));
   if (cfg.demo) {
     spdlog::info("measuring the single-process reference's step on this host for the summary");
     const double reference = reference_step_seconds(opts);
@@ -182,6 +190,60 @@ void tell_devices_run_over(caf::actor_system& sys, const caf::actor& planner) {
   spdlog::info("told {} of {} device(s) that the run is over", answered, members.size());
 }
 
+// Waits (at most 30 s) until the planner knows `devices` devices; by id.
+caf::expected<std::vector<fleet_member>> members_of(caf::actor_system& sys, const caf::actor& planner,
+                                                    int devices) {
+  caf::scoped_actor self{sys};
+  const auto until = clock_type::now() + std::chrono::seconds(30);
+  std::vector<fleet_member> members;
+  while (clock_type::now() < until) {
+    self->request(planner, std::chrono::seconds(2), caf::get_atom::value)
+      .receive([&](uint64_t, bool, std::vector<fleet_member>& all, const std::vector<int32_t>&,
+                   const std::vector<int32_t>&) { members = std::move(all); },
+               [&](caf::error&) { members.clear(); });
+    if (static_cast<int>(members.size()) >= devices) {
+      std::sort(members.begin(), members.end(),
+                [](const fleet_member& a, const fleet_member& b) { return a.id < b.id; });
+      return members;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return fail(std::to_string(members.size()) + " of " + std::to_string(devices)
+              + " devices joined within 30 s: no model-lets placed");
+}
+
+// --model=xc on devices: the output layer's model-lets on the fleet, the
+// rest of the model at the PS (no tiles: the xc model's products are small
+// and sparse, and evaluation scores the PS's copy locally).
+int train_xc_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
+                      int threads, const fleet_run& run) {
+  auto members = members_of(sys, run.planner, run.devices);
+  if (!members) return runtime_error(describe(members.error()));
+  std::vector<caf::actor> handles;
+  std::vector<device_profile> profiles;
+  for (const auto& m : *members) {
+    handles.push_back(m.handle);
+    profiles.push_back(m.profile);
+  }
+  actor_modellet_transport transport(
+    sys, handles, std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(cfg.tile_timeout)));
+  modellet_ps_options mo;
+  mo.sampling.lsh = opts.xc.lsh;
+  mo.sampling.lsh.seed = derive_seed(opts.seed, 2);  // as the in-process index's
+  mo.sampling.bucket_size = opts.xc.bucket_size;
+  mo.sampling.policy = opts.xc.policy;
+  mo.sampling.schedule = opts.xc.schedule;
+  mo.sampling.min_active = opts.xc.min_active;  // 0: 0.5% of the labels, shared out
+  mo.sampling.seed = derive_seed(opts.seed, 3);
+  mo.copy_every = cfg.modellet_copy_every >= 0 ? cfg.modellet_copy_every : 50;
+  auto ps = std::make_shared<modellet_ps>(profiles, transport, mo);
+  train_options with = opts;
+  with.xc.modellets = ps;
+  const int rc = train(cfg, with, threads, run.devices, {}, run.churn, run.console, ps.get());
+  tell_devices_run_over(sys, run.find_planner ? run.find_planner() : run.planner);
+  return rc;
+}
+
 }  // namespace
 
 int train_locally(const cleave_config& cfg, const train_options& opts, int threads) {
@@ -190,6 +252,7 @@ int train_locally(const cleave_config& cfg, const train_options& opts, int threa
 
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                    int threads, const fleet_run& run) {
+  if (opts.model.kind == "xc") return train_xc_on_fleet(sys, cfg, opts, threads, run);
   engine_options eopts;
   eopts.schedule.tile_timeout_seconds = cfg.tile_timeout;
   eopts.schedule.speculate_factor = cfg.speculate;

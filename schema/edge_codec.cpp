@@ -18,6 +18,16 @@ const char* to_string(edge_kind k) {
     case edge_miss: return "miss";
     case edge_run_over: return "run_over";
     case edge_leave: return "leave";
+    case edge_ml_place: return "ml_place";
+    case edge_ml_forward: return "ml_forward";
+    case edge_ml_scores: return "ml_scores";
+    case edge_ml_grads: return "ml_grads";
+    case edge_ml_hidden_grad: return "ml_hidden_grad";
+    case edge_ml_update: return "ml_update";
+    case edge_ml_done: return "ml_done";
+    case edge_ml_copy: return "ml_copy";
+    case edge_ml_state: return "ml_state";
+    case edge_ml_error: return "ml_error";
   }
   return "unknown";
 }
@@ -38,6 +48,15 @@ uint64_t edge_payload_cap(uint16_t kind, uint64_t max_tile_bytes) {
     case edge_task:
     case edge_result: return max_tile_bytes;
     case edge_miss: return 8 + 4 + 4 + 4 + 8;
+    case edge_ml_place:
+    case edge_ml_forward:
+    case edge_ml_scores:
+    case edge_ml_grads:
+    case edge_ml_hidden_grad:
+    case edge_ml_state: return max_tile_bytes;
+    case edge_ml_update: return ml_update_bytes;
+    case edge_ml_done: return 8;
+    case edge_ml_error: return 2 + max_reason_bytes;
     default: return 0;  // heartbeat, run_over, leave and unknown kinds
   }
 }

@@ -14,6 +14,15 @@
 //   miss       tile_codec                run_over  (empty)
 //   leave      (empty)
 //
+// Model-lets (sparse mode, schema/modellet_codec.hpp), ps -> device and the
+// device's answer:
+//   ml_place    a range's values, moments, sampling  -> ml_done
+//   ml_forward  step, hidden activations, labels     -> ml_scores
+//   ml_grads    the logits' gradients                -> ml_hidden_grad
+//   ml_update   AdamW step, config, clip scale       -> ml_done
+//   ml_copy     (empty)                              -> ml_state
+// A device that cannot answer says why in ml_error.
+//
 // A connection's first frame must be a join; the ps answers welcome or
 // refused (and closes). A device that the detector declared dead while it
 // kept heartbeating is joined again by the ps under a new id; the device
@@ -41,13 +50,24 @@ enum edge_kind : uint16_t {
   edge_miss = 7,
   edge_run_over = 8,
   edge_leave = 9,
+  edge_ml_place = 10,
+  edge_ml_forward = 11,
+  edge_ml_scores = 12,
+  edge_ml_grads = 13,
+  edge_ml_hidden_grad = 14,
+  edge_ml_update = 15,
+  edge_ml_done = 16,
+  edge_ml_copy = 17,
+  edge_ml_state = 18,
+  edge_ml_error = 19,
 };
 
 const char* to_string(edge_kind k);
 
 // The largest payload a frame of `kind` may carry; 0 for kinds that carry
 // none, and for unknown kinds (whose frames are refused anyway).
-// `max_tile_bytes` caps tasks and results.
+// `max_tile_bytes` caps tasks and results, and the model-let kinds that carry
+// tensors (the same cap as tiles: a model-let is sized to travel).
 uint64_t edge_payload_cap(uint16_t kind, uint64_t max_tile_bytes);
 
 inline constexpr size_t max_profile_name = 64;
@@ -55,6 +75,8 @@ inline constexpr size_t max_token_bytes = 256;
 inline constexpr size_t max_reason_bytes = 512;
 inline constexpr size_t max_request_bytes = 4096;      // a PEM certificate request
 inline constexpr size_t max_certificate_bytes = 8192;  // a PEM certificate
+// ml_update: the step, six AdamW settings and the clip scale.
+inline constexpr size_t ml_update_bytes = 8 + 6 * 8 + 8;
 
 struct edge_join_msg {
   uint32_t schema_version = message_schema_version;

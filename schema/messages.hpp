@@ -43,6 +43,9 @@ using churn_atom = caf::atom_constant<caf::atom("churn")>;
 using hang_atom = caf::atom_constant<caf::atom("hang")>;
 using slow_atom = caf::atom_constant<caf::atom("slow")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
+// A model-let frame (schema/modellet_codec.hpp) to an in-process device:
+// (modellet_atom, slot, kind, payload) -> (kind, payload).
+using modellet_atom = caf::atom_constant<caf::atom("modellet")>;
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
 // The ps to each device at the end of a run; the device answers ok_atom and
 // leaves (its process exits 0 unless --stay).

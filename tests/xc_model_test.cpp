@@ -4,10 +4,14 @@
 // promise that untouched rows keep their weights and moments.
 
 #include <cmath>
+#include <map>
+#include <memory>
 
 #include <gtest/gtest.h>
 
+#include "actors/ps/modellet_ps.hpp"
 #include "kernels/random.hpp"
+#include "schema/edge_codec.hpp"
 #include "schema/errors.hpp"
 #include "tests/test_util.hpp"
 #include "training/data/xc_format.hpp"
@@ -215,3 +219,117 @@ TEST(xc_model, bad_lsh_settings_are_refused_with_a_reason) {
 }
 
 }  // namespace
+
+// -- model-lets on devices (D-SLIDE), over an in-process transport ------------
+
+namespace {
+
+// Devices as their model-let services, called directly; a device can be
+// killed after a number of exchanges have reached it.
+class local_fleet final : public modellet_transport {
+ public:
+  explicit local_fleet(int devices) : held_(static_cast<size_t>(devices)), alive_(held_.size(), true) {}
+  std::vector<caf::expected<ml_frame>> exchange(std::vector<ml_request> requests) override {
+    std::vector<caf::expected<ml_frame>> out;
+    for (auto& r : requests) {
+      const auto d = static_cast<size_t>(r.device);
+      if (r.kind == edge_ml_forward && kill_at_forward > 0 && d == victim && --kill_at_forward == 0)
+        alive_[d] = false;
+      if (!alive_[d]) {
+        out.emplace_back(fail("device " + std::to_string(d) + " is gone"));
+        continue;
+      }
+      auto it = held_[d].try_emplace(r.slot, default_modellet_frame_cap).first;
+      out.emplace_back(it->second.handle(r.kind, r.payload));
+    }
+    return out;
+  }
+  size_t victim = 0;
+  int kill_at_forward = 0;  // > 0: the victim dies on its n-th forward
+
+ private:
+  std::vector<std::map<int32_t, modellet_service>> held_;
+  std::vector<bool> alive_;
+};
+
+std::vector<device_profile> fleet_of(int n) {
+  std::vector<device_profile> f(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    f[static_cast<size_t>(i)].flops = 1e9 * (1 + i % 2);  // uneven ranges
+    f[static_cast<size_t>(i)].memory_bytes = 1ull << 30;
+  }
+  return f;
+}
+
+modellet_ps_options ps_options(const xc_settings& xc, int64_t copy_every) {
+  modellet_ps_options o;
+  o.sampling.lsh = xc.lsh;
+  o.sampling.lsh.seed = 11;
+  o.sampling.bucket_size = xc.bucket_size;
+  o.sampling.schedule = xc.schedule;
+  o.sampling.min_active = xc.min_active;
+  o.sampling.seed = 12;
+  o.copy_every = copy_every;
+  return o;
+}
+
+}  // namespace
+
+// The exactness test on 4 devices: every neuron forced active, the
+// layer's ranges on devices merging their softmax stats at the PS, the
+// losses of 50 steps are the single-process dense full softmax's.
+TEST(xc_modellets, four_devices_every_neuron_active_follow_the_dense_softmax) {
+  cleave::testing::scratch_dir dir;
+  ASSERT_FALSE(write_xc(random_xc(800, 1), dir.file("train.txt")));
+  ASSERT_FALSE(write_xc(random_xc(100, 2), dir.file("test.txt")));
+  local_fleet devices(4);
+  auto ps = std::make_shared<modellet_ps>(fleet_of(4), devices, ps_options(all_active(), 10));
+  xc_settings xc = all_active();
+  xc.modellets = ps;
+  const auto spread = train_on(dir.path(), xc, 50);
+  const auto full = train_on(dir.path(), dense(), 50);
+  ASSERT_EQ(spread.losses.size(), 50u);
+  ASSERT_EQ(ps->ranges().size(), 4u);
+  for (size_t i = 0; i < 50; ++i)
+    EXPECT_NEAR(spread.losses[i], full.losses[i], 1e-4 * std::abs(full.losses[i])) << "step " << i + 1;
+  EXPECT_DOUBLE_EQ(spread.active_fraction, 1.0);
+  EXPECT_NEAR(spread.p_at_1, full.p_at_1, 0.02);
+  EXPECT_TRUE(ps->failures().empty());
+}
+
+// A device dies mid-training: its range comes back from the PS's copy on a
+// survivor, the run finishes, and the cost is reported.
+TEST(xc_modellets, a_lost_device_costs_the_updates_since_the_copy) {
+  cleave::testing::scratch_dir dir;
+  ASSERT_FALSE(write_xc(random_xc(800, 1), dir.file("train.txt")));
+  ASSERT_FALSE(write_xc(random_xc(100, 2), dir.file("test.txt")));
+  xc_settings xc;
+  xc.lsh.hashes = 2;
+  xc.lsh.tables = 4;
+  xc.bucket_size = 4;
+  xc.min_active = 8;
+  xc.schedule = {10, 30, 1.0};
+  local_fleet calm(3);
+  auto steady = std::make_shared<modellet_ps>(fleet_of(3), calm, ps_options(xc, 25));
+  xc.modellets = steady;
+  const auto base = train_on(dir.path(), xc, 150);
+  local_fleet churn(3);
+  churn.victim = 1;
+  churn.kill_at_forward = 60;  // during step 60, 9 steps after the copy at 50
+  auto ps = std::make_shared<modellet_ps>(fleet_of(3), churn, ps_options(xc, 25));
+  xc.modellets = ps;
+  const auto hit = train_on(dir.path(), xc, 150);
+  ASSERT_EQ(hit.losses.size(), 150u);
+  ASSERT_EQ(ps->failures().size(), 1u);
+  const auto& f = ps->failures().front();
+  EXPECT_EQ(f.device, 1);
+  EXPECT_EQ(f.step, 60);
+  EXPECT_EQ(f.lost_steps, 9);
+  ASSERT_EQ(f.ranges.size(), 1u);
+  EXPECT_NE(f.moved_to.front(), 1);
+  EXPECT_EQ(f.lost_rows, 9 * (f.ranges.front().second - f.ranges.front().first));
+  for (const auto& r : ps->ranges()) EXPECT_NE(r.device, 1);
+  EXPECT_GT(hit.p_at_1, 0.3);
+  EXPECT_GE(hit.p_at_1, 0.9 * base.p_at_1);
+  EXPECT_LT(tail_mean(hit.losses), 0.7 * hit.losses.front());
+}

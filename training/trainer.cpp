@@ -1,6 +1,7 @@
 #include "training/trainer.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <chrono>
 #include <cmath>
 
@@ -220,14 +221,25 @@ caf::expected<train_result> trainer::run() {
       if (auto err = before_step(step_)) return err;
     data_.fill_train(order.data() + index_in_epoch_, opts_.batch, b);
     store_.zero_grads();
-    const double loss = model_->train_batch(b);
+    double loss = 0;
+    try {
+      loss = model_->train_batch(b);
+    } catch (const std::runtime_error& e) {  // model-lets lost beyond recovery
+      return fail("step " + std::to_string(step_ + 1) + ": " + e.what());
+    }
     if (!std::isfinite(loss))
       return fail("training diverged: loss is " + std::to_string(loss) + " at step "
                   + std::to_string(step_ + 1) + " (try a lower --lr)");
-    const double scale = clip_scale(std::sqrt(store_.reduce_gradients()), opts_.adamw.clip_norm);
+    const double scale = clip_scale(
+      std::sqrt(store_.reduce_gradients() + model_->external_sum_of_squares()), opts_.adamw.clip_norm);
     adamw_config cfg = opts_.adamw;
     cfg.lr = learning_rate(step_);
     store_.update(cfg, step_ + 1, scale);
+    try {
+      model_->update_external(cfg, step_ + 1, scale);
+    } catch (const std::runtime_error& e) {
+      return fail("step " + std::to_string(step_ + 1) + ": " + e.what());
+    }
     model_->after_update(step_ + 1);
     ++step_;
     index_in_epoch_ += opts_.batch;
@@ -266,7 +278,12 @@ caf::expected<train_result> trainer::run() {
   if (after_training) after_training();
   spdlog::info("evaluating");
   const auto eval_start = clock_type::now();
-  auto ev = evaluate();
+  eval_totals ev;
+  try {
+    ev = evaluate();
+  } catch (const std::runtime_error& e) {  // model-lets lost beyond recovery
+    return fail(std::string("evaluating: ") + e.what());
+  }
   res.eval_seconds = seconds_since(eval_start);
   if (const sparse_traffic* tr = model_->traffic(); tr && tr->samples > 0) {
     res.active_fraction = tr->active_sum / tr->samples / static_cast<double>(opts_.model.classes);

@@ -198,6 +198,20 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
       }
       run_task(self, task, caf::actor_cast<caf::actor>(self->current_sender()));
     },
+    [=](modellet_atom, int32_t slot, uint16_t kind,
+        std::vector<char>& payload) -> caf::result<uint16_t, std::vector<char>> {
+      auto& s = self->state;
+      // Hung: never answered, as a silent device's frames would not be.
+      if (s.hung) return self->make_response_promise<uint16_t, std::vector<char>>();
+      if (s.crash_on_task) {
+        spdlog::debug("device {}: crashing with a model-let frame in hand (emulated)", s.id);
+        self->quit(caf::exit_reason::kill);
+        return fail("device crashed");
+      }
+      auto it = s.modellets.try_emplace(slot, default_modellet_frame_cap).first;
+      auto answer = it->second.handle(kind, payload);
+      return {answer.kind, std::move(answer.payload)};
+    },
     [=](heartbeat_atom, double seconds) {  // the job's interval, from the edge's welcome
       if (seconds > 0 && seconds <= 60) self->state.opts.heartbeat_seconds = seconds;
     },

@@ -4,7 +4,7 @@
 // An emulated device (in-process fleet) also paces its replies so its tile
 // times follow its declared profile, and obeys emulated churn: (hang_atom)
 // makes it silent, (slow_atom, factor) slows its pacing, (crash_atom) makes
-// it die on its next tile, with that tile in hand. (get_atom) answers its
+// it die on its next tile (or model-let frame), with that work in hand. (get_atom) answers its
 // fleet id. (run_over_atom) ends it with exit_reason::normal: any other exit
 // reason means it lost its planner, was refused, or was quarantined
 // ((quarantine_atom, why) from the planner). A remote device's planner
@@ -12,6 +12,7 @@
 // over the device edge's frames; the actor does not know the difference.
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -19,6 +20,7 @@
 
 #include "actors/device/block_cache.hpp"
 #include "actors/device/lies.hpp"
+#include "actors/device/modellet_service.hpp"
 #include "schema/messages.hpp"
 
 namespace cleave {
@@ -52,6 +54,8 @@ struct device_state {
   // Set only when opts.lies is not empty. Shared with the exit hook that
   // logs what it told, which runs after the state is gone.
   std::shared_ptr<cleave::liar> lies;
+  // Sparse mode: the model-lets this device holds, by slot (a range's begin).
+  std::map<int32_t, modellet_service> modellets;
   static inline const char* name = "cleave.device";
 };
 

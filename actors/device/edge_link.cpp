@@ -19,9 +19,9 @@ using channel_atom = caf::atom_constant<caf::atom("channel")>;
 constexpr const char* refusal_prefix = "the ps refused this device: ";
 
 template <class Payload>
-void send_frame(link_ptr self, edge_kind kind, Payload payload) {
+void send_frame(link_ptr self, edge_kind kind, Payload payload, uint64_t tag = 0) {
   self->request(self->state.channel, caf::infinite, bulk_send_atom::value, static_cast<uint16_t>(kind),
-                uint64_t{0}, std::move(payload))
+                tag, std::move(payload))
     .then([](Payload&) {},
           [=](caf::error& err) { spdlog::debug("edge link: send failed: {}", describe(err)); });
 }
@@ -65,6 +65,23 @@ void on_frame(link_ptr self, bulk_frame& f) {
         return;
       }
       if (st.device) self->send(st.device, std::move(*task));
+      return;
+    }
+    case edge_ml_place:
+    case edge_ml_forward:
+    case edge_ml_grads:
+    case edge_ml_update:
+    case edge_ml_copy: {
+      // To the device's model-let service; the answer goes back under the
+      // request's tag, whose low half names the model-let (its slot).
+      if (!st.device) return;
+      const uint64_t tag = f.tag;
+      self->request(st.device, caf::infinite, modellet_atom::value, static_cast<int32_t>(tag & 0xffffffffu),
+                    f.kind, std::move(f.payload))
+        .then([=](uint16_t kind, std::vector<char>& payload) {
+                send_frame(self, static_cast<edge_kind>(kind), std::move(payload), tag);
+              },
+              [=](caf::error& err) { send_frame(self, edge_ml_error, encode_refusal(describe(err)), tag); });
       return;
     }
     case edge_run_over:

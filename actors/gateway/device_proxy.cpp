@@ -14,10 +14,10 @@ namespace {
 
 using proxy_ptr = caf::stateful_actor<device_proxy_state>*;
 
-void send_frame(proxy_ptr self, edge_kind kind, bulk_buffer buf) {
+void send_frame(proxy_ptr self, edge_kind kind, bulk_buffer buf, uint64_t tag = 0) {
   auto& o = self->state.opts;
   self->request(o.channel, caf::infinite, bulk_send_atom::value, o.conn, static_cast<uint16_t>(kind),
-                uint64_t{0}, std::move(buf))
+                tag, std::move(buf))
     .then([](bulk_buffer&) {},
           [=](caf::error& err) {
             spdlog::debug("edge: send to device {} failed: {}", self->state.id, describe(err));
@@ -103,6 +103,23 @@ void on_miss(proxy_ptr self, const bulk_frame& f) {
   st.pending.erase(it);
 }
 
+bool is_modellet_answer(uint16_t kind) {
+  return kind == edge_ml_scores || kind == edge_ml_hidden_grad || kind == edge_ml_done
+         || kind == edge_ml_state || kind == edge_ml_error;
+}
+
+// A model-let answer: taken only for a frame this proxy sent and not yet
+// answered (its tag), as a tile result is.
+void on_modellet_answer(proxy_ptr self, bulk_frame& f) {
+  auto& pending = *self->state.modellets;
+  auto it = pending.find(f.tag);
+  if (it == pending.end())
+    return strike(self, std::string{"an "} + to_string(static_cast<edge_kind>(f.kind))
+                          + " frame answering nothing it was sent");
+  it->second.deliver(f.kind, std::vector<char>(f.payload.begin(), f.payload.end()));
+  pending.erase(it);
+}
+
 }  // namespace
 
 caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_options opts,
@@ -118,6 +135,12 @@ caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_
     st.detector = nullptr;
     self->send(self, rejoin_atom::value, 0);
   });
+  // Model-let frames in flight when the connection goes fail at once, not
+  // at the PS's timeout.
+  self->attach_functor([pending = self->state.modellets] {
+    for (auto& [tag, promise] : *pending) promise.deliver(fail("the device's connection closed"));
+    pending->clear();
+  });
   join_planner(self, true);
   return {
     [=](bulk_frame_atom, bulk_frame& f) {
@@ -125,6 +148,8 @@ caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_
         on_result(self, f);
       else if (f.kind == edge_miss)
         on_miss(self, f);
+      else if (is_modellet_answer(f.kind))
+        on_modellet_answer(self, f);
       else
         strike(self, std::string{"an unexpected "} + to_string(static_cast<edge_kind>(f.kind)) + " frame");
       return std::move(f.payload);
@@ -143,6 +168,22 @@ caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_
       bulk_buffer buf(encoded_size(task));
       encode(task, buf.payload());
       send_frame(self, edge_task, std::move(buf));
+    },
+    [=](modellet_atom, int32_t slot, uint16_t kind,
+        std::vector<char>& payload) -> caf::result<uint16_t, std::vector<char>> {
+      auto& st = self->state;
+      auto& pending = *st.modellets;
+      if (pending.size() >= st.opts.max_pending) {
+        pending.begin()->second.deliver(fail("forgotten: too many model-let frames in flight"));
+        pending.erase(pending.begin());
+      }
+      const uint64_t tag = (++st.modellet_seq << 32) | static_cast<uint32_t>(slot);
+      auto promise = self->make_response_promise();
+      pending.emplace(tag, promise);
+      bulk_buffer buf(payload.size());
+      std::copy(payload.begin(), payload.end(), buf.payload());
+      send_frame(self, static_cast<edge_kind>(kind), std::move(buf), tag);
+      return caf::result<uint16_t, std::vector<char>>(caf::delegated<uint16_t, std::vector<char>>());
     },
     [=](quarantine_atom, const std::string& why) {
       const std::string reason = "quarantined: a result " + why;

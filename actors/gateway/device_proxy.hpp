@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include <caf/all.hpp>
@@ -58,6 +59,11 @@ struct device_proxy_state {
   caf::actor planner;
   caf::actor detector;
   std::map<tile_key, pending_tile> pending;
+  // Model-let frames awaiting the device's answer, by frame tag (a sequence
+  // number over the slot). Shared with the exit hook, which fails them all.
+  std::shared_ptr<std::map<uint64_t, caf::response_promise>> modellets =
+    std::make_shared<std::map<uint64_t, caf::response_promise>>();
+  uint64_t modellet_seq = 0;
   uint32_t strikes = 0;
   static inline const char* name = "cleave.device_proxy";
 };
@@ -67,6 +73,8 @@ struct device_proxy_state {
 //                                          replies with the payload buffer
 //   (heartbeat_atom)                       the device heartbeated
 //   tile_task                              from an engine: sent to the device
+//   (modellet_atom, slot, kind, payload)   a model-let frame to the device; answered with
+//     -> (kind, payload)                   the device's answer frame (tagged like the request)
 //   (run_over_atom) -> ok                  tells the device the run is over
 //   (join_atom)                            from the detector: join again under a new id
 // A planner that goes away is looked for again (opts.planner) for 5 s and

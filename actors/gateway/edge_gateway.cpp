@@ -183,7 +183,9 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
       // Results and misses answer tasks the ps sent, so the tasks bound them
       // (the proxy strikes any other); the rate limit is for what a device
       // sends of its own accord.
-      const bool answer = c.proxy && (f.kind == edge_result || f.kind == edge_miss);
+      const bool answer = c.proxy && (f.kind == edge_result || f.kind == edge_miss || f.kind == edge_ml_scores
+                                      || f.kind == edge_ml_hidden_grad || f.kind == edge_ml_done
+                                      || f.kind == edge_ml_state || f.kind == edge_ml_error);
       auto d = answer ? rate_decision{} : c.limiter.admit(seconds_since_epoch(now));
       if (d.verdict == rate_verdict::drop) {
         close_conn(self, f.conn, "flooding: " + std::to_string(d.delay_seconds) + " s of frames ahead of its rate",

@@ -54,7 +54,10 @@ refuse() {  # refuse "words the reason must contain" args...
   echo "ok: cleave $* -> $err"
 }
 refuse "--ps-shards=1" "${common[@]}" --ps-shards=2
-refuse "--devices=0" "${common[@]}" --devices=2
+refuse "--dense is the single-process reference" "${common[@]}" --dense --devices=2
+refuse "does not checkpoint yet" "${common[@]}" --devices=2 --checkpoint-dir="$WORK/ck2"
+refuse "--modellet-copy-every belongs to --model=xc on --devices" "${common[@]}" --modellet-copy-every=5
+refuse "--modellet-copy-every belongs to --model=xc" --model=mlp --modellet-copy-every=5
 refuse "--lsh must be dwta or simhash" "${common[@]}" --lsh=minhash
 refuse "--bucket-policy must be fifo or reservoir" "${common[@]}" --bucket-policy=lru
 refuse "--lsh-k must be at least 1" "${common[@]}" --lsh-k=-2

@@ -10,6 +10,7 @@
 #include "actors/transport/frame.hpp"
 #include "schema/checkpoint_file.hpp"
 #include "schema/edge_codec.hpp"
+#include "schema/modellet_codec.hpp"
 #include "schema/tile_codec.hpp"
 
 namespace fs = std::filesystem;
@@ -99,6 +100,42 @@ void edge() {
   seed("edge", "refused", '\2' + bytes(encode_refusal("schema version 3, the ps speaks 4")));
 }
 
+void modellets() {
+  ml_place_msg place;
+  place.sampling.lsh.family = lsh_family::simhash;
+  place.sampling.lsh.hashes = 4;
+  place.sampling.lsh.tables = 3;
+  place.sampling.min_active = 2;
+  auto& st = place.state;
+  st.begin = 5;
+  st.end = 7;
+  st.hidden = 3;
+  st.step = 2;
+  for (tensor* t : {&st.w, &st.m_w, &st.v_w}) t->resize(2, 3);
+  for (tensor* t : {&st.b, &st.m_b, &st.v_b}) t->resize(2, 1);
+  for (tensor* t : {&st.w, &st.m_w, &st.v_w, &st.b, &st.m_b, &st.v_b})
+    for (int64_t i = 0; i < t->size(); ++i) (*t)[i] = 0.25f * static_cast<float>(i);
+  seed("modellet", "place", '\0' + bytes(encode(place)));
+  seed("modellet", "state", '\1' + bytes(encode_ml_state(st)));
+  tensor h(2, 3);
+  for (int64_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>(i);
+  const std::vector<int64_t> offsets = {0, 1, 3};
+  const std::vector<int32_t> ids = {5, 6, 9};
+  seed("modellet", "forward", '\2' + bytes(encode_ml_forward(4, h, {offsets.data(), ids.data(), 2}, 0, 100)));
+  modellet_scores sc;
+  sc.offsets = {0, 2, 3};
+  sc.ids = {5, 6, 6};
+  sc.logits = {0.5f, -1, 2};
+  sc.stats = {{0.5, 1.2}, {2, 1}};
+  seed("modellet", "scores", '\3' + bytes(encode(sc)));
+  seed("modellet", "grads", '\4' + bytes(encode_ml_grads({0.1f, -0.2f, 0.3f})));
+  seed("modellet", "hidden_grad", '\5' + bytes(encode(ml_hidden_grad_msg{h, 0.5})));
+  ml_update_msg u;
+  u.t = 7;
+  seed("modellet", "update", '\6' + bytes(encode(u)));
+  seed("modellet", "done", '\7' + bytes(encode_ml_done(42)));
+}
+
 void checkpoints() {
   checkpoint ck;
   ck.model.kind = "mlp";
@@ -154,6 +191,7 @@ int main(int argc, char** argv) {
   frames();
   tiles();
   edge();
+  modellets();
   checkpoints();
   text();
   return 0;

@@ -72,6 +72,12 @@ class model {
   virtual void after_update(int64_t /*step*/) {}
   // A checkpoint taken after step `step` replaced the parameters' values.
   virtual void restored(int64_t /*step*/) {}
+  // Parameters the model keeps elsewhere than the store (sparse mode's
+  // model-lets on devices): the sum of squares of their gradients from the
+  // last train_batch, added into the global norm for clipping, and their
+  // AdamW step, run after the store's.
+  virtual double external_sum_of_squares() const { return 0; }
+  virtual void update_external(const adamw_config& /*cfg*/, int64_t /*t*/, double /*grad_scale*/) {}
   // Sparse mode's figures; null for the dense models.
   virtual const sparse_traffic* traffic() const { return nullptr; }
 

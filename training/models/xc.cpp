@@ -13,6 +13,12 @@
 // code serves a layer split into model-lets. The store then updates only the
 // rows the step touched: in.w's rows of the batch's features, out.w's and
 // out.b's rows of the union of the active sets (row_sparse parameters).
+// On devices (xc_settings::modellets), the output layer's neurons are
+// ranges held by devices, each with its own index (D-SLIDE): the model
+// sends the hidden activations and gets the hidden layer's gradient back
+// (modellet_link.hpp). out.w and out.b stay here as the PS's copy of the
+// layer, kept out of the store's updates (row_sparse, never touched), and
+// evaluation scores every neuron from that copy, brought up to date first.
 // Dense mode scores every neuron of every sample through the gemm engine:
 // the full softmax sparse mode is measured against. Evaluation is exact
 // (every neuron) in both.
@@ -27,6 +33,7 @@
 #include "kernels/random.hpp"
 #include "kernels/sparse/sparse_ops.hpp"
 #include "training/models/model.hpp"
+#include "training/models/modellet_link.hpp"
 
 namespace cleave {
 namespace {
@@ -82,7 +89,10 @@ class xc_model final : public model {
     in_w_->row_sparse = true;
     out_w_->row_sparse = out_b_->row_sparse = xc_.sparse;
     marks_.assign(static_cast<size_t>(std::max(features_, labels_)), 0);
-    if (xc_.sparse) {
+    if (xc_.modellets) {
+      // The devices update these rows; the store must not.
+      out_w_->row_sparse = out_b_->row_sparse = true;
+    } else if (xc_.sparse) {
       min_active_ = xc_.min_active > 0 ? xc_.min_active
                                        : static_cast<int32_t>(std::max<int64_t>(1, labels_ / 200));
       lsh_config hash = xc_.lsh;
@@ -99,13 +109,17 @@ class xc_model final : public model {
   double train_batch(const batch& b) override {
     hidden_forward(b);
     touch(*in_w_, {&b.feature_ids});
-    const double loss = xc_.sparse ? sparse_output(b) : dense_output(b);
+    const double loss = xc_.modellets ? modellet_output(b) : xc_.sparse ? sparse_output(b) : dense_output(b);
     relu_backward(pre_, dh_, dpre_);
     sparse_linear_backward(rows_, dpre_, in_w_->grad, in_b_->grad);
     return loss;
   }
 
   eval_totals evaluate(const batch& b) override {
+    if (xc_.modellets && placed_ && stale_) {
+      xc_.modellets->sync();
+      stale_ = false;
+    }
     hidden_forward(b);
     dense_logits(b.rows);
     const int64_t n = b.rows;
@@ -158,6 +172,13 @@ class xc_model final : public model {
   }
 
   const sparse_traffic* traffic() const override { return &traffic_; }
+
+  double external_sum_of_squares() const override { return external_sq_; }
+  void update_external(const adamw_config& cfg, int64_t t, double grad_scale) override {
+    if (!xc_.modellets) return;
+    xc_.modellets->update(cfg, t, grad_scale);
+    stale_ = true;
+  }
 
  private:
   struct id_range {
@@ -301,6 +322,21 @@ class xc_model final : public model {
     return sum_over_rows(loss) / static_cast<double>(n);
   }
 
+  double modellet_output(const batch& b) {
+    if (!placed_) {
+      xc_.modellets->place(*out_w_, *out_b_, step_);
+      placed_ = true;
+    }
+    const int64_t n = b.rows;
+    const label_rows labels{b.label_offsets.data(), b.label_ids.data(), n};
+    const modellet_step s = xc_.modellets->train(h_, labels, step_, dh_);
+    external_sq_ = s.sum_of_squares;
+    traffic_.samples += n;
+    traffic_.active_sum += s.active_sum;
+    traffic_.bytes_sum += s.bytes;
+    return s.loss_sum / static_cast<double>(n);
+  }
+
   static double sum_over_rows(const std::vector<double>& v) {
     double s = 0;
     for (double x : v) s += x;
@@ -315,6 +351,9 @@ class xc_model final : public model {
   std::unique_ptr<lsh_index> index_;   // sparse mode
   std::vector<int32_t> every_neuron_;  // dense mode: 0 .. labels - 1
   int64_t step_ = 0;                   // optimizer steps taken
+  bool placed_ = false;                // on devices: the layer has been placed
+  bool stale_ = false;                 // on devices: out.w and out.b lag the devices
+  double external_sq_ = 0;             // on devices: the layer's gradient sum of squares
   std::vector<uint8_t> marks_;         // scratch for touch(), all zero between calls
   sparse_traffic traffic_;
   std::vector<sparse_row> rows_;

@@ -5,10 +5,13 @@
 // them, and a resumed run is bit for bit only under the same settings.
 
 #include <cstdint>
+#include <memory>
 
 #include "kernels/lsh/lsh_index.hpp"
 
 namespace cleave {
+
+class modellet_link;
 
 struct xc_settings {
   // true: each sample works on its active set (its LSH buckets' neurons, its
@@ -22,6 +25,9 @@ struct xc_settings {
   bucket_policy policy = bucket_policy::fifo;
   int32_t min_active = 0;  // 0: 0.5% of the labels (SLIDE's output sparsity)
   lsh_schedule schedule{50, 1000, 1.0};
+  // Sparse mode on devices: the output layer's ranges live there, behind
+  // this link (null: in this process).
+  std::shared_ptr<modellet_link> modellets;
 };
 
 }  // namespace cleave
