@@ -173,6 +173,8 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
 void tell_devices_run_over(caf::actor_system& sys, const caf::actor& planner) {
   if (!planner) return;
   caf::scoped_actor self{sys};
+  self->request(planner, std::chrono::seconds(2), run_over_atom::value)
+    .receive([](caf::ok_atom) {}, [](caf::error&) {});  // unanswered: the leaving shows as deaths
   std::vector<fleet_member> members;
   self->request(planner, std::chrono::seconds(2), caf::get_atom::value)
     .receive([&](uint64_t, bool, std::vector<fleet_member>& all, const std::vector<int32_t>&,

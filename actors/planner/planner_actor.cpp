@@ -123,8 +123,12 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       auto& st = self->state;
       if (apply(st, ev)) {
         ++st.version;
-        spdlog::info("planner: device {} is {}; {} alive, {} suspected", ev.device,
-                     to_string(ev.kind), st.alive.size(), st.suspected.size());
+        if (st.run_over)
+          spdlog::debug("planner: device {} left at the end of the run; {} alive", ev.device,
+                        st.alive.size());
+        else
+          spdlog::info("planner: device {} is {}; {} alive, {} suspected", ev.device,
+                       to_string(ev.kind), st.alive.size(), st.suspected.size());
         answer_waiters(self);
       }
       if (ev.kind == fleet_event_kind::join) return;  // announced at admission
@@ -162,6 +166,10 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
         spdlog::info("planner: device {} is draining: no new work for it", device);
       }
       return st.version;
+    },
+    [=](run_over_atom) {
+      self->state.run_over = true;
+      return caf::ok_atom::value;
     },
     [=](plans_atom) {
       std::vector<plan> out;

@@ -74,6 +74,9 @@ struct planner_state {
   // Alive and heartbeating, but given no new work (an operator's drain)
   // until they leave; not a failure.
   std::set<int32_t> draining;
+  // The run is over and its devices were told to leave: their going is
+  // no failure, and is logged as such.
+  bool run_over = false;
   // The last plan handed out for each (m, n, k, role): what the console
   // shows as the current plans.
   std::map<std::tuple<int64_t, int64_t, int64_t, int>, plan> recent_plans;
@@ -90,6 +93,7 @@ struct planner_state {
 //                                        the detector, the device and subscribers are told
 //   (subscribe_atom, actor)              the actor receives every fleet event after the planner acted
 //                                        on it, starting with a join for each member it has now
+//   (run_over_atom)                      -> ok: the devices are about to be told the run is over
 //   (drain_atom, id)                     -> version: the device gets no new work from now on (it stays
 //                                           in the registry, shown draining); an error if unknown
 //   (fleet_atom)                         -> (version, vector<fleet_member>) once min_devices joined;
