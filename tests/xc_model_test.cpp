@@ -70,6 +70,18 @@ xc_settings all_active() {
   return xc;
 }
 
+// LSH sampling with few, small buckets and a frequent refresh: a small
+// active set on the tasks of random_xc.
+xc_settings small_active_set() {
+  xc_settings xc;
+  xc.lsh.hashes = 2;
+  xc.lsh.tables = 4;
+  xc.bucket_size = 4;
+  xc.min_active = 8;
+  xc.schedule = {10, 30, 1.0};
+  return xc;
+}
+
 xc_settings dense() {
   xc_settings xc;
   xc.sparse = false;
@@ -169,12 +181,7 @@ TEST(xc_model, sampled_softmax_learns_with_a_small_active_set) {
   cleave::testing::scratch_dir dir;
   ASSERT_FALSE(write_xc(random_xc(800, 1), dir.file("train.txt")));
   ASSERT_FALSE(write_xc(random_xc(100, 2), dir.file("test.txt")));
-  xc_settings xc;
-  xc.lsh.hashes = 2;
-  xc.lsh.tables = 4;
-  xc.bucket_size = 4;
-  xc.min_active = 8;
-  xc.schedule = {10, 30, 1.0};
+  xc_settings xc = small_active_set();
   const auto res = train_on(dir.path(), xc, 150);
   EXPECT_LT(res.active_fraction, 0.7);
   EXPECT_GT(res.p_at_1, 0.3);
@@ -303,12 +310,7 @@ TEST(xc_modellets, a_lost_device_costs_the_updates_since_the_copy) {
   cleave::testing::scratch_dir dir;
   ASSERT_FALSE(write_xc(random_xc(800, 1), dir.file("train.txt")));
   ASSERT_FALSE(write_xc(random_xc(100, 2), dir.file("test.txt")));
-  xc_settings xc;
-  xc.lsh.hashes = 2;
-  xc.lsh.tables = 4;
-  xc.bucket_size = 4;
-  xc.min_active = 8;
-  xc.schedule = {10, 30, 1.0};
+  xc_settings xc = small_active_set();
   local_fleet calm(3);
   auto steady = std::make_shared<modellet_ps>(fleet_of(3), calm, ps_options(xc, 25));
   xc.modellets = steady;

@@ -10,14 +10,6 @@
 
 using namespace cleave;
 
-namespace {
-
-void same_bytes(const std::vector<char>& out, const char* data, size_t size) {
-  FUZZ_CHECK(out.size() == size && (size == 0 || std::memcmp(out.data(), data, size) == 0));
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* raw, size_t raw_size) {
   if (raw_size < 1) return 0;
   const auto* data = reinterpret_cast<const char*>(raw + 1);
