@@ -132,6 +132,7 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   if (churning) run.churn = registered(sys, "churn");
   run.find_planner = base.find_planner;
   run.console = *console;
+  run.emulated = true;
   const int rc = train_on_fleet(sys, cfg, opts, threads, run);
   if (*console) caf::anon_send_exit(*console, caf::exit_reason::user_shutdown);
   stop(supervisor);

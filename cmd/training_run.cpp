@@ -75,10 +75,12 @@ double reference_step_seconds(const train_options& opts) {
 // `console`, if set, gets the loop's status (the report's fleet accounts so
 // far) every half second and sends the operator's controls, obeyed between
 // steps.
-// `modellets`, if set, is the xc output layer's PS side (for the report).
+// `modellets`, if set, is the xc output layer's PS side (for the report);
+// `modellet_frames` its transport, whose exchange times the report adds.
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
           const std::vector<distributed_gemm*>& fleet, const caf::actor& churn = {},
-          const caf::actor& console = {}, const modellet_ps* modellets = nullptr) {
+          const caf::actor& console = {}, const modellet_ps* modellets = nullptr,
+          const actor_modellet_transport* modellet_frames = nullptr) {
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
   std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());
@@ -153,7 +155,11 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     doc["per_shard"] = shard_report(shard_accounts(), store.shard_bytes(), res->steps);
   }
   if (churn) doc["churn"] = churn_summary(churn.home_system(), churn);
-  if (modellets) doc["modellets"] = modellet_report(*modellets, static_cast<double>((res->steps - res->resumed_from_step) * opts.batch));
+  if (modellets) {
+    const int64_t steps = res->steps - res->resumed_from_step;
+    doc["modellets"] = modellet_report(*modellets, static_cast<double>(steps * opts.batch));
+    if (modellet_frames) add_exchange_time(doc["modellets"], modellet_frames->time(), steps);
+  }
   if (cfg.demo) {
     spdlog::info("measuring the single-process reference's step on this host for the summary");
     const double reference = reference_step_seconds(opts);
@@ -228,7 +234,8 @@ int train_xc_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const tr
     profiles.push_back(m.profile);
   }
   actor_modellet_transport transport(
-    sys, handles, std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(cfg.tile_timeout)));
+    sys, handles, std::chrono::duration_cast<caf::timespan>(std::chrono::duration<double>(cfg.tile_timeout)),
+    run.emulated ? profiles : std::vector<device_profile>{});
   modellet_ps_options mo;
   mo.sampling.lsh = opts.xc.lsh;
   mo.sampling.lsh.seed = derive_seed(opts.seed, 2);  // as the in-process index's
@@ -241,7 +248,7 @@ int train_xc_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const tr
   auto ps = std::make_shared<modellet_ps>(profiles, transport, mo);
   train_options with = opts;
   with.xc.modellets = ps;
-  const int rc = train(cfg, with, threads, run.devices, {}, run.churn, run.console, ps.get());
+  const int rc = train(cfg, with, threads, run.devices, {}, run.churn, run.console, ps.get(), &transport);
   tell_devices_run_over(sys, run.find_planner ? run.find_planner() : run.planner);
   return rc;
 }

@@ -21,6 +21,7 @@ struct fleet_run {
   // planner ends the run.
   std::function<caf::actor()> find_planner;
   caf::actor console;          // gets the loop's status; may be null
+  bool emulated = false;       // in-process devices, pacing their work to their profiles
 };
 
 // --devices=0: every GEMM in this process (with --ps-shards shards).

@@ -44,7 +44,10 @@ using hang_atom = caf::atom_constant<caf::atom("hang")>;
 using slow_atom = caf::atom_constant<caf::atom("slow")>;
 using crash_atom = caf::atom_constant<caf::atom("crash")>;
 // A model-let frame (schema/modellet_codec.hpp) to an in-process device:
-// (modellet_atom, slot, kind, payload) -> (kind, payload).
+// (modellet_atom, slot, kind, payload, sent_at_ns) -> (kind, payload).
+// sent_at_ns: when the PS sent it (caf::make_timestamp, ns since the epoch;
+// 0: unknown), so an emulated device paces from the sending, not from when
+// the shared host got round to it; the device edge carries no such time.
 using modellet_atom = caf::atom_constant<caf::atom("modellet")>;
 using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
 // The ps to each device at the end of a run; the device answers ok_atom and

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/device/pacing.hpp"
 #include "actors/planner/cost_model.hpp"
 #include "kernels/gemm.hpp"
 #include "schema/errors.hpp"
@@ -92,11 +93,10 @@ void run_task(device_actor_ptr self, tile_task& task, const caf::actor& to) {
       s.slowdown * predict_tile(tile{0, m, 0, n, 0, k}, s.opts.profile, a_hit, b_hit).seconds;
     // A task sent long ago waited on the shared host, not on this device.
     const auto arrived = task.sent_at_ns > 0 ? std::min(start, sent) : start;
-    const auto begin = std::max(arrived, s.busy_until);
-    const auto finish = std::max(now, begin + std::chrono::duration_cast<caf::timespan>(seconds_d{paced}));
-    s.busy_until = finish;
-    delay = finish - now;
-    res.busy_seconds = std::chrono::duration_cast<seconds_d>(finish - begin).count();
+    const auto span = pace(arrived, s.busy_until, now, paced);
+    s.busy_until = span.finish;
+    delay = span.finish - now;
+    res.busy_seconds = std::chrono::duration_cast<seconds_d>(span.finish - span.begin).count();
   } else {
     res.busy_seconds = std::chrono::duration_cast<seconds_d>(now - start).count();
   }
@@ -104,6 +104,37 @@ void run_task(device_actor_ptr self, tile_task& task, const caf::actor& to) {
     spdlog::debug("device {}: lying about step {}, gemm {}, tile {}", s.id, res.key.step,
                   res.key.gemm, res.key.tile);
   answer(self, to, std::move(res), delay);
+}
+
+// One model-let frame to the model-let in `slot`. Paced (an emulated
+// device), its answer leaves when the device's links and its work say:
+// the request down, the compute (this host's: a model-let's work has no FLOP
+// count as a tile has, so the time it really took is what the device takes),
+// the answer up, each frame paying the latency; after the device's earlier
+// work, tiles and frames alike. Pacing only delays the answer: its bytes are
+// what the service computed.
+caf::result<uint16_t, std::vector<char>> run_modellet_frame(device_actor_ptr self, int32_t slot, uint16_t kind,
+                                                            const std::vector<char>& payload, int64_t sent_at_ns) {
+  auto& s = self->state;
+  const auto start = caf::make_timestamp();
+  auto it = s.modellets.try_emplace(slot, default_modellet_frame_cap).first;
+  auto answer = it->second.handle(kind, payload);
+  if (!s.opts.paced) return {answer.kind, std::move(answer.payload)};
+  const auto now = caf::make_timestamp();
+  const double compute = std::chrono::duration_cast<seconds_d>(now - start).count();
+  const double seconds =
+    s.slowdown * (modellet_link_seconds(s.opts.profile, payload.size(), answer.payload.size()) + compute);
+  // A frame sent long ago waited on the shared host, not on this device.
+  const auto sent = caf::timestamp{caf::timestamp::duration{sent_at_ns}};
+  const auto arrived = sent_at_ns > 0 ? std::min(start, sent) : start;
+  const auto span = pace(arrived, s.busy_until, now, seconds);
+  s.busy_until = span.finish;
+  if (span.finish <= now) return {answer.kind, std::move(answer.payload)};
+  const uint64_t id = ++s.paced_seq;
+  auto promise = self->make_response_promise<uint16_t, std::vector<char>>();
+  s.paced_answers.emplace(id, device_state::paced_answer{promise, std::move(answer)});
+  self->delayed_send(self, span.finish - now, modellet_due_atom::value, id);
+  return promise;
 }
 
 // Asks `planner` for a place in the fleet; heartbeats start on the welcome.
@@ -198,8 +229,8 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
       }
       run_task(self, task, caf::actor_cast<caf::actor>(self->current_sender()));
     },
-    [=](modellet_atom, int32_t slot, uint16_t kind,
-        std::vector<char>& payload) -> caf::result<uint16_t, std::vector<char>> {
+    [=](modellet_atom, int32_t slot, uint16_t kind, std::vector<char>& payload,
+        int64_t sent_at_ns) -> caf::result<uint16_t, std::vector<char>> {
       auto& s = self->state;
       // Hung: never answered, as a silent device's frames would not be.
       if (s.hung) return self->make_response_promise<uint16_t, std::vector<char>>();
@@ -208,9 +239,15 @@ caf::behavior device_actor(device_actor_ptr self, device_options opts, caf::acto
         self->quit(caf::exit_reason::kill);
         return fail("device crashed");
       }
-      auto it = s.modellets.try_emplace(slot, default_modellet_frame_cap).first;
-      auto answer = it->second.handle(kind, payload);
-      return {answer.kind, std::move(answer.payload)};
+      return run_modellet_frame(self, slot, kind, payload, sent_at_ns);
+    },
+    [=](modellet_due_atom, uint64_t id) {
+      auto& s = self->state;
+      auto it = s.paced_answers.find(id);
+      if (it == s.paced_answers.end()) return;
+      // Hung meanwhile: the answer is never sent, as a silent device's would not be.
+      if (!s.hung) it->second.promise.deliver(it->second.answer.kind, std::move(it->second.answer.payload));
+      s.paced_answers.erase(it);
     },
     [=](heartbeat_atom, double seconds) {  // the job's interval, from the edge's welcome
       if (seconds > 0 && seconds <= 60) self->state.opts.heartbeat_seconds = seconds;

@@ -4,7 +4,9 @@
 // An emulated device (in-process fleet) also paces its replies so its tile
 // times follow its declared profile, and obeys emulated churn: (hang_atom)
 // makes it silent, (slow_atom, factor) slows its pacing, (crash_atom) makes
-// it die on its next tile (or model-let frame), with that work in hand. (get_atom) answers its
+// it die on its next tile (or model-let frame), with that work in hand.
+// Its model-let frames are paced too: their answers leave after the frames'
+// link time and the device's compute (device_actor.cpp, run_modellet_frame). (get_atom) answers its
 // fleet id. (run_over_atom) ends it with exit_reason::normal: any other exit
 // reason means it lost its planner, was refused, or was quarantined
 // ((quarantine_atom, why) from the planner). A remote device's planner
@@ -24,6 +26,9 @@
 #include "schema/messages.hpp"
 
 namespace cleave {
+
+// A paced model-let answer is due (device_state::paced_answers).
+using modellet_due_atom = caf::atom_constant<caf::atom("mlDue")>;
 
 struct device_options {
   device_profile profile;
@@ -56,6 +61,13 @@ struct device_state {
   std::shared_ptr<cleave::liar> lies;
   // Sparse mode: the model-lets this device holds, by slot (a range's begin).
   std::map<int32_t, modellet_service> modellets;
+  // Paced model-let answers computed but not yet due, by sequence number.
+  struct paced_answer {
+    caf::typed_response_promise<uint16_t, std::vector<char>> promise;
+    ml_frame answer;
+  };
+  std::map<uint64_t, paced_answer> paced_answers;
+  uint64_t paced_seq = 0;
   static inline const char* name = "cleave.device";
 };
 

@@ -77,7 +77,7 @@ void on_frame(link_ptr self, bulk_frame& f) {
       if (!st.device) return;
       const uint64_t tag = f.tag;
       self->request(st.device, caf::infinite, modellet_atom::value, static_cast<int32_t>(tag & 0xffffffffu),
-                    f.kind, std::move(f.payload))
+                    f.kind, std::move(f.payload), int64_t{0})
         .then([=](uint16_t kind, std::vector<char>& payload) {
                 send_frame(self, static_cast<edge_kind>(kind), std::move(payload), tag);
               },

@@ -169,8 +169,8 @@ caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_
       encode(task, buf.payload());
       send_frame(self, edge_task, std::move(buf));
     },
-    [=](modellet_atom, int32_t slot, uint16_t kind,
-        std::vector<char>& payload) -> caf::result<uint16_t, std::vector<char>> {
+    [=](modellet_atom, int32_t slot, uint16_t kind, std::vector<char>& payload,
+        int64_t /*sent_at_ns: a remote device is not paced*/) -> caf::result<uint16_t, std::vector<char>> {
       auto& st = self->state;
       auto& pending = *st.modellets;
       if (pending.size() >= st.opts.max_pending) {

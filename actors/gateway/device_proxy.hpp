@@ -73,7 +73,7 @@ struct device_proxy_state {
 //                                          replies with the payload buffer
 //   (heartbeat_atom)                       the device heartbeated
 //   tile_task                              from an engine: sent to the device
-//   (modellet_atom, slot, kind, payload)   a model-let frame to the device; answered with
+//   (modellet_atom, slot, kind, payload, sent_at_ns)   a model-let frame to the device; answered with
 //     -> (kind, payload)                   the device's answer frame (tagged like the request)
 //   (run_over_atom) -> ok                  tells the device the run is over
 //   (join_atom)                            from the detector: join again under a new id

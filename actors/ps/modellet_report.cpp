@@ -34,4 +34,10 @@ nlohmann::json modellet_report(const modellet_ps& ps, double samples) {
           {"bytes_per_sample", (t.step_bytes + t.copy_bytes + t.place_bytes) * per}};
 }
 
+void add_exchange_time(nlohmann::json& report, const modellet_exchange_time& t, int64_t steps) {
+  const double per = steps > 0 ? 1.0 / static_cast<double>(steps) : 0;
+  report["exchange_seconds_per_step"] = t.wall_seconds * per;
+  report["link_seconds_per_step"] = t.link_seconds * per;
+}
+
 }  // namespace cleave
