@@ -49,6 +49,9 @@ cleave_config::cleave_config() {
     .add(rebuild_every, "rebuild-every", "xc: steps between new hash functions, 0: never (default 1000)")
     .add(modellet_copy_every, "modellet-copy-every",
          "xc on --devices: steps between the PS's copies of the model-lets, what a lost device costs at most (default 50)")
+    .add(xc_baseline, "xc-baseline",
+         "xc with --devices or --fleet: data-parallel = the dense full softmax replicated on every device, "
+         "1/N of the batch each, gradients summed by a ring over the devices' links (emulated in this process)")
     .add(report, "report", "write a JSON summary of the run to this file")
     .add(checkpoint_dir, "checkpoint-dir", "directory for atomic checkpoints")
     .add(checkpoint_every, "checkpoint-every", "checkpoint every N steps (and at the end)")
@@ -165,9 +168,29 @@ caf::error refuse_xc_flags(const cleave_config& c) {
     {"lsh-l", c.lsh_l != 0}, {"bucket-size", c.bucket_size != 0},
     {"bucket-policy", !c.bucket_policy.empty()}, {"min-active", c.min_active != -1},
     {"rehash-every", c.rehash_every != -1}, {"rebuild-every", c.rebuild_every != -1},
-    {"eval-samples", c.eval_samples != 0}, {"modellet-copy-every", c.modellet_copy_every != -1}};
+    {"eval-samples", c.eval_samples != 0}, {"modellet-copy-every", c.modellet_copy_every != -1},
+    {"xc-baseline", !c.xc_baseline.empty()}};
   for (const auto& [flag, set] : given)
     if (set) return fail(std::string{"--"} + flag + " belongs to --model=xc");
+  return caf::none;
+}
+
+// --xc-baseline=data-parallel: replicas on the in-process fleet's links.
+caf::error check_data_parallel(const cleave_config& c) {
+  if (c.xc_baseline != "data-parallel")
+    return fail("--xc-baseline must be data-parallel, got '" + c.xc_baseline + "'");
+  if (c.role != "all")
+    return fail("--xc-baseline=data-parallel emulates its devices' links in one process: use --role=all");
+  if (c.devices == 0 && c.fleet.empty())
+    return fail("--xc-baseline=data-parallel needs --devices=N or --fleet: its ring runs over their links");
+  const std::pair<const char*, bool> refused[] = {
+    {"churn", !c.churn.empty()}, {"churn-rate", c.churn_rate != 0}, {"byzantine", !c.byzantine.empty()},
+    {"admin", !c.admin.empty()}, {"modellet-copy-every", c.modellet_copy_every != -1},
+    {"pace-ps-link", c.pace_ps_link}};
+  for (const auto& [flag, set] : refused)
+    if (set)
+      return fail(std::string{"--"} + flag + " does not apply to --xc-baseline=data-parallel (its devices are "
+                  "only links: no actors to churn or watch, no model-lets, no PS)");
   return caf::none;
 }
 
@@ -268,7 +291,12 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   if (xc && ((c.role != "all" && c.role != "ps") || c.ps_shards != 1))
     return fail("--model=xc trains with --role=all or --role=ps and --ps-shards=1 (one PS holds "
                 "the copy of the model-lets)");
-  const bool on_devices = xc && (c.role == "ps" || c.devices != 0 || !c.fleet.empty());
+  const bool data_parallel = xc && !c.xc_baseline.empty();
+  if (data_parallel) {
+    if (auto e = check_data_parallel(c)) return e;
+    o.xc.sparse = false;  // every replica scores every output neuron
+  }
+  const bool on_devices = xc && !data_parallel && (c.role == "ps" || c.devices != 0 || !c.fleet.empty());
   if (on_devices && !o.xc.sparse)
     return fail("--dense is the single-process reference (--devices=0): on devices the output "
                 "layer is sparse mode's model-lets");

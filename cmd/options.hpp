@@ -52,6 +52,7 @@ class cleave_config : public caf::actor_system_config {
   int rebuild_every = -1;
   int eval_samples = 0;
   int modellet_copy_every = -1;  // xc on devices: steps between the PS's copies of the model-lets
+  std::string xc_baseline;       // xc: data-parallel = dense replicas over the fleet's links (empty: none)
   std::string report;
   std::string checkpoint_dir;
   int checkpoint_every = 0;

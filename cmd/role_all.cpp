@@ -56,6 +56,11 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
       return usage_error("--admin shows a fleet: use it with --devices, --fleet or --role=ps");
     return train_locally(cfg, opts, threads);
   }
+  if (!cfg.xc_baseline.empty()) {  // the devices are only links: no actors
+    auto fleet = in_process_fleet(cfg);
+    if (!fleet) return usage_error(describe(fleet.error()));
+    return train_xc_data_parallel(cfg, opts, threads, *fleet);
+  }
   std::optional<demo_setup> demo;
   if (cfg.demo) {
     auto made = make_demo(opts.steps, cfg.scenario == "demo");

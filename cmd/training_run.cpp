@@ -19,6 +19,7 @@
 #include "actors/ps/modellet_report.hpp"
 #include "actors/ps/modellet_transport.hpp"
 #include "actors/ps/sharded_ps.hpp"
+#include "actors/simulator/baselines/live_data_parallel.hpp"
 #include "kernels/random.hpp"
 #include "cmd/roles.hpp"
 #include "schema/errors.hpp"
@@ -77,10 +78,12 @@ double reference_step_seconds(const train_options& opts) {
 // steps.
 // `modellets`, if set, is the xc output layer's PS side (for the report);
 // `modellet_frames` its transport, whose exchange times the report adds.
+// `data_parallel`, if set, is the store of --xc-baseline=data-parallel.
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
           const std::vector<distributed_gemm*>& fleet, const caf::actor& churn = {},
           const caf::actor& console = {}, const modellet_ps* modellets = nullptr,
-          const actor_modellet_transport* modellet_frames = nullptr) {
+          const actor_modellet_transport* modellet_frames = nullptr,
+          data_parallel_store* data_parallel = nullptr) {
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
   std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());
@@ -91,7 +94,9 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   std::unique_ptr<sharded_ps> shards;
   local_parameter_store local;
   if (shard_engines.size() > 1) shards = std::make_unique<sharded_ps>(shard_engines);
-  parameter_store& store = shards ? static_cast<parameter_store&>(*shards) : local;
+  parameter_store& store = shards          ? static_cast<parameter_store&>(*shards)
+                           : data_parallel ? static_cast<parameter_store&>(*data_parallel)
+                                           : local;
   trainer t(opts, **data, shards ? static_cast<gemm_engine<float>&>(*shards) : *shard_engines[0],
             store);
   runtime_accounts training;
@@ -155,6 +160,8 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     doc["per_shard"] = shard_report(shard_accounts(), store.shard_bytes(), res->steps);
   }
   if (churn) doc["churn"] = churn_summary(churn.home_system(), churn);
+  if (data_parallel)
+    doc["data_parallel"] = data_parallel_report(*data_parallel, res->parameters, res->mean_step_seconds);
   if (modellets) {
     const int64_t steps = res->steps - res->resumed_from_step;
     doc["modellets"] = modellet_report(*modellets, static_cast<double>(steps * opts.batch));
@@ -257,6 +264,14 @@ int train_xc_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const tr
 
 int train_locally(const cleave_config& cfg, const train_options& opts, int threads) {
   return train(cfg, opts, threads, 0, {});
+}
+
+int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, int threads,
+                           const std::vector<device_profile>& fleet) {
+  data_parallel_store store(fleet);
+  spdlog::info("xc data-parallel baseline: the dense model replicated on {} devices, gradients summed by a "
+               "ring over their links (held as wall time)", fleet.size());
+  return train(cfg, opts, threads, static_cast<int>(fleet.size()), {}, {}, {}, nullptr, nullptr, &store);
 }
 
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,

@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 
 #include "cmd/options.hpp"
+#include "schema/profile.hpp"
 
 namespace cleave {
 
@@ -26,6 +27,10 @@ struct fleet_run {
 
 // --devices=0: every GEMM in this process (with --ps-shards shards).
 int train_locally(const cleave_config& cfg, const train_options& opts, int threads);
+// --model=xc --xc-baseline=data-parallel: dense data-parallel training on
+// `fleet`, emulated here (actors/simulator/baselines/live_data_parallel.hpp).
+int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, int threads,
+                           const std::vector<device_profile>& fleet);
 
 // Over the planner's fleet. At the end every device the planner knows is
 // told the run is over (waiting at most 2 s for their answers).

@@ -59,7 +59,7 @@ class parameter_store {
 
 // Every parameter in this process: whole, or only the rows a step touched
 // for a row_sparse one (sparse mode).
-class local_parameter_store final : public parameter_store {
+class local_parameter_store : public parameter_store {
  public:
   void zero_grads() override;
   double reduce_gradients() override;

@@ -46,6 +46,13 @@ struct baseline_step {
   }
 };
 
+// A ring's slowest hop (min(uplink, next downlink)) and largest latency.
+struct ring_link {
+  double bytes_per_second = 0;
+  double latency = 0;
+};
+ring_link slowest_ring_link(const std::vector<const device_profile*>& ring);
+
 // Ring all-reduce of `bytes` among `ring` (in ring order): 2 (n - 1) rounds,
 // each moving bytes / n from every device to the next, as fast as the
 // slowest hop (min(uplink, next downlink)) plus the largest latency.
