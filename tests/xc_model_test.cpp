@@ -3,13 +3,16 @@
 // dense full softmax over 50 training steps, and the row-sparse store's
 // promise that untouched rows keep their weights and moments.
 
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
 
 #include <gtest/gtest.h>
 
+#include "actors/device/device_actor.hpp"
 #include "actors/ps/modellet_ps.hpp"
+#include "actors/ps/modellet_transport.hpp"
 #include "kernels/random.hpp"
 #include "schema/edge_codec.hpp"
 #include "schema/errors.hpp"
@@ -334,4 +337,78 @@ TEST(xc_modellets, a_lost_device_costs_the_updates_since_the_copy) {
   EXPECT_GT(hit.p_at_1, 0.3);
   EXPECT_GE(hit.p_at_1, 0.9 * base.p_at_1);
   EXPECT_LT(tail_mean(hit.losses), 0.7 * hit.losses.front());
+}
+
+// -- model-lets on emulated device actors, paced and not ----------------------
+
+namespace {
+
+struct actor_config : caf::actor_system_config {
+  actor_config() { add_cleave_message_types(*this); }
+};
+
+// A planner that welcomes every device and keeps no fleet: the model-let
+// frames go to the devices directly, as the PS's transport sends them.
+caf::behavior welcoming_planner() {
+  return {[](join_atom, const join_request& r) {
+    return caf::make_message(welcome_atom::value, r.preferred_id, caf::actor{});
+  }};
+}
+
+struct paced_run {
+  std::vector<double> losses;
+  double seconds = 0;       // the training steps' wall time
+  double link_seconds = 0;  // what the transport accounts of the paced links
+};
+
+// 3 emulated device actors on slow links (so pacing shows), paced or not,
+// holding small_active_set()'s model-lets over the actor transport.
+paced_run on_device_actors(const std::string& dir, bool paced) {
+  actor_config cfg;
+  caf::actor_system sys{cfg};
+  auto planner = sys.spawn(welcoming_planner);
+  std::vector<device_profile> fleet(3);
+  std::vector<caf::actor> devices;
+  for (int i = 0; i < 3; ++i) {
+    auto& p = fleet[static_cast<size_t>(i)];
+    p = {"slow", 1e9, 1ull << 30, 2e6, 1e6, 0.002};
+    device_options o;
+    o.profile = p;
+    o.paced = paced;
+    o.fleet_index = i;
+    devices.push_back(sys.spawn(device_actor, o, planner));
+  }
+  actor_modellet_transport transport(sys, devices, std::chrono::seconds(30), paced ? fleet : std::vector<device_profile>{});
+  xc_settings xc = small_active_set();
+  auto ps = std::make_shared<modellet_ps>(fleet, transport, ps_options(xc, 25));
+  xc.modellets = ps;
+  paced_run out;
+  const auto res = train_on(dir, xc, 40);
+  out.losses = res.losses;
+  for (double s : res.step_seconds) out.seconds += s;
+  out.link_seconds = transport.time().link_seconds;
+  for (auto& d : devices) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(planner, caf::exit_reason::user_shutdown);
+  return out;
+}
+
+}  // namespace
+
+// Pacing moves time only: emulated devices that hold their model-let answers
+// for their links' time give the unpaced run's losses bit for bit, and the
+// paced steps take at least the link time the transport accounts.
+TEST(xc_modellets, paced_devices_follow_the_unpaced_trajectory_and_take_their_link_time) {
+  cleave::testing::scratch_dir dir;
+  ASSERT_FALSE(write_xc(random_xc(800, 1), dir.file("train.txt")));
+  ASSERT_FALSE(write_xc(random_xc(100, 2), dir.file("test.txt")));
+  const auto unpaced = on_device_actors(dir.path(), false);
+  const auto paced = on_device_actors(dir.path(), true);
+  ASSERT_EQ(paced.losses.size(), 40u);
+  ASSERT_EQ(unpaced.losses.size(), 40u);
+  for (size_t i = 0; i < 40; ++i) EXPECT_EQ(paced.losses[i], unpaced.losses[i]) << "step " << i + 1;
+  EXPECT_EQ(unpaced.link_seconds, 0);
+  // 40 steps of 3 exchanges at least (forward, grads, update), each 2 x 2 ms of latency.
+  EXPECT_GT(paced.link_seconds, 40 * 3 * 0.004);
+  EXPECT_GE(paced.seconds, 0.9 * paced.link_seconds);
+  EXPECT_GT(paced.seconds, unpaced.seconds + 0.5 * paced.link_seconds);
 }

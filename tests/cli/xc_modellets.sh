@@ -12,6 +12,9 @@
 #   model-let frames travel the devices' TCP connections) follow the dense
 #   softmax the same way; a device process killed (SIGKILL) mid-training is
 #   survived.
+# - pacing: emulated devices' model-let frames take their link time and
+#   leave the trajectory as it was; the dense data-parallel baseline
+#   (--xc-baseline=data-parallel) follows --dense and holds its ring's time.
 source "$(dirname "$0")/lib.sh"
 
 make_xc_dir "$WORK/task"
@@ -89,6 +92,50 @@ PY
 )
 [[ $verdict == ok ]] && echo "ok: model-lets on 4 devices follow the dense softmax; a killed device is survived" \
   || fail "xc model-lets: $verdict"
+
+# Pacing moves time only: 4 emulated devices on slow links, whose model-let
+# frames wait their link time, give the losses of the same devices on links
+# too fast to matter, bit for bit, and take at least the paced link time.
+# The dense data-parallel baseline over the slow links follows --dense bit
+# for bit and holds the ring's time in its steps; misuses are refused.
+fleet_of() {  # fleet_of DOWN UP LATENCY: 4 devices alike but for their links
+  printf '{"devices": [{"name": "d", "flops": 1e10, "memory_bytes": 1e9, "downlink": %s, "uplink": %s, "latency": %s, "count": 4}]}\n' "$@"
+}
+fleet_of 2e6 1e6 0.002 > "$WORK/slow.json"
+fleet_of 1e11 1e11 0 > "$WORK/quick.json"
+for links in slow quick; do
+  "$CLEAVE" "${common[@]}" --steps=30 "${lsh[@]}" --fleet="$WORK/$links.json" --report="$WORK/paced-$links.json" \
+    || fail "model-lets on $links links failed"
+done
+"$CLEAVE" "${common[@]}" --steps=50 --xc-baseline=data-parallel --fleet="$WORK/slow.json" \
+  --report="$WORK/dp.json" || fail "the data-parallel baseline failed"
+verdict=$(python3 - "$WORK" <<'PY'
+import json, sys
+w = sys.argv[1]
+slow, quick, dp, dense = (json.load(open(f"{w}/{n}.json")) for n in ("paced-slow", "paced-quick", "dp", "dense"))
+problems = []
+if slow["losses"] != quick["losses"] or len(slow["losses"]) != 30: problems.append("paced losses differ")
+link = slow["modellets"]["link_seconds_per_step"]
+if not link > 3 * 0.004: problems.append(f"paced link time {link} s a step")
+if not slow["mean_step_seconds"] >= 0.9 * link: problems.append(f"step {slow['mean_step_seconds']} < link {link}")
+if not slow["mean_step_seconds"] > quick["mean_step_seconds"]: problems.append("slow links were not slower")
+if dp["losses"] != dense["losses"]: problems.append("data-parallel losses differ from --dense")
+x = dp["data_parallel"]
+if not (x["exchange_seconds_per_step"] > 0 and x["held_seconds_per_step"] >= x["exchange_seconds_per_step"]):
+    problems.append(f"held {x['held_seconds_per_step']} for an exchange of {x['exchange_seconds_per_step']}")
+if not dp["mean_step_seconds"] >= x["exchange_seconds_per_step"]: problems.append("step shorter than its exchange")
+if x["devices"] != 4 or x["allreduce_bytes_per_step"] != 4 * (16 + 40 * 16 + 40): problems.append(f"figures {x}")
+print("; ".join(problems) or "ok")
+PY
+)
+[[ $verdict == ok ]] && echo "ok: paced model-lets keep the trajectory; the data-parallel baseline follows --dense" \
+  || fail "pacing and the data-parallel baseline: $verdict"
+for bad in "--xc-baseline=data-parallel" "--xc-baseline=ring --devices=4" \
+           "--xc-baseline=data-parallel --devices=4 --churn-rate=1"; do
+  # shellcheck disable=SC2086
+  if out=$("$CLEAVE" "${common[@]}" --steps=1 $bad 2>&1); then fail "accepted: $bad"
+  elif [[ $out != *xc-baseline* && $out != *churn-rate* ]]; then fail "unclear refusal of $bad: $out"; fi
+done
 
 # gcide-nextword on 8 emulated devices, briefly, when the task is built
 # (python3 training/data/build_xc_datasets.py; its data sits beside the
