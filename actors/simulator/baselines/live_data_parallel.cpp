@@ -30,6 +30,16 @@ gradient_exchange plan_gradient_exchange(const std::vector<parameter*>& params,
   return out;
 }
 
+gradient_exchange& gradient_exchange::operator+=(const gradient_exchange& o) {
+  allreduce_bytes += o.allreduce_bytes;
+  allgather_bytes += o.allgather_bytes;
+  sparse_whole_bytes += o.sparse_whole_bytes;
+  allreduce_seconds += o.allreduce_seconds;
+  allgather_seconds += o.allgather_seconds;
+  bytes_per_device += o.bytes_per_device;
+  return *this;
+}
+
 data_parallel_store::data_parallel_store(std::vector<device_profile> ring, std::function<void(double)> hold)
     : ring_(std::move(ring)), hold_(std::move(hold)) {
   for (const auto& d : ring_) order_.push_back(&d);
@@ -47,13 +57,7 @@ double data_parallel_store::reduce_gradients() {
   hold_(x.seconds());
   totals_.held_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ++totals_.steps;
-  auto& s = totals_.sum;
-  s.allreduce_bytes += x.allreduce_bytes;
-  s.allgather_bytes += x.allgather_bytes;
-  s.sparse_whole_bytes += x.sparse_whole_bytes;
-  s.allreduce_seconds += x.allreduce_seconds;
-  s.allgather_seconds += x.allgather_seconds;
-  s.bytes_per_device += x.bytes_per_device;
+  totals_.sum += x;
   return sum_of_squares;
 }
 

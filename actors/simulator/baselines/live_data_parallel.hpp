@@ -41,6 +41,7 @@ struct gradient_exchange {
   double allgather_seconds = 0;    // ring all-gather of allgather_bytes
   double bytes_per_device = 0;     // each device sends (and receives) this much
   double seconds() const { return allreduce_seconds + allgather_seconds; }
+  gradient_exchange& operator+=(const gradient_exchange& o);
 };
 
 // One step's gradient exchange over `ring` (in ring order), for the
