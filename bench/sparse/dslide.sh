@@ -40,7 +40,10 @@ run() {  # run NAME FLAGS...: one training run; its report in $out/NAME.json, it
 }
 
 # shellcheck disable=SC2086
-run sparse --steps="$sparse_steps" --rehash-every="$rehash_every" $flags
+# A device answers placing only once its index is built, and the 16 devices
+# build theirs on this host's cores: on a busy host that passes the default
+# 30 s after which a device counts as lost. Nobody dies here, so wait.
+run sparse --steps="$sparse_steps" --rehash-every="$rehash_every" --tile-timeout=600 $flags
 run dense_dp --steps="$dense_steps" --xc-baseline=data-parallel
 
 python3 - "$out" "$task" "$rehash_every" <<'PY'
@@ -53,6 +56,8 @@ for n in r:
     rss[n] = int(m.group(1)) / 1024 if m else float("nan")
 s, d = r["sparse"], r["dense_dp"]
 ml, dp = s["modellets"], d["data_parallel"]
+if ml["failures"]:
+    sys.exit(f"a device was declared lost ({ml['failures'][0]}): the sparse run is not the comparison's")
 devices = dp["devices"]
 # Communication per step. Sparse: the slowest device's paced link time of
 # every exchange (copies and placing included), and every frame's bytes
