@@ -148,9 +148,13 @@ int main(int argc, char** argv) {
     }
     return run_all(cfg, *opts, threads);
   }
+  if (!cfg.shards.empty() && cfg.role != "ps")
+    return usage_error("--shards is for --role=ps (the coordinator of --role=ps-shard processes)");
+  if (cfg.role == "ps" && !cfg.shards.empty()) return run_ps_coordinator(cfg, *opts, threads);
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
+  if (cfg.role == "ps-shard") return run_ps_shard(cfg);
   if (cfg.role == "plan") return run_plan(cfg, *opts);
   if (cfg.role == "device") return run_device(cfg, threads);
   if (cfg.role == "planner" || cfg.role == "detector") return run_service(cfg);
-  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, device, planner, detector, status, plan or simulate)");
+  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, ps-shard, device, planner, detector, status, plan or simulate)");
 }

@@ -18,6 +18,7 @@
 #include "actors/ps/runtime_report.hpp"
 #include "actors/ps/modellet_report.hpp"
 #include "actors/ps/modellet_transport.hpp"
+#include "actors/ps/remote_shard.hpp"
 #include "actors/ps/sharded_ps.hpp"
 #include "kernels/random.hpp"
 #include "cmd/roles.hpp"
@@ -76,9 +77,13 @@ double reference_step_seconds(const train_options& opts) {
 // far) every half second and sends the operator's controls, obeyed between
 // steps.
 // `modellets`, if set, is the xc output layer's PS side (for the report).
+// `processes`, if set, is a sharded PS over shard processes (the run's store
+// and engine), and `process_report` its report's per_shard.
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
           const std::vector<distributed_gemm*>& fleet, const caf::actor& churn = {},
-          const caf::actor& console = {}, const modellet_ps* modellets = nullptr) {
+          const caf::actor& console = {}, const modellet_ps* modellets = nullptr,
+          std::unique_ptr<sharded_ps> processes = nullptr,
+          const std::function<nlohmann::json(int64_t steps)>& process_report = {}) {
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
   std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());
@@ -86,9 +91,9 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     shard_engines.assign(static_cast<size_t>(cfg.ps_shards), &default_gemm_engine<float>());
   // One shard: the engine multiplies and a local store updates. More: the
   // sharded PS is both, over the shards' engines.
-  std::unique_ptr<sharded_ps> shards;
+  std::unique_ptr<sharded_ps> shards = std::move(processes);
   local_parameter_store local;
-  if (shard_engines.size() > 1) shards = std::make_unique<sharded_ps>(shard_engines);
+  if (!shards && shard_engines.size() > 1) shards = std::make_unique<sharded_ps>(shard_engines);
   parameter_store& store = shards ? static_cast<parameter_store&>(*shards) : local;
   trainer t(opts, **data, shards ? static_cast<gemm_engine<float>&>(*shards) : *shard_engines[0],
             store);
@@ -147,7 +152,8 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   }
   if (cfg.report.empty() && !cfg.demo) return 0;
   auto doc = make_report(opts, *res, devices, threads);
-  doc["ps_shards"] = cfg.ps_shards;
+  doc["ps_shards"] = shards ? shards->shards() : cfg.ps_shards;
+  if (process_report) doc["per_shard"] = process_report(res->steps - res->resumed_from_step);
   if (!fleet.empty()) {
     add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
     doc["per_shard"] = shard_report(shard_accounts(), store.shard_bytes(), res->steps);
@@ -250,6 +256,52 @@ int train_xc_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const tr
 
 int train_locally(const cleave_config& cfg, const train_options& opts, int threads) {
   return train(cfg, opts, threads, 0, {});
+}
+
+int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
+                               int threads, const std::vector<std::pair<std::string, uint16_t>>& at) {
+  const auto connect_timeout = std::chrono::seconds(5);
+  const auto call_timeout = std::chrono::duration_cast<caf::timespan>(
+    std::chrono::duration<double>(std::max(60.0, cfg.tile_timeout)));
+  sharded_ps::shard_list list;
+  std::vector<remote_shard*> remotes;
+  for (const auto& [host, port] : at) {
+    auto shard = remote_shard::connect(sys, host, port, connect_timeout, call_timeout);
+    if (!shard) return runtime_error(describe(shard.error()));
+    spdlog::info("ps: PS shard {} at {}:{}", remotes.size(), host, port);
+    remotes.push_back(shard->get());
+    list.shards.push_back(std::move(*shard));
+  }
+  auto ps = std::make_unique<sharded_ps>(std::move(list));
+  const sharded_ps* store = ps.get();
+  // Each shard's bytes each way as this process counted them (frames with
+  // their headers), and the shard's own peak memory.
+  auto report = [&remotes, store](int64_t steps) {
+    auto out = nlohmann::json::array();
+    const auto memory = store->shard_bytes();
+    for (size_t s = 0; s < remotes.size(); ++s) {
+      const auto traffic = remotes[s]->traffic();
+      const double per_step = steps > 0 ? static_cast<double>(steps) : 1.0;
+      nlohmann::json one = {{"shard", s},
+                            {"address", remotes[s]->address()},
+                            {"steps", steps},
+                            {"bytes_to_shard", traffic.bytes_sent},
+                            {"bytes_from_shard", traffic.bytes_received},
+                            {"bytes_to_shard_per_step", static_cast<double>(traffic.bytes_sent) / per_step},
+                            {"bytes_from_shard_per_step", static_cast<double>(traffic.bytes_received) / per_step},
+                            {"memory_bytes", memory[s]}};
+      if (auto st = remotes[s]->stats()) {
+        one["shard_peak_rss_bytes"] = st->peak_rss_bytes;
+        one["shard_bytes_in"] = st->bytes_in;
+        one["shard_bytes_out"] = st->bytes_out;
+      } else {
+        spdlog::warn("PS shard {} gave no statistics: {}", s, describe(st.error()));
+      }
+      out.push_back(std::move(one));
+    }
+    return out;
+  };
+  return train(cfg, opts, threads, 0, {}, {}, {}, nullptr, std::move(ps), report);
 }
 
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
