@@ -26,10 +26,6 @@ caf::behavior shard_server(caf::stateful_actor<shard_server_state>* self) {
     [=](bulk_peer_atom, uint64_t, const std::string&) {},
     [=](bulk_frame_atom, bulk_frame& f) -> std::vector<char> {
       auto& st = self->state;
-      if (!st.has_coordinator && f.kind == static_cast<uint16_t>(shard_kind::attach)) {
-        st.has_coordinator = true;
-        st.coordinator = f.conn;
-      }
       if (st.has_coordinator && f.conn != st.coordinator) {
         spdlog::warn("ps-shard: connection {} refused: this shard serves the coordinator on connection {}",
                      f.conn, st.coordinator);
@@ -39,6 +35,11 @@ caf::behavior shard_server(caf::stateful_actor<shard_server_state>* self) {
         return std::move(f.payload);
       }
       auto a = st.service.handle(f.kind, f.payload.data(), f.payload.size());
+      // The first connection whose attach is accepted is the coordinator.
+      if (!st.has_coordinator && f.kind == static_cast<uint16_t>(shard_kind::attach) && a.kind == shard_kind::done) {
+        st.has_coordinator = true;
+        st.coordinator = f.conn;
+      }
       if (a.kind == shard_kind::refused) {
         auto why = decode_shard_refusal(a.payload.data(), a.payload.size());
         spdlog::warn("ps-shard: refused a request (kind {:#x}) from connection {}: {}", f.kind, f.conn,

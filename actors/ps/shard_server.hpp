@@ -1,10 +1,11 @@
 #pragma once
 // The actor of a `--role=ps-shard` process: the sink of its bulk listener.
 // It moves frames between the channel and a shard_service (all the logic)
-// and serves one coordinator: the first connection that attaches. Frames
-// from any other connection are refused and that connection closed; a
-// connection the channel drops as hostile (bad header, over a cap) ends
-// only itself. The actor quits when its coordinator's connection closes.
+// and serves one coordinator: the first connection whose attach it
+// accepts. Frames from any other connection are refused and that
+// connection closed; a connection the channel drops as hostile (bad header,
+// over a cap) ends only itself. The actor quits when its coordinator's
+// connection closes.
 
 #include <cstdint>
 #include <string>
