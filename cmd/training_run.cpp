@@ -78,12 +78,16 @@ double reference_step_seconds(const train_options& opts) {
 // steps.
 // `modellets`, if set, is the xc output layer's PS side (for the report).
 // `processes`, if set, is a sharded PS over shard processes (the run's store
-// and engine), and `process_report` its report's per_shard.
+// and engine) and `hooks` what its report needs.
+struct shard_process_hooks {
+  std::function<void()> training_done;                  // after the last step, before evaluation
+  std::function<nlohmann::json(int64_t steps)> report;  // the report's per_shard
+};
+
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
           const std::vector<distributed_gemm*>& fleet, const caf::actor& churn = {},
           const caf::actor& console = {}, const modellet_ps* modellets = nullptr,
-          std::unique_ptr<sharded_ps> processes = nullptr,
-          const std::function<nlohmann::json(int64_t steps)>& process_report = {}) {
+          std::unique_ptr<sharded_ps> processes = nullptr, const shard_process_hooks& hooks = {}) {
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
   std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());
@@ -114,6 +118,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
       return first;
     };
   }
+  if (hooks.training_done) t.after_training = hooks.training_done;
   if (!fleet.empty()) {
     t.after_training = [&] {
       for (auto* engine : fleet) engine->finish_step();
@@ -153,7 +158,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   if (cfg.report.empty() && !cfg.demo) return 0;
   auto doc = make_report(opts, *res, devices, threads);
   doc["ps_shards"] = shards ? shards->shards() : cfg.ps_shards;
-  if (process_report) doc["per_shard"] = process_report(res->steps - res->resumed_from_step);
+  if (hooks.report) doc["per_shard"] = hooks.report(res->steps - res->resumed_from_step);
   if (!fleet.empty()) {
     add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
     doc["per_shard"] = shard_report(shard_accounts(), store.shard_bytes(), res->steps);
@@ -274,22 +279,32 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
   }
   auto ps = std::make_unique<sharded_ps>(std::move(list));
   const sharded_ps* store = ps.get();
+  std::vector<remote_shard_traffic> after_training;
+  shard_process_hooks hooks;
+  hooks.training_done = [&] {
+    for (auto* r : remotes) after_training.push_back(r->traffic());
+  };
   // Each shard's bytes each way as this process counted them (frames with
-  // their headers), and the shard's own peak memory.
-  auto report = [&remotes, store](int64_t steps) {
+  // their headers): in all, and per step of training (its products,
+  // gradients and updates, without the attach and the evaluation); and the
+  // shard's own peak memory.
+  hooks.report = [&](int64_t steps) {
     auto out = nlohmann::json::array();
     const auto memory = store->shard_bytes();
     for (size_t s = 0; s < remotes.size(); ++s) {
-      const auto traffic = remotes[s]->traffic();
+      const auto all = remotes[s]->traffic();
+      const auto attach = remotes[s]->traffic_after_attach();
+      const auto trained = s < after_training.size() ? after_training[s] : all;
       const double per_step = steps > 0 ? static_cast<double>(steps) : 1.0;
-      nlohmann::json one = {{"shard", s},
-                            {"address", remotes[s]->address()},
-                            {"steps", steps},
-                            {"bytes_to_shard", traffic.bytes_sent},
-                            {"bytes_from_shard", traffic.bytes_received},
-                            {"bytes_to_shard_per_step", static_cast<double>(traffic.bytes_sent) / per_step},
-                            {"bytes_from_shard_per_step", static_cast<double>(traffic.bytes_received) / per_step},
-                            {"memory_bytes", memory[s]}};
+      nlohmann::json one = {
+        {"shard", s},
+        {"address", remotes[s]->address()},
+        {"bytes_to_shard", all.bytes_sent},
+        {"bytes_from_shard", all.bytes_received},
+        {"attach_bytes", attach.bytes_sent},
+        {"bytes_to_shard_per_step", static_cast<double>(trained.bytes_sent - attach.bytes_sent) / per_step},
+        {"bytes_from_shard_per_step", static_cast<double>(trained.bytes_received - attach.bytes_received) / per_step},
+        {"memory_bytes", memory[s]}};
       if (auto st = remotes[s]->stats()) {
         one["shard_peak_rss_bytes"] = st->peak_rss_bytes;
         one["shard_bytes_in"] = st->bytes_in;
@@ -301,7 +316,7 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
     }
     return out;
   };
-  return train(cfg, opts, threads, 0, {}, {}, {}, nullptr, std::move(ps), report);
+  return train(cfg, opts, threads, 0, {}, {}, {}, nullptr, std::move(ps), hooks);
 }
 
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,

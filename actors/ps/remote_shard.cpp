@@ -80,6 +80,7 @@ caf::error remote_shard::attach(const std::vector<parameter*>& params, const std
     bytes_ += 4 * static_cast<uint64_t>(e.value.size()) * sizeof(float);
   }
   auto done = call(shard_kind::attach, encode_shard_attach(entries), shard_kind::done);
+  after_attach_ = traffic();
   return done ? caf::error{} : done.error();
 }
 

@@ -41,6 +41,8 @@ class remote_shard final : public ps_shard {
   bool computes_here(gemm_tag, int64_t, int64_t, int64_t) override { return true; }
 
   remote_shard_traffic traffic() const { return {client_->bytes_sent(), client_->bytes_received()}; }
+  // The traffic once the last attach was answered (what the slices cost to place).
+  remote_shard_traffic traffic_after_attach() const { return after_attach_; }
   // The shard process's own counts and peak memory.
   caf::expected<shard_stats> stats();
   const std::string& address() const { return address_; }
@@ -62,6 +64,7 @@ class remote_shard final : public ps_shard {
   std::vector<std::pair<int64_t, int64_t>> slice_shapes_;  // by parameter id
   std::vector<tensor> values_;  // the last update's
   uint64_t bytes_ = 0;
+  remote_shard_traffic after_attach_;
 };
 
 }  // namespace cleave
