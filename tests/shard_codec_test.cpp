@@ -16,17 +16,12 @@
 #include "schema/byte_io.hpp"
 #include "schema/errors.hpp"
 #include "schema/shard_codec.hpp"
+#include "tests/test_util.hpp"
 
 using namespace cleave;
+using cleave::testing::random_tensor;
 
 namespace {
-
-tensor random_tensor(int64_t rows, int64_t cols, uint64_t seed) {
-  tensor t(rows, cols);
-  rng r(seed);
-  fill_normal(t, 1.0, r);
-  return t;
-}
 
 bool same(const tensor& a, const tensor& b) {
   return a.rows() == b.rows() && a.cols() == b.cols()

@@ -25,7 +25,6 @@ caf::expected<std::unique_ptr<remote_shard>> remote_shard::connect(caf::actor_sy
                                                                    caf::timespan call_timeout) {
   transport::bulk_options opts;
   opts.connect_timeout = connect_timeout;
-  opts.max_connections = 1;
   opts.max_payload_for_kind = [max = opts.max_payload](uint16_t kind) { return shard_frame_cap(kind, max); };
   const std::string address = host + ":" + std::to_string(port);
   auto client = transport::frame_client::connect(sys, host, port, opts);

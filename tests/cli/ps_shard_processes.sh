@@ -2,7 +2,8 @@
 # PS shards as processes (README "Parameter-server shards"): two
 # --role=ps-shard processes on loopback and a --role=ps --shards coordinator
 # train mlp and gpt small; every per-step loss equals the in-process
-# --role=all --ps-shards=2 --devices=0 run's, bit for bit. gpt runs at
+# --role=all --ps-shards=2 --devices=0 run's, bit for bit, and so does an
+# mlp run resumed from the coordinator's checkpoint on new shard processes. gpt runs at
 # context 64 and batch 8 (as ps_link.sh) so that its 50 steps, through the
 # loopback frames, stay near 20 s on this 2-core host (the default batch
 # takes about 100 s for the two runs). The report's per_shard has each
@@ -58,7 +59,8 @@ for model in mlp gpt; do
   "$CLEAVE" --role=all --ps-shards=2 --devices=0 "${flags[@]}" --report=$model-inproc.json \
     > $model-inproc.out 2>&1 || fail "$model in-process run: $(tail -3 $model-inproc.out)"
   start_shard a; start_shard b
-  timeout 120 "$CLEAVE" --role=ps --shards=127.0.0.1:$port_a,127.0.0.1:$port_b "${flags[@]}" \
+  [[ $model == mlp ]] && ck=(--checkpoint-dir=ck --checkpoint-every=25) || ck=()
+  timeout 120 "$CLEAVE" --role=ps --shards=127.0.0.1:$port_a,127.0.0.1:$port_b "${flags[@]}" "${ck[@]}" \
     --report=$model-procs.json > $model-procs.out 2>&1 || fail "$model over shard processes: $(tail -3 $model-procs.out)"
   # The shards leave with their coordinator, cleanly.
   for pid in $pid_a $pid_b; do
@@ -71,6 +73,23 @@ for model in mlp gpt; do
     echo "$model: $verdict"
   fi
 done
+
+# The coordinator's checkpoints hold whole tensors (moments gathered from the
+# shards): resumed at step 25 on two new shard processes, the run goes on as
+# the in-process run did.
+rm -f ck/checkpoint-0000000050.clvck
+start_shard a; start_shard b
+timeout 120 "$CLEAVE" --role=ps --shards=127.0.0.1:$port_a,127.0.0.1:$port_b --model=mlp "${common[@]}" \
+  --checkpoint-dir=ck --resume --report=resumed.json > resumed.out 2>&1 || fail "resume: $(tail -3 resumed.out)"
+wait $pid_a $pid_b
+verdict=$(python3 - mlp-inproc.json resumed.json <<'PY'
+import json, sys
+ref, got = (json.load(open(p)) for p in sys.argv[1:3])
+ok = got.get("resumed_from_step") == 25 and got["losses"] == ref["losses"][25:]
+print("equal" if ok else f"resumed at {got.get('resumed_from_step')}: losses differ from the in-process run's")
+PY
+)
+[[ $verdict == equal ]] || fail "resume over shard processes: $verdict"
 
 # A coordinator pointed at a closed port fails at once, naming the shard.
 start_shard a
