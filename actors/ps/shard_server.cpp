@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "schema/errors.hpp"
+
 namespace cleave {
 
 using namespace transport;
@@ -9,10 +11,16 @@ using namespace transport;
 namespace {
 
 void answer(caf::stateful_actor<shard_server_state>* self, uint64_t conn, uint64_t tag, shard_answer a) {
+  const bool refusal = a.kind == shard_kind::refused;
   self->request(self->state.channel, caf::infinite, bulk_send_atom::value, conn,
                 static_cast<uint16_t>(a.kind), tag, std::move(a.payload))
     .then([](std::vector<char>&) {},
-          [conn](caf::error& err) { spdlog::warn("ps-shard: cannot answer connection {}: {}", conn, caf::to_string(err)); });
+          [=](caf::error& err) {
+            const std::string why = "cannot send the answer: " + describe(err);
+            spdlog::warn("ps-shard: connection {}: {}", conn, why);
+            // An answer over the coordinator's cap: it hears why instead of waiting.
+            if (!refusal) answer(self, conn, tag, {shard_kind::refused, encode_shard_refusal(why)});
+          });
 }
 
 }  // namespace
