@@ -98,6 +98,8 @@ int main(int argc, char** argv) {
   if (!(cfg.tile_timeout > 0) || !(cfg.heartbeat > 0) || !(cfg.ps_flops > 0) || !(cfg.ps_egress > 0))
     return usage_error("--tile-timeout, --heartbeat, --ps-flops and --ps-egress must be positive");
   if (!(cfg.ps_ingress >= 0)) return usage_error("--ps-ingress must be >= 0 (0: as --ps-egress)");
+  if (!cfg.shards.empty() && cfg.role != "ps")
+    return usage_error("--shards is for --role=ps (the coordinator of --role=ps-shard processes)");
   if (cfg.pace_ps_link && cfg.role != "all" && cfg.role != "ps")
     return usage_error("--pace-ps-link is for --role=all and --role=ps, whose shards send the tiles");
   if (!(cfg.churn_rate >= 0 && cfg.churn_rate <= 100)) return usage_error("--churn-rate must be in [0, 100]");
@@ -148,9 +150,11 @@ int main(int argc, char** argv) {
     }
     return run_all(cfg, *opts, threads);
   }
+  if (cfg.role == "ps" && !cfg.shards.empty()) return run_ps_coordinator(cfg, *opts, threads);
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
+  if (cfg.role == "ps-shard") return run_ps_shard(cfg);
   if (cfg.role == "plan") return run_plan(cfg, *opts);
   if (cfg.role == "device") return run_device(cfg, threads);
   if (cfg.role == "planner" || cfg.role == "detector") return run_service(cfg);
-  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, device, planner, detector, status, plan or simulate)");
+  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, ps-shard, device, planner, detector, status, plan or simulate)");
 }

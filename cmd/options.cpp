@@ -67,6 +67,7 @@ cleave_config::cleave_config() {
     .add(connect, "connect", "--role=device: host:port of the ps's device edge; --role=status: host:port of an --admin console")
     .add(watch, "watch", "--role=status: redraw the table every second until interrupted")
     .add(planner, "planner", "--role=ps: host:port of a separate --role=planner process")
+    .add(shards, "shards", "--role=ps: host:port,... of --role=ps-shard processes that own the parameters' slices and compute their products (no devices)")
     .add(detector, "detector", "--role=planner: host:port of a separate --role=detector process")
     .add(tls_cert, "tls-cert", "this node's certificate (PEM, from deploy/ca.sh): TLS on the device edge and mutual TLS between servers")
     .add(tls_key, "tls-key", "the private key of --tls-cert")
@@ -336,6 +337,22 @@ caf::expected<std::pair<std::string, uint16_t>> parse_endpoint(const std::string
   if (host.empty() && !allow_no_host)
     return fail(std::string{"--"} + flag + ": '" + text + "' needs host:port");
   return std::make_pair(host, static_cast<uint16_t>(port));
+}
+
+caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_shard_list(const std::string& text) {
+  std::vector<std::pair<std::string, uint16_t>> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    auto one = parse_endpoint(text.substr(at, comma - at), "shards", false);
+    if (!one) return one.error();
+    if (one->second == 0) return fail("--shards: '" + text.substr(at, comma - at) + "' needs a port above 0");
+    out.push_back(*one);
+    if (out.size() > static_cast<size_t>(cleave_config::max_ps_shards))
+      return fail("--shards: more than " + std::to_string(cleave_config::max_ps_shards) + " shards");
+    at = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace cleave

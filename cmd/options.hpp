@@ -69,6 +69,7 @@ class cleave_config : public caf::actor_system_config {
   std::string connect;         // --role=device: host:port of the ps's device edge; --role=status: of the admin console
   bool watch = false;          // --role=status: refresh every second until interrupted
   std::string planner;         // --role=ps: host:port of a separate planner process
+  std::string shards;          // --role=ps: host:port,... of --role=ps-shard processes (no devices then)
   std::string detector;        // --role=planner: host:port of a separate detector process
   // TLS: this node's certificate and key and the job's CA (deploy/ca.sh),
   // all three or none; the CA's revocation list is optional (the ps checks
@@ -135,5 +136,9 @@ caf::expected<train_options> to_train_options(const cleave_config& cfg);
 caf::expected<std::pair<std::string, uint16_t>> parse_endpoint(const std::string& text,
                                                                const char* flag,
                                                                bool allow_no_host);
+
+// --shards=host:port,host:port,...: every entry a host and a port, at most
+// cleave_config::max_ps_shards of them.
+caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_shard_list(const std::string& text);
 
 }  // namespace cleave

@@ -98,6 +98,26 @@ int run_with_planner_process(cleave_config& cfg, const train_options& opts, int 
 
 }  // namespace
 
+int run_ps_coordinator(cleave_config& cfg, const train_options& opts, int threads) {
+  auto shards = parse_shard_list(cfg.shards);
+  if (!shards) return usage_error(describe(shards.error()));
+  if (cfg.ps_shards > 1)
+    return usage_error("--shards names the shard processes; --ps-shards=" + std::to_string(cfg.ps_shards)
+                       + " makes shards inside this process: use one or the other");
+  if (opts.model.kind == "xc")
+    return usage_error("--model=xc keeps its output layer as model-lets, not PS shards: --shards is for mlp and gpt");
+  // Phase 1: the shards compute every product; devices feeding from shards are later work.
+  if (!cfg.listen.empty() || !cfg.planner.empty() || !cfg.fleet.empty() || cfg.devices > 0 || cfg.min_devices > 0
+      || cfg.pace_ps_link || !cfg.admin.empty())
+    return usage_error("--role=ps with --shards runs without devices in this build (the shard processes compute "
+                       "every product): drop --listen, --planner, --fleet, --devices, --min-devices, "
+                       "--pace-ps-link and --admin");
+  if (cfg.tls()) return usage_error("--tls-* on PS shard links is not in this build (phase 1: plaintext)");
+  caf::actor_system sys{cfg};
+  spdlog::info("ps: coordinating {} PS shard process(es), no devices", shards->size());
+  return train_with_shard_processes(sys, cfg, opts, threads, *shards);
+}
+
 int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
   const int min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;
   if (auto endpoint = parse_endpoint(cfg.listen, "listen", true); !endpoint)

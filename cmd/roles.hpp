@@ -13,6 +13,14 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads);
 // connect to --listen.
 int run_ps(cleave_config& cfg, const train_options& opts, int threads);
 
+// --role=ps with --shards: the coordinator of --role=ps-shard processes
+// (see run_ps_shard); no devices in this phase.
+int run_ps_coordinator(cleave_config& cfg, const train_options& opts, int threads);
+
+// --role=ps-shard: one PS shard as its own process, serving the coordinator
+// that connects to --listen; exits when that coordinator leaves.
+int run_ps_shard(cleave_config& cfg);
+
 // --role=planner / --role=detector: that service alone, published on
 // --listen, until the process is stopped (SIGINT or SIGTERM).
 int run_service(cleave_config& cfg);

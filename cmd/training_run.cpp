@@ -18,6 +18,7 @@
 #include "actors/ps/runtime_report.hpp"
 #include "actors/ps/modellet_report.hpp"
 #include "actors/ps/modellet_transport.hpp"
+#include "actors/ps/remote_shard.hpp"
 #include "actors/ps/sharded_ps.hpp"
 #include "actors/simulator/baselines/live_data_parallel.hpp"
 #include "kernels/random.hpp"
@@ -76,14 +77,27 @@ double reference_step_seconds(const train_options& opts) {
 // `console`, if set, gets the loop's status (the report's fleet accounts so
 // far) every half second and sends the operator's controls, obeyed between
 // steps.
-// `modellets`, if set, is the xc output layer's PS side (for the report);
-// `modellet_frames` its transport, whose exchange times the report adds.
-// `data_parallel`, if set, is the store of --xc-baseline=data-parallel.
+// What a run may add to the plain loop, each optional:
+//  - `modellets`: the xc output layer's PS side (for the report), and
+//    `modellet_frames` its transport, whose exchange times the report adds;
+//  - `data_parallel`: the store of --xc-baseline=data-parallel;
+//  - `processes`: a sharded PS over shard processes (the run's store and
+//    engine), with `training_done` (after the last step, before evaluation)
+//    and `shard_report` (the report's per_shard).
+struct train_extras {
+  const modellet_ps* modellets = nullptr;
+  const actor_modellet_transport* modellet_frames = nullptr;
+  data_parallel_store* data_parallel = nullptr;
+  std::unique_ptr<sharded_ps> processes;
+  std::function<void()> training_done;
+  std::function<nlohmann::json(int64_t steps)> shard_report;
+};
+
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
           const std::vector<distributed_gemm*>& fleet, const caf::actor& churn = {},
-          const caf::actor& console = {}, const modellet_ps* modellets = nullptr,
-          const actor_modellet_transport* modellet_frames = nullptr,
-          data_parallel_store* data_parallel = nullptr) {
+          const caf::actor& console = {}, train_extras extras = {}) {
+  const modellet_ps* modellets = extras.modellets;
+  data_parallel_store* data_parallel = extras.data_parallel;
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
   std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());
@@ -91,9 +105,9 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     shard_engines.assign(static_cast<size_t>(cfg.ps_shards), &default_gemm_engine<float>());
   // One shard: the engine multiplies and a local store updates. More: the
   // sharded PS is both, over the shards' engines.
-  std::unique_ptr<sharded_ps> shards;
+  std::unique_ptr<sharded_ps> shards = std::move(extras.processes);
   local_parameter_store local;
-  if (shard_engines.size() > 1) shards = std::make_unique<sharded_ps>(shard_engines);
+  if (!shards && shard_engines.size() > 1) shards = std::make_unique<sharded_ps>(shard_engines);
   parameter_store& store = shards          ? static_cast<parameter_store&>(*shards)
                            : data_parallel ? static_cast<parameter_store&>(*data_parallel)
                                            : local;
@@ -116,6 +130,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
       return first;
     };
   }
+  if (extras.training_done) t.after_training = extras.training_done;
   if (!fleet.empty()) {
     t.after_training = [&] {
       for (auto* engine : fleet) engine->finish_step();
@@ -154,7 +169,8 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   }
   if (cfg.report.empty() && !cfg.demo) return 0;
   auto doc = make_report(opts, *res, devices, threads);
-  doc["ps_shards"] = cfg.ps_shards;
+  doc["ps_shards"] = shards ? shards->shards() : cfg.ps_shards;
+  if (extras.shard_report) doc["per_shard"] = extras.shard_report(res->steps - res->resumed_from_step);
   if (!fleet.empty()) {
     add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
     doc["per_shard"] = shard_report(shard_accounts(), store.shard_bytes(), res->steps);
@@ -165,7 +181,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   if (modellets) {
     const int64_t steps = res->steps - res->resumed_from_step;
     doc["modellets"] = modellet_report(*modellets, static_cast<double>(steps * opts.batch));
-    if (modellet_frames) add_exchange_time(doc["modellets"], modellet_frames->time(), steps);
+    if (extras.modellet_frames) add_exchange_time(doc["modellets"], extras.modellet_frames->time(), steps);
   }
   if (cfg.demo) {
     spdlog::info("measuring the single-process reference's step on this host for the summary");
@@ -255,7 +271,10 @@ int train_xc_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const tr
   auto ps = std::make_shared<modellet_ps>(profiles, transport, mo);
   train_options with = opts;
   with.xc.modellets = ps;
-  const int rc = train(cfg, with, threads, run.devices, {}, run.churn, run.console, ps.get(), &transport);
+  train_extras extras;
+  extras.modellets = ps.get();
+  extras.modellet_frames = &transport;
+  const int rc = train(cfg, with, threads, run.devices, {}, run.churn, run.console, std::move(extras));
   tell_devices_run_over(sys, run.find_planner ? run.find_planner() : run.planner);
   return rc;
 }
@@ -271,7 +290,66 @@ int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, 
   data_parallel_store store(fleet);
   spdlog::info("xc data-parallel baseline: the dense model replicated on {} devices, gradients summed by a "
                "ring over their links (held as wall time)", fleet.size());
-  return train(cfg, opts, threads, static_cast<int>(fleet.size()), {}, {}, {}, nullptr, nullptr, &store);
+  train_extras extras;
+  extras.data_parallel = &store;
+  return train(cfg, opts, threads, static_cast<int>(fleet.size()), {}, {}, {}, std::move(extras));
+}
+
+int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
+                               int threads, const std::vector<std::pair<std::string, uint16_t>>& at) {
+  const auto connect_timeout = std::chrono::seconds(5);
+  const auto call_timeout = std::chrono::duration_cast<caf::timespan>(
+    std::chrono::duration<double>(std::max(60.0, cfg.tile_timeout)));
+  sharded_ps::shard_list list;
+  std::vector<remote_shard*> remotes;
+  for (const auto& [host, port] : at) {
+    auto shard = remote_shard::connect(sys, host, port, connect_timeout, call_timeout);
+    if (!shard) return runtime_error(describe(shard.error()));
+    spdlog::info("ps: PS shard {} at {}:{}", remotes.size(), host, port);
+    remotes.push_back(shard->get());
+    list.shards.push_back(std::move(*shard));
+  }
+  auto ps = std::make_unique<sharded_ps>(std::move(list));
+  const sharded_ps* store = ps.get();
+  std::vector<remote_shard_traffic> after_training;
+  train_extras extras;
+  extras.processes = std::move(ps);
+  extras.training_done = [&] {
+    for (auto* r : remotes) after_training.push_back(r->traffic());
+  };
+  // Each shard's bytes each way as this process counted them (frames with
+  // their headers): in all, and per step of training (its products,
+  // gradients and updates, without the attach and the evaluation); and the
+  // shard's own peak memory.
+  extras.shard_report = [&](int64_t steps) {
+    auto out = nlohmann::json::array();
+    const auto memory = store->shard_bytes();
+    for (size_t s = 0; s < remotes.size(); ++s) {
+      const auto all = remotes[s]->traffic();
+      const auto attach = remotes[s]->traffic_after_attach();
+      const auto trained = s < after_training.size() ? after_training[s] : all;
+      const double per_step = steps > 0 ? static_cast<double>(steps) : 1.0;
+      nlohmann::json one = {
+        {"shard", s},
+        {"address", remotes[s]->address()},
+        {"bytes_to_shard", all.bytes_sent},
+        {"bytes_from_shard", all.bytes_received},
+        {"attach_bytes", attach.bytes_sent},
+        {"bytes_to_shard_per_step", static_cast<double>(trained.bytes_sent - attach.bytes_sent) / per_step},
+        {"bytes_from_shard_per_step", static_cast<double>(trained.bytes_received - attach.bytes_received) / per_step},
+        {"memory_bytes", memory[s]}};
+      if (auto st = remotes[s]->stats()) {
+        one["shard_peak_rss_bytes"] = st->peak_rss_bytes;
+        one["shard_bytes_in"] = st->bytes_in;
+        one["shard_bytes_out"] = st->bytes_out;
+      } else {
+        spdlog::warn("PS shard {} gave no statistics: {}", s, describe(st.error()));
+      }
+      out.push_back(std::move(one));
+    }
+    return out;
+  };
+  return train(cfg, opts, threads, 0, {}, {}, {}, std::move(extras));
 }
 
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,

@@ -32,6 +32,14 @@ int train_locally(const cleave_config& cfg, const train_options& opts, int threa
 int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, int threads,
                            const std::vector<device_profile>& fleet);
 
+// Over --role=ps-shard processes at `shards` (host, port): each owns its
+// slices and computes its products; this process runs the row-wise ops and
+// the data. Unreachable shards, and a shard lost during the run, end it with
+// the reason. The report's per_shard gives each shard's bytes each way and
+// its peak memory.
+int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
+                               int threads, const std::vector<std::pair<std::string, uint16_t>>& shards);
+
 // Over the planner's fleet. At the end every device the planner knows is
 // told the run is over (waiting at most 2 s for their answers).
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,

@@ -58,6 +58,14 @@ class byte_reader {
     left_ -= static_cast<size_t>(n) * sizeof(float);
     return true;
   }
+  // n bytes straight into dst (sized by the caller after checking left()).
+  bool raw(void* dst, size_t n) {
+    if (n > left_) return false;
+    if (n > 0) std::memcpy(dst, p_, n);
+    p_ += n;
+    left_ -= n;
+    return true;
+  }
   // A u16 length of at most max_bytes, then the bytes.
   bool text(std::string& s, size_t max_bytes) {
     uint16_t n = 0;

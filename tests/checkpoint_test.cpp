@@ -14,16 +14,10 @@
 #include "tests/test_util.hpp"
 
 using namespace cleave;
+using cleave::testing::random_tensor;
 using cleave::testing::scratch_dir;
 
 namespace {
-
-tensor random_tensor(int64_t r, int64_t c, uint64_t seed) {
-  tensor t(r, c);
-  rng g(seed);
-  fill_normal(t, 1.0, g);
-  return t;
-}
 
 checkpoint sample_checkpoint(uint64_t step) {
   checkpoint ck;

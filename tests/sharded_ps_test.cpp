@@ -1,6 +1,7 @@
-// --ps-shards: the slicing arithmetic, the shard threads, and a model
-// trained through S shards (columns, rows, uneven splits, attention left
-// whole) against the same model trained unsharded.
+// --ps-shards: the slicing arithmetic, the split of each product, the
+// shard threads, and a model trained through S shards (columns, rows,
+// uneven splits, attention left whole) against the same model trained
+// unsharded.
 
 #include <atomic>
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "kernels/random.hpp"
 #include "schema/errors.hpp"
 #include "tests/model_fixtures.hpp"
+#include "tests/test_util.hpp"
 
 using namespace cleave;
 using namespace cleave::testing;
@@ -101,7 +103,7 @@ class recording_engine final : public gemm_engine<float> {
       std::lock_guard<std::mutex> lock(mu_);
       outputs.insert({c.rows, c.cols});
     }
-    gemm_local(a, ta, b, tb, c, beta);
+    gemm_local<float>(a, ta, b, tb, c, beta);
   }
   bool computes_here(gemm_tag, int64_t, int64_t, int64_t) override {
     ++asked;
@@ -274,3 +276,77 @@ TEST(sharded_ps, more_shards_than_columns_leaves_some_slices_empty) {
 }
 
 }  // namespace
+
+namespace {
+
+// A parameter with its value, a gradient buffer and the axis it is cut on.
+parameter weight(int32_t id, int64_t rows, int64_t cols, shard_axis axis, uint64_t seed) {
+  parameter p;
+  p.name = axis == shard_axis::columns ? "column-split" : "row-split";
+  p.id = id;
+  p.value = random_tensor(rows, cols, seed);
+  p.grad.resize(rows, cols);
+  p.shard_split = axis;
+  return p;
+}
+
+// Runs a split batch the way a shard does, each shard on its own slices
+// (copied out of the whole parameters), then sums the partials.
+void run_split(product_split& split, split_batch& batch, const std::vector<parameter*>& params) {
+  for (size_t s = 0; s < batch.per_shard.size(); ++s) {
+    shard_store store;
+    std::vector<slice_state> slices(params.size());
+    for (size_t id = 0; id < params.size(); ++id) {
+      slices[id].where = split.slice(id, s);
+      copy_out(params[id]->value, slices[id].where, slices[id].value);
+    }
+    store.attach(std::move(slices));
+    for (const auto& job : store.jobs_for(batch.per_shard[s]))
+      gemm_local<float>(job.a, job.trans_a, job.b, job.trans_b, job.c, job.beta);
+    for (size_t id = 0; id < params.size(); ++id)  // the gradient slices back into the whole
+      copy_in(store.slice(id).grad, store.slice(id).where, params[id]->grad);
+  }
+  split.reduce();
+}
+
+}  // namespace
+
+// Each product of the table in shard_split.hpp, split over 3 uneven shards
+// and run slice by slice, is the whole product; a product whose tag names
+// another operand stays whole.
+TEST(product_split, every_role_on_both_axes_rebuilds_the_whole_product) {
+  parameter cols = weight(0, 7, 10, shard_axis::columns, 1), rows = weight(1, 10, 5, shard_axis::rows, 2);
+  std::vector<parameter*> params{&cols, &rows};
+  product_split split;
+  split.attach(params, 3);
+  EXPECT_EQ(split.slice(0, 0).range.size(), 4);  // 10 columns: 4, 3, 3
+  EXPECT_EQ(split.slice(1, 2).range.end, 10);
+  for (parameter* w : params) {
+    const int64_t k = w->value.rows(), n = w->value.cols();
+    const tensor x = random_tensor(6, k, 3), dy = random_tensor(6, n, 4);
+    tensor y(6, n), dx(6, k), y_want(6, n), dx_want(6, k), dw_want(k, n);
+    gemm_local<float>(x.view(), false, w->value.view(), false, y_want.view(), 0.0f);
+    gemm_local<float>(dy.view(), false, w->value.view(), true, dx_want.view(), 0.0f);
+    gemm_local<float>(x.view(), true, dy.view(), false, dw_want.view(), 0.0f);
+    split_batch batch;
+    split.split({{{0, gemm_role::forward, w->id}, x.view(), false, w->value.view(), false, y.view(), 0.0f},
+                 {{1, gemm_role::grad_input, w->id}, dy.view(), false, w->value.view(), true, dx.view(), 0.0f},
+                 {{2, gemm_role::grad_weight, w->id}, x.view(), true, dy.view(), false, w->grad.view(), 0.0f}},
+                batch);
+    EXPECT_TRUE(batch.whole.empty());
+    size_t products = 0;
+    for (const auto& mine : batch.per_shard) products += mine.size();
+    EXPECT_EQ(products, 9u) << "three roles on three shards";
+    run_split(split, batch, params);
+    expect_close(y, y_want, w->name + " forward");
+    expect_close(dx, dx_want, w->name + " grad_input");
+    expect_close(w->grad, dw_want, w->name + " grad_weight");
+  }
+  // The tag names parameter 0 but the operand is another tensor: whole.
+  const tensor x = random_tensor(6, 7, 5), other = random_tensor(7, 10, 6);
+  tensor y(6, 10);
+  split_batch batch;
+  split.split({{{0, gemm_role::forward, 0}, x.view(), false, other.view(), false, y.view(), 0.0f}}, batch);
+  EXPECT_EQ(batch.whole.size(), 1u);
+  for (const auto& mine : batch.per_shard) EXPECT_TRUE(mine.empty());
+}

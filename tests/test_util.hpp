@@ -1,5 +1,6 @@
 #pragma once
-// Shared test helpers: a scratch directory that cleans up after itself.
+// Shared test helpers: a scratch directory that cleans up after itself, and
+// a tensor of seeded normal values.
 
 #include <filesystem>
 #include <string>
@@ -7,7 +8,17 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "kernels/random.hpp"
+#include "kernels/tensor.hpp"
+
 namespace cleave::testing {
+
+inline tensor random_tensor(int64_t rows, int64_t cols, uint64_t seed) {
+  tensor t(rows, cols);
+  rng g(seed);
+  fill_normal(t, 1.0, g);
+  return t;
+}
 
 class scratch_dir {
  public:

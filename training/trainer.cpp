@@ -89,7 +89,11 @@ double trainer::learning_rate(int64_t step) const {
 }
 
 caf::error trainer::save() {
-  store_.gather_moments();
+  try {
+    store_.gather_moments();
+  } catch (const std::runtime_error& e) {  // a PS shard process lost
+    return fail(std::string("checkpoint: ") + e.what());
+  }
   checkpoint ck;
   ck.model = opts_.model;
   ck.dataset = opts_.dataset;
@@ -189,7 +193,11 @@ caf::expected<train_result> trainer::run() {
     if (!checkpoints) return fail("--resume needs --checkpoint-dir");
     if (auto err = restore()) return err;
   }
-  if (auto err = store_.attach(model_->parameters())) return err;
+  try {
+    if (auto err = store_.attach(model_->parameters())) return err;
+  } catch (const std::runtime_error& e) {  // a PS shard process refused or lost
+    return fail(e.what());
+  }
 
   train_result res;
   res.model = opts_.model;
@@ -220,22 +228,22 @@ caf::expected<train_result> trainer::run() {
     if (before_step)
       if (auto err = before_step(step_)) return err;
     data_.fill_train(order.data() + index_in_epoch_, opts_.batch, b);
-    store_.zero_grads();
     double loss = 0;
     try {
+      store_.zero_grads();
       loss = model_->train_batch(b);
-    } catch (const std::runtime_error& e) {  // model-lets lost beyond recovery
+    } catch (const std::runtime_error& e) {  // model-lets or a PS shard process lost
       return fail("step " + std::to_string(step_ + 1) + ": " + e.what());
     }
     if (!std::isfinite(loss))
       return fail("training diverged: loss is " + std::to_string(loss) + " at step "
                   + std::to_string(step_ + 1) + " (try a lower --lr)");
-    const double scale = clip_scale(
-      std::sqrt(store_.reduce_gradients() + model_->external_sum_of_squares()), opts_.adamw.clip_norm);
     adamw_config cfg = opts_.adamw;
     cfg.lr = learning_rate(step_);
-    store_.update(cfg, step_ + 1, scale);
     try {
+      const double scale = clip_scale(
+        std::sqrt(store_.reduce_gradients() + model_->external_sum_of_squares()), opts_.adamw.clip_norm);
+      store_.update(cfg, step_ + 1, scale);
       model_->update_external(cfg, step_ + 1, scale);
     } catch (const std::runtime_error& e) {
       return fail("step " + std::to_string(step_ + 1) + ": " + e.what());

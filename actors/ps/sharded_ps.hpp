@@ -1,35 +1,43 @@
 #pragma once
-// --ps-shards=S: S parameter-server shards in the coordinator's process.
-// Shard s owns one slice of every parameter (actors/ps/shard_slices.hpp)
-// with its gradient and AdamW moments, multiplies through its own engine
-// (for a fleet: its own actor, plans and traffic) and runs on its own
-// thread, so all shards work on a layer at the same time.
+// --ps-shards=S: S parameter-server shards. Shard s owns one slice of every
+// parameter (actors/ps/shard_slices.hpp) with its gradient and AdamW
+// moments and computes its share of every weight product
+// (actors/ps/shard_split.hpp). A shard is a thread of this process with its
+// own engine (for a fleet: its own actor, plans and traffic), or a
+// `--role=ps-shard` process behind a framed connection (remote_shard.hpp);
+// sharded_ps drives every shard from a thread of its own, so all shards
+// work on a layer at the same time.
 //
-// It is the model's gemm_engine and its parameter_store. A product with a
-// weight (named by gemm_tag::weight, the parameter's registered id) runs as
-// S products of the shards' slices: an output split by columns is written in place
-// (the all-gather), an output split along K is summed in shard order (so a
-// run's numbers do not depend on which shard finishes first), and a weight
-// gradient lands in the owning shard's slice. Other products (attention)
-// run whole on shard 0. The row-wise ops stay with the coordinator, which
-// reads the gathered values after every update.
+// It is the model's gemm_engine and its parameter_store. The row-wise ops
+// stay with the coordinator, which reads the gathered values after every
+// update. A shard that cannot do its part (a shard process lost) makes the
+// call throw std::runtime_error with the reason; the trainer stops the run
+// with it.
 
 #include <functional>
+#include <memory>
 #include <vector>
 
-#include "kernels/gemm.hpp"
+#include "actors/ps/ps_shard.hpp"
 #include "actors/ps/shard_pool.hpp"
-#include "actors/ps/shard_slices.hpp"
+#include "actors/ps/shard_split.hpp"
+#include "kernels/gemm.hpp"
 #include "training/parameter_store.hpp"
 
 namespace cleave {
 
 class sharded_ps final : public gemm_engine<float>, public parameter_store {
  public:
-  // engines[s] multiplies for shard s and outlives this object.
+  // Shards in this process: engines[s] multiplies for shard s and outlives this object.
   explicit sharded_ps(std::vector<gemm_engine<float>*> engines);
+  // Any shards (remote ones), which it owns.
+  struct shard_list {
+    std::vector<std::unique_ptr<ps_shard>> shards;
+  };
+  explicit sharded_ps(shard_list list);
 
-  int shards() const { return static_cast<int>(engines_.size()); }
+  int shards() const { return static_cast<int>(shards_.size()); }
+  ps_shard& shard(int s) { return *shards_[static_cast<size_t>(s)]; }
 
   // The coordinator's whole gradients and every slice's.
   void zero_grads() override;
@@ -59,31 +67,14 @@ class sharded_ps final : public gemm_engine<float>, public parameter_store {
  private:
   // Cuts the registered parameters (values and moments) into the shards' slices.
   void on_attach() override;
+  // Runs call(s) on every shard at once; the first failure, in shard order,
+  // is thrown as std::runtime_error.
+  void on_every_shard(const char* what, const std::function<caf::error(int)>& call);
 
-  struct slice_state {
-    shard_slice where;
-    tensor value, grad, adam_m, adam_v;
-  };
-  struct owned {
-    parameter* p = nullptr;
-    std::vector<slice_state> slices;  // one per shard
-  };
-
-  std::vector<gemm_engine<float>*> engines_;
+  std::vector<std::unique_ptr<ps_shard>> shards_;
   shard_pool pool_;
-  std::vector<owned> owned_;  // by parameter id
-  // A product summed from the shards' partial products (its reduction
-  // dimension is the split one), and where each shard's partial goes.
-  struct reduction {
-    mut_view<float> c;
-    float beta;
-    std::vector<tensor>* partials;
-  };
-  // Adds job's share for each shard to per_shard; a product whose shards
-  // produce partial sums also gets a reduction.
-  void split(const gemm_job<float>& job, std::vector<std::vector<gemm_job<float>>>& per_shard,
-             std::vector<reduction>& reductions);
-  std::vector<std::vector<tensor>> partials_;  // per reduction of a batch, one per shard
+  product_split split_;
+  split_batch batch_;
   double exchange_seconds_ = 0;
 };
 

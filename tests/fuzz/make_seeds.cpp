@@ -11,6 +11,7 @@
 #include "schema/checkpoint_file.hpp"
 #include "schema/edge_codec.hpp"
 #include "schema/modellet_codec.hpp"
+#include "schema/shard_codec.hpp"
 #include "schema/tile_codec.hpp"
 
 namespace fs = std::filesystem;
@@ -136,6 +137,31 @@ void modellets() {
   seed("modellet", "done", '\7' + bytes(encode_ml_done(42)));
 }
 
+void shard_frames() {
+  shard_attach_entry e;
+  e.axis = 0;
+  e.decay = true;
+  e.full_rows = 2;
+  e.full_cols = 4;
+  e.begin = 1;
+  e.end = 3;
+  for (tensor* t : {&e.value, &e.adam_m, &e.adam_v}) {
+    t->resize(2, 2);
+    for (int64_t i = 0; i < t->size(); ++i) (*t)[i] = 0.5f * static_cast<float>(i);
+  }
+  seed("shard", "attach", '\0' + bytes(encode_shard_attach({e})));
+  const tensor& x = e.value;
+  seed("shard", "products", '\1' + bytes(encode_shard_products({{0, 0, false, false, true, 1.0f, x.view(), {}, x.view()},
+                                                                {1, 0, true, false, false, 0.0f, x.view(), x.view(), {}}})));
+  seed("shard", "tensors", '\2' + bytes(encode_shard_tensors({x.view(), const_view<float>{}})));
+  shard_update_msg u;
+  u.t = 3;
+  seed("shard", "update", '\3' + bytes(encode(u)));
+  seed("shard", "sum_of_squares", '\4' + bytes(encode_shard_double(2.5)));
+  seed("shard", "stats", '\5' + bytes(encode(shard_stats{1 << 20, 300, 200})));
+  seed("shard", "refused", '\6' + bytes(encode_shard_refusal("no parameters attached yet")));
+}
+
 void checkpoints() {
   checkpoint ck;
   ck.model.kind = "mlp";
@@ -192,6 +218,7 @@ int main(int argc, char** argv) {
   tiles();
   edge();
   modellets();
+  shard_frames();
   checkpoints();
   text();
   return 0;

@@ -14,7 +14,7 @@ out=$(mkdir -p "${2:-$src/build/fuzz}" && cd "${2:-$src/build/fuzz}" && pwd)
 # target:max_len. Lengths cover a few frames or a small file; http_head's
 # passes the 8 KiB head cap.
 targets=(frame:4096 tile:4096 edge:1024 enrolment:6000 checkpoint:16384 fleet:4096 churn:4096
-         byzantine:4096 http_head:9000 xc:4096 modellet:4096)
+         byzantine:4096 http_head:9000 xc:4096 modellet:4096 shard:4096)
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

@@ -1,0 +1,70 @@
+#pragma once
+// A PS shard that is a `--role=ps-shard` process: sharded_ps drives it as
+// any shard, and every call becomes one request frame and its answer over
+// the bulk channel (schema/shard_codec.hpp), never BASP. The products that
+// stay whole (attention) are computed here, on the coordinator's local
+// GEMM, while the shard works. A shard process that goes away, refuses or
+// answers out of turn fails the call with the reason.
+
+#include <memory>
+#include <string>
+
+#include "actors/ps/ps_shard.hpp"
+#include "actors/transport/frame_client.hpp"
+#include "schema/shard_codec.hpp"
+
+namespace cleave {
+
+struct remote_shard_traffic {
+  uint64_t bytes_sent = 0;      // frames to the shard, headers included
+  uint64_t bytes_received = 0;  // frames from it
+};
+
+class remote_shard final : public ps_shard {
+ public:
+  // Connects to the shard process at address ("host:port"); the connect
+  // gives up after connect_timeout, a call after call_timeout.
+  static caf::expected<std::unique_ptr<remote_shard>> connect(caf::actor_system& sys, const std::string& host,
+                                                              uint16_t port, caf::timespan connect_timeout,
+                                                              caf::timespan call_timeout);
+
+  caf::error attach(const std::vector<parameter*>& params, const std::vector<shard_slice>& mine) override;
+  caf::error zero_grads() override;
+  caf::error run(const std::vector<slice_product>& products,
+                 const std::vector<gemm_job<float>>& whole) override;
+  caf::expected<double> add_grads(const std::vector<parameter*>& params) override;
+  caf::error update(const adamw_config& cfg, int64_t t, double grad_scale) override;
+  void gather_values(const std::vector<parameter*>& params) override;
+  caf::error gather_moments(const std::vector<parameter*>& params) override;
+  uint64_t bytes() const override { return bytes_; }
+  // The coordinator computes the products that stay whole itself.
+  bool computes_here(gemm_tag, int64_t, int64_t, int64_t) override { return true; }
+
+  remote_shard_traffic traffic() const { return {client_->bytes_sent(), client_->bytes_received()}; }
+  // The traffic once the last attach was answered (what the slices cost to place).
+  remote_shard_traffic traffic_after_attach() const { return after_attach_; }
+  // The shard process's own counts and peak memory.
+  caf::expected<shard_stats> stats();
+  const std::string& address() const { return address_; }
+
+ private:
+  remote_shard(std::unique_ptr<transport::frame_client> client, std::string address, caf::timespan call_timeout)
+      : client_(std::move(client)), address_(std::move(address)), call_timeout_(call_timeout) {}
+  // One request and its answer, which must be of kind `expected`.
+  caf::expected<transport::bulk_frame> call(shard_kind kind, std::vector<char> payload, shard_kind expected);
+  // An answer of tensors whose shapes must be `shapes`' (rows, cols).
+  caf::expected<std::vector<tensor>> call_for_tensors(shard_kind kind, std::vector<char> payload,
+                                                      const std::vector<std::pair<int64_t, int64_t>>& shapes);
+
+  std::unique_ptr<transport::frame_client> client_;
+  std::string address_;
+  caf::timespan call_timeout_;
+  uint64_t tag_ = 0;
+  std::vector<shard_slice> mine_;
+  std::vector<std::pair<int64_t, int64_t>> slice_shapes_;  // by parameter id
+  std::vector<tensor> values_;  // the last update's
+  uint64_t bytes_ = 0;
+  remote_shard_traffic after_attach_;
+};
+
+}  // namespace cleave

@@ -1,0 +1,170 @@
+#include "actors/ps/shard_service.hpp"
+
+#include <fstream>
+#include <string>
+
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+namespace {
+
+shard_answer tensors_answer(const std::vector<const_view<float>>& views) {
+  return {shard_kind::tensors, encode_shard_tensors(views)};
+}
+
+std::string shape(int64_t rows, int64_t cols) { return std::to_string(rows) + "x" + std::to_string(cols); }
+
+// Why a decoded product does not fit the slice it names ("" if it does).
+std::string misfit(const shard_product_msg& p, const slice_state& st) {
+  const tensor& w = st.value;
+  if (p.kind == 0) {  // out = a * op(W)
+    const int64_t k = p.trans_w ? w.cols() : w.rows();
+    const int64_t n = p.trans_w ? w.rows() : w.cols();
+    if (p.trans_a || p.a.cols() != k) return "operand " + shape(p.a.rows(), p.a.cols()) + " does not fit slice " + shape(w.rows(), w.cols());
+    if (p.beta != 0.0f && (p.c_in.rows() != p.a.rows() || p.c_in.cols() != n)) return "accumulator shape " + shape(p.c_in.rows(), p.c_in.cols());
+    return {};
+  }
+  const int64_t m = p.trans_a ? p.a.cols() : p.a.rows(), k = p.trans_a ? p.a.rows() : p.a.cols();
+  const int64_t kb = p.trans_b ? p.b.cols() : p.b.rows(), n = p.trans_b ? p.b.rows() : p.b.cols();
+  if (k != kb || m != w.rows() || n != w.cols())
+    return "gradient product " + shape(m, k) + " by " + shape(kb, n) + " does not fit slice " + shape(w.rows(), w.cols());
+  return {};
+}
+
+}  // namespace
+
+shard_answer shard_service::handle(uint16_t kind, const char* data, size_t size) {
+  bytes_in_ += size;
+  auto answer = answer_to(kind, data, size);
+  bytes_out_ += answer.payload.size();
+  return answer;
+}
+
+shard_answer shard_service::answer_to(uint16_t kind, const char* data, size_t size) {
+  caf::expected<shard_answer> answer = fail("unknown request kind " + std::to_string(kind));
+  const auto k = static_cast<shard_kind>(kind);
+  if (k != shard_kind::attach && k != shard_kind::stats && !attached_
+      && (k == shard_kind::zero_grads || k == shard_kind::products || k == shard_kind::add_grads
+          || k == shard_kind::update || k == shard_kind::moments))
+    answer = fail("no parameters attached yet");
+  else
+    switch (k) {
+      case shard_kind::attach: answer = attach(data, size); break;
+      case shard_kind::zero_grads:
+        store_.zero_grads();
+        answer = shard_answer{};
+        break;
+      case shard_kind::products: answer = products(data, size); break;
+      case shard_kind::add_grads: answer = add_grads(data, size); break;
+      case shard_kind::update: answer = update(data, size); break;
+      case shard_kind::moments: answer = moments(); break;
+      case shard_kind::stats: answer = shard_answer{shard_kind::stats_answer, encode(shard_stats{peak_rss_bytes(), bytes_in_, bytes_out_})}; break;
+      default: break;
+    }
+  if (!answer) return {shard_kind::refused, encode_shard_refusal(describe(answer.error()))};
+  return std::move(*answer);
+}
+
+caf::expected<shard_answer> shard_service::attach(const char* data, size_t size) {
+  auto entries = decode_shard_attach(data, size);
+  if (!entries) return entries.error();
+  std::vector<slice_state> slices(entries->size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    auto& e = (*entries)[i];
+    auto& st = slices[i];
+    st.where = {static_cast<shard_axis>(e.axis), {e.begin, e.end}};
+    st.decay = e.decay;
+    st.value = std::move(e.value);
+    st.adam_m = std::move(e.adam_m);
+    st.adam_v = std::move(e.adam_v);
+  }
+  store_.attach(std::move(slices));
+  attached_ = true;
+  return shard_answer{};
+}
+
+caf::expected<shard_answer> shard_service::products(const char* data, size_t size) {
+  auto msgs = decode_shard_products(data, size);
+  if (!msgs) return msgs.error();
+  std::vector<slice_product> products(msgs->size());
+  std::vector<tensor> outputs;
+  outputs.reserve(msgs->size());
+  for (size_t i = 0; i < msgs->size(); ++i) {
+    auto& m = (*msgs)[i];
+    if (static_cast<size_t>(m.weight) >= store_.size())
+      return fail("product " + std::to_string(i) + " names parameter " + std::to_string(m.weight) + " of "
+                  + std::to_string(store_.size()));
+    const auto& st = store_.slice(static_cast<size_t>(m.weight));
+    if (auto why = misfit(m, st); !why.empty()) return fail("product " + std::to_string(i) + ": " + why);
+    auto& p = products[i];
+    p.tag.weight = m.weight;
+    p.kind = static_cast<slice_product::kind_t>(m.kind);
+    p.a = m.a.view();
+    p.trans_a = m.trans_a;
+    p.beta = m.beta;
+    if (m.kind == 0) {
+      p.trans_w = m.trans_w;
+      if (m.beta != 0.0f)
+        outputs.push_back(std::move(m.c_in));
+      else
+        outputs.emplace_back(m.a.rows(), m.trans_w ? st.value.rows() : st.value.cols());
+      p.out = outputs.back().view();
+    } else {
+      p.b = m.b.view();
+      p.trans_b = m.trans_b;
+    }
+  }
+  const auto jobs = store_.jobs_for(products);
+  if (!jobs.empty()) default_gemm_engine<float>().gemm_batch(jobs);
+  std::vector<const_view<float>> views;
+  for (const auto& t : outputs) views.push_back(t.view());
+  return tensors_answer(views);
+}
+
+caf::expected<shard_answer> shard_service::add_grads(const char* data, size_t size) {
+  auto grads = decode_shard_tensors(data, size);
+  if (!grads) return grads.error();
+  if (grads->size() != store_.size())
+    return fail(std::to_string(grads->size()) + " gradients for " + std::to_string(store_.size()) + " slices");
+  for (size_t id = 0; id < grads->size(); ++id) {
+    const tensor& g = (*grads)[id];
+    const tensor& mine = store_.slice(id).grad;
+    if (g.size() != 0 && (g.rows() != mine.rows() || g.cols() != mine.cols()))
+      return fail("gradient " + std::to_string(id) + " is " + shape(g.rows(), g.cols()) + ", its slice "
+                  + shape(mine.rows(), mine.cols()));
+  }
+  for (size_t id = 0; id < grads->size(); ++id) {
+    const tensor& g = (*grads)[id];
+    tensor& mine = store_.slice(id).grad;
+    for (int64_t i = 0; i < g.size(); ++i) mine[i] += g[i];  // as add_out: element by element
+  }
+  return shard_answer{shard_kind::sum_of_squares, encode_shard_double(store_.sum_of_squares())};
+}
+
+caf::expected<shard_answer> shard_service::update(const char* data, size_t size) {
+  auto m = decode_shard_update(data, size);
+  if (!m) return m.error();
+  store_.update(m->cfg, m->t, m->grad_scale);
+  std::vector<const_view<float>> views;
+  for (size_t id = 0; id < store_.size(); ++id) views.push_back(store_.slice(id).value.view());
+  return tensors_answer(views);
+}
+
+shard_answer shard_service::moments() const {
+  std::vector<const_view<float>> views;
+  for (size_t id = 0; id < store_.size(); ++id) {
+    views.push_back(store_.slice(id).adam_m.view());
+    views.push_back(store_.slice(id).adam_v.view());
+  }
+  return tensors_answer(views);
+}
+
+uint64_t peak_rss_bytes() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "VmHWM:  1234 kB"
+  return 0;
+}
+
+}  // namespace cleave

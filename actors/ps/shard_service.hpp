@@ -1,0 +1,47 @@
+#pragma once
+// A `--role=ps-shard` process's work, frame in, frame out
+// (schema/shard_codec.hpp): its slices in a shard_store, products on the
+// local GEMM. Pure: the actor that moves frames (shard_server.hpp) holds no
+// logic, and tests feed this class bytes directly. A request it cannot
+// decode or does not accept (hostile or out of order) gets a `refused`
+// answer with the reason; nothing a peer sends makes it throw.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "actors/ps/shard_store.hpp"
+#include "schema/shard_codec.hpp"
+
+namespace cleave {
+
+struct shard_answer {
+  shard_kind kind = shard_kind::done;
+  std::vector<char> payload;
+};
+
+class shard_service {
+ public:
+  // The answer to one request; `stats` counts the payload bytes of every
+  // request before it and of every answer but its own.
+  shard_answer handle(uint16_t kind, const char* data, size_t size);
+  bool attached() const { return attached_; }
+  const shard_store& store() const { return store_; }
+
+ private:
+  shard_answer answer_to(uint16_t kind, const char* data, size_t size);
+  caf::expected<shard_answer> attach(const char* data, size_t size);
+  caf::expected<shard_answer> products(const char* data, size_t size);
+  caf::expected<shard_answer> add_grads(const char* data, size_t size);
+  caf::expected<shard_answer> update(const char* data, size_t size);
+  shard_answer moments() const;
+
+  shard_store store_;
+  bool attached_ = false;
+  uint64_t bytes_in_ = 0, bytes_out_ = 0;
+};
+
+// This process's peak resident set (VmHWM in /proc/self/status), 0 if unknown.
+uint64_t peak_rss_bytes();
+
+}  // namespace cleave

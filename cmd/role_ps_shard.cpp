@@ -1,0 +1,48 @@
+// --role=ps-shard: one parameter-server shard as a process of its own. It
+// listens on --listen for its coordinator (`--role=ps --shards=...`), holds
+// its slice of every parameter with gradients and AdamW moments, computes
+// its products on the local GEMM, and exits once its coordinator leaves.
+// Every frame is capped and checked before anything is sized
+// (actors/transport, schema/shard_codec.hpp): a peer that sends garbage is
+// refused and closed, and the shard goes on serving.
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/ps/shard_server.hpp"
+#include "cmd/roles.hpp"
+#include "cmd/wiring.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave {
+
+int run_ps_shard(cleave_config& cfg) {
+  if (cfg.listen.empty()) return usage_error("--role=ps-shard needs --listen=[host:]port (its coordinator dials it)");
+  auto endpoint = parse_endpoint(cfg.listen, "listen", true);
+  if (!endpoint) return usage_error(describe(endpoint.error()));
+  if (cfg.tls()) return usage_error("--tls-* on a PS shard's link is not in this build (phase 1: plaintext, on a trusted network)");
+  caf::actor_system sys{cfg};
+  auto server = sys.spawn(shard_server);
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  server->attach_functor([ended] { ended->store(true); });
+  auto listener = transport::spawn_bulk_listener(sys, endpoint->second, server,
+                                                 shard_channel_options(endpoint->first));
+  if (!listener) {
+    caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
+    return runtime_error("cannot listen on " + cfg.listen + ": " + describe(listener.error()));
+  }
+  spdlog::info("ps-shard: listening on port {} (framed: one coordinator's requests)", listener->port);
+  stop_on_signals();
+  while (!stop_requested() && !ended->load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  spdlog::info("ps-shard: {}; peak RSS {:.1f} MiB", ended->load() ? "done" : "stopping",
+               static_cast<double>(peak_rss_bytes()) / (1 << 20));
+  caf::anon_send_exit(listener->channel, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
+  return 0;
+}
+
+}  // namespace cleave
