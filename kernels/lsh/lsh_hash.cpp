@@ -1,6 +1,7 @@
 #include "kernels/lsh/lsh_hash.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -125,17 +126,20 @@ void lsh_hash::dwta_codes(const float* x, uint32_t* out) const {
   winners.assign(static_cast<size_t>(hashes), empty);
   for (int64_t h = 0; h < hashes; ++h) {
     const int32_t* c = coords_.data() + static_cast<size_t>(h) * bin;
-    float best = 0;
-    int64_t best_coord = -1;
+    // The largest key wins: the value (its float bits mapped to an unsigned
+    // in the same order) above the coordinate, so that a tie goes to the
+    // later coordinate as in `beats`; a zero keys 0 and never wins. Without
+    // branches, as the winner of random coordinates is unpredictable.
+    uint64_t best_key = 0;
     uint32_t best_pos = empty;
     for (size_t p = 0; p < bin; ++p) {
       const float v = x[c[p]];
-      if (v == 0) continue;  // a zero coordinate never wins: a bin of zeros is empty
-      if (best_pos == empty || beats(v, c[p], best, best_coord)) {
-        best = v;
-        best_coord = c[p];
-        best_pos = static_cast<uint32_t>(p);
-      }
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      const uint32_t ordered = (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+      const uint64_t key = v == 0 ? 0 : static_cast<uint64_t>(ordered) << 32 | static_cast<uint32_t>(c[p]);
+      best_pos = key > best_key ? static_cast<uint32_t>(p) : best_pos;
+      best_key = key > best_key ? key : best_key;
     }
     winners[static_cast<size_t>(h)] = best_pos;
   }
