@@ -199,6 +199,7 @@ TEST(lsh, bad_configurations_are_refused_with_the_reason) {
   refused(cfg, 64, "more than 32");
   cfg.hashes = 2;
   refused(cfg, 8, "larger than the dimension");
+  refused(cfg, (int64_t{1} << 24) + 1, "at most 2^24 coordinates");
   cfg.tables = 0;
   refused(cfg, 64, "must be positive");
   lsh_config sim;

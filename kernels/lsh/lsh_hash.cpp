@@ -1,5 +1,6 @@
 #include "kernels/lsh/lsh_hash.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -57,6 +58,8 @@ void check_lsh_config(const lsh_config& cfg, int64_t dim) {
     refuse("a DWTA code of K=" + std::to_string(cfg.hashes) + " hashes of bins of "
            + std::to_string(cfg.bin_size) + " needs " + std::to_string(cfg.hashes * bits)
            + " bits, more than 32");
+  if (dim > (int64_t{1} << 24))  // a coordinate and a bin position share the low 32 bits of a key
+    refuse("DWTA hashes vectors of at most 2^24 coordinates, got " + std::to_string(dim));
   if (cfg.bin_size > dim)
     refuse("a DWTA bin of " + std::to_string(cfg.bin_size) + " is larger than the dimension "
            + std::to_string(dim));
@@ -128,19 +131,20 @@ void lsh_hash::dwta_codes(const float* x, uint32_t* out) const {
     const int32_t* c = coords_.data() + static_cast<size_t>(h) * bin;
     // The largest key wins: the value (its float bits mapped to an unsigned
     // in the same order) above the coordinate, so that a tie goes to the
-    // later coordinate as in `beats`; a zero keys 0 and never wins. Without
-    // branches, as the winner of random coordinates is unpredictable.
+    // later coordinate as in `beats`, above the position in the bin; a zero
+    // keys 0 and never wins. A max without branches (the winner among
+    // random coordinates is unpredictable), which the compiler vectorizes.
     uint64_t best_key = 0;
-    uint32_t best_pos = empty;
     for (size_t p = 0; p < bin; ++p) {
       const float v = x[c[p]];
       uint32_t bits;
       std::memcpy(&bits, &v, sizeof bits);
       const uint32_t ordered = (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
-      const uint64_t key = v == 0 ? 0 : static_cast<uint64_t>(ordered) << 32 | static_cast<uint32_t>(c[p]);
-      best_pos = key > best_key ? static_cast<uint32_t>(p) : best_pos;
-      best_key = key > best_key ? key : best_key;
+      const uint64_t key =
+        v == 0 ? 0 : static_cast<uint64_t>(ordered) << 32 | static_cast<uint64_t>(c[p]) << 8 | p;
+      best_key = std::max(best_key, key);
     }
+    const uint32_t best_pos = best_key == 0 ? empty : static_cast<uint32_t>(best_key & 0xff);
     winners[static_cast<size_t>(h)] = best_pos;
   }
   for (int32_t t = 0; t < cfg_.tables; ++t) {
