@@ -89,6 +89,11 @@ double trainer::learning_rate(int64_t step) const {
 }
 
 caf::error trainer::save() {
+  try {
+    model_->sync_external();  // model-lets on devices: their copy at the PS, as of this step
+  } catch (const std::runtime_error& e) {
+    return fail("checkpoint at step " + std::to_string(step_) + ": " + e.what());
+  }
   store_.gather_moments();
   checkpoint ck;
   ck.model = opts_.model;
