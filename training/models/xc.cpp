@@ -217,8 +217,20 @@ class xc_model final : public model {
         marks_[static_cast<size_t>(id)] = 1;
         rows.push_back(id);
       }
-    for (int32_t r : rows) marks_[static_cast<size_t>(r)] = 0;
-    std::sort(rows.begin(), rows.end());
+    // Ascending: many rows (sparse mode's top-up touches about half the
+    // output layer) are collected by one scan of the marks, few are sorted.
+    const int64_t span = p.value.rows();
+    if (static_cast<int64_t>(rows.size()) * 16 < span) {
+      for (int32_t r : rows) marks_[static_cast<size_t>(r)] = 0;
+      std::sort(rows.begin(), rows.end());
+      return;
+    }
+    rows.clear();
+    for (int64_t r = 0; r < span; ++r) {
+      if (!marks_[static_cast<size_t>(r)]) continue;
+      marks_[static_cast<size_t>(r)] = 0;
+      rows.push_back(static_cast<int32_t>(r));
+    }
   }
 
   // logits_ [n, labels] = h_ out.w^T + out.b: every neuron.
