@@ -409,7 +409,8 @@ TEST(xc_modellets, a_checkpointed_run_resumes_bit_for_bit) {
   auto at_30 = read_checkpoint(files.back());
   ASSERT_TRUE(at_30);
   ASSERT_EQ(at_30->step, 30u);
-  for (size_t i = 0; i < want->parameters.size(); ++i)
+  for (size_t i = 0; i < want->parameters.size(); ++i) {
     if (want->parameters[i].name == "out.w")
       EXPECT_FALSE(same(want->parameters[i].value, at_30->parameters[i].value));
+  }
 }
