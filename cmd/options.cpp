@@ -301,9 +301,6 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   if (on_devices && !o.xc.sparse)
     return fail("--dense is the single-process reference (--devices=0): on devices the output "
                 "layer is sparse mode's model-lets");
-  if (on_devices && (!c.checkpoint_dir.empty() || c.resume))
-    return fail("--model=xc on devices does not checkpoint yet: drop --checkpoint-dir and --resume, "
-                "or train with --devices=0");
   if (!on_devices && c.modellet_copy_every != -1)
     return fail("--modellet-copy-every belongs to --model=xc on --devices");
   if (auto e = non_negative("checkpoint-every", c.checkpoint_every)) return e;
@@ -311,7 +308,8 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   o.checkpoint_every = c.checkpoint_every;
   o.resume = c.resume;
   if (xc && o.xc.sparse && o.checkpoint_every > 0) {
-    // A checkpoint at a table refresh resumes bit for bit (xc.cpp, restored).
+    // A checkpoint at a table refresh resumes bit for bit (xc.cpp, restored;
+    // on devices each model-let rebuilds its tables when placed).
     const int64_t period = o.xc.schedule.rehash_every > 0 ? o.xc.schedule.rehash_every
                                                           : o.xc.schedule.rebuild_every;
     if (period > 0 && o.checkpoint_every % period != 0)

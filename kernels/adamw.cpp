@@ -68,35 +68,52 @@ double clip_scale(double global_norm, double clip_norm) {
 // (std::sqrt keeps a scalar errno path under the default -fmath-errno, which
 // stops the loop vectorising; Eigen's packet sqrt is exact, like the scalar).
 template <class T>
+void adamw_block(T* w, T* m, T* v, const T* g, int64_t l, T b1, T a1, T b2, T a2, T inv_bc1,
+                 T inv_bc2, T lr, T eps, T s, T wd);
+
+// The update runs in blocks of kBlk: in parallel over the blocks for a whole
+// tensor (adamw_loop), one thread per row for the row updates, which are
+// already spread over threads (a parallel region per row, even of one
+// thread, costs a team's allocation each: most of a sparse step's update).
+constexpr int64_t kBlk = 512;
+
+template <class T>
 void adamw_loop(T* wp, T* mp, T* vp, const T* gp, int64_t n, T b1, T a1, T b2, T a2,
                 T inv_bc1, T inv_bc2, T lr, T eps, T s, T wd) {
-  constexpr int64_t kBlk = 512;
   const int64_t nblk = (n + kBlk - 1) / kBlk;
   const int nt = compute_threads();
 #pragma omp parallel for num_threads(nt) schedule(static) if (n > (1 << 15))
   for (int64_t ib = 0; ib < nblk; ++ib) {
-    const int64_t o = ib * kBlk, l = std::min(kBlk, n - o), lp = (l + 15) / 16 * 16;
-    alignas(64) T den[kBlk];
-    T* w = wp + o;
-    T* m = mp + o;
-    T* v = vp + o;
-    const T* g = gp + o;
-#pragma omp simd
-    for (int64_t i = 0; i < l; ++i) {
-      const T gs = g[i] * s;
-      const T mi = b1 * m[i] + a1 * gs;
-      const T vi = b2 * v[i] + a2 * gs * gs;
-      m[i] = mi;
-      v[i] = vi;
-      den[i] = vi * inv_bc2;  // vhat
-    }
-    std::fill(den + l, den + lp, T(0));
-    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Aligned64> dm(den, lp);
-    dm = dm.sqrt();
-#pragma omp simd
-    for (int64_t i = 0; i < l; ++i)
-      w[i] -= lr * ((m[i] * inv_bc1) / (den[i] + eps) + wd * w[i]);
+    const int64_t o = ib * kBlk;
+    adamw_block(wp + o, mp + o, vp + o, gp + o, std::min(kBlk, n - o), b1, a1, b2, a2, inv_bc1,
+                inv_bc2, lr, eps, s, wd);
   }
+}
+
+// The arithmetic in plain loops that vectorise, the square root through
+// Eigen on an aligned buffer padded to whole packets (std::sqrt keeps a
+// scalar errno path under the default -fmath-errno, which stops the loop
+// vectorising; Eigen's packet sqrt is exact, like the scalar). l <= kBlk.
+template <class T>
+void adamw_block(T* w, T* m, T* v, const T* g, int64_t l, T b1, T a1, T b2, T a2, T inv_bc1,
+                 T inv_bc2, T lr, T eps, T s, T wd) {
+  const int64_t lp = (l + 15) / 16 * 16;
+  alignas(64) T den[kBlk];
+#pragma omp simd
+  for (int64_t i = 0; i < l; ++i) {
+    const T gs = g[i] * s;
+    const T mi = b1 * m[i] + a1 * gs;
+    const T vi = b2 * v[i] + a2 * gs * gs;
+    m[i] = mi;
+    v[i] = vi;
+    den[i] = vi * inv_bc2;  // vhat
+  }
+  std::fill(den + l, den + lp, T(0));
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>, Eigen::Aligned64> dm(den, lp);
+  dm = dm.sqrt();
+#pragma omp simd
+  for (int64_t i = 0; i < l; ++i)
+    w[i] -= lr * ((m[i] * inv_bc1) / (den[i] + eps) + wd * w[i]);
 }
 
 // The scalars of update t, shared by the whole-tensor and the row updates so
@@ -117,6 +134,12 @@ struct adamw_step {
         wd(decay ? T(cfg.weight_decay) : T(0)) {}
   void run(T* w, T* m, T* v, const T* g, int64_t n) const {
     adamw_loop<T>(w, m, v, g, n, b1, a1, b2, a2, inv_bc1, inv_bc2, lr, eps, s, wd);
+  }
+  // One thread: the caller spreads the rows.
+  void run_row(T* w, T* m, T* v, const T* g, int64_t n) const {
+    for (int64_t o = 0; o < n; o += kBlk)
+      adamw_block(w + o, m + o, v + o, g + o, std::min(kBlk, n - o), b1, a1, b2, a2, inv_bc1,
+                  inv_bc2, lr, eps, s, wd);
   }
 };
 
@@ -155,7 +178,7 @@ void adamw_update_rows(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tenso
 #pragma omp parallel for num_threads(compute_threads()) schedule(static) if (rows.size() > 256)
   for (int64_t k = 0; k < static_cast<int64_t>(rows.size()); ++k) {
     const int64_t o = static_cast<int64_t>(rows[static_cast<size_t>(k)]) * cols;
-    step.run(w.data() + o, m.data() + o, v.data() + o, g.data() + o, cols);
+    step.run_row(w.data() + o, m.data() + o, v.data() + o, g.data() + o, cols);
   }
 }
 

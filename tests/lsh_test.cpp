@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -86,6 +87,32 @@ TEST(lsh, dwta_collides_as_its_formula_says) {
   std::vector<float> neg(x.size());
   std::transform(x.begin(), x.end(), neg.begin(), [](float v) { return -v; });
   EXPECT_NEAR(dwta_collision_probability(x.data(), neg.data(), 32, 4), 0.0, 1e-12);
+}
+
+TEST(lsh, dwta_ties_go_to_the_later_coordinate_and_zeros_never_win) {
+  // Equal values everywhere hash as values rising with the coordinate (a
+  // tie goes to the later one), positive or negative; a vector of ties
+  // differs from one falling with the coordinate.
+  const int64_t dim = 64;
+  lsh_config cfg;
+  cfg.tables = 20;
+  lsh_hash h(cfg, dim);
+  auto codes_of = [&](auto value) {
+    std::vector<float> x(static_cast<size_t>(dim));
+    for (int64_t i = 0; i < dim; ++i) x[static_cast<size_t>(i)] = value(i);
+    std::vector<uint32_t> out(static_cast<size_t>(cfg.tables));
+    h.codes(x.data(), out.data());
+    return out;
+  };
+  EXPECT_EQ(codes_of([](int64_t) { return 1.f; }), codes_of([](int64_t i) { return 1.f + i; }));
+  EXPECT_EQ(codes_of([](int64_t) { return -2.f; }), codes_of([](int64_t i) { return -100.f + i; }));
+  EXPECT_NE(codes_of([](int64_t) { return 1.f; }), codes_of([](int64_t i) { return 100.f - i; }));
+  // Half the coordinates zero and the others negative: the zeros, larger,
+  // still never win, so zeroing them changes nothing.
+  EXPECT_EQ(codes_of([](int64_t i) { return i % 2 ? 0.f : -1.f - i; }),
+            codes_of([](int64_t i) { return i % 2 ? -0.f : -1.f - i; }));
+  EXPECT_NE(codes_of([](int64_t i) { return i % 2 ? 0.f : -1.f - i; }),
+            codes_of([](int64_t i) { return i % 2 ? -0.5f : -1.f - i; }));
 }
 
 TEST(lsh, simhash_collides_at_one_minus_angle_over_pi) {
@@ -172,25 +199,28 @@ TEST(lsh, bad_configurations_are_refused_with_the_reason) {
   refused(cfg, 64, "more than 32");
   cfg.hashes = 2;
   refused(cfg, 8, "larger than the dimension");
+  refused(cfg, (int64_t{1} << 24) + 1, "at most 2^24 coordinates");
   cfg.tables = 0;
   refused(cfg, 64, "must be positive");
   lsh_config sim;
   sim.family = lsh_family::simhash;
   sim.hashes = 33;
   refused(sim, 64, "at most 32");
-  EXPECT_THROW(lsh_tables(4, 0, bucket_policy::fifo, 1), std::invalid_argument);
+  EXPECT_THROW(lsh_tables(4, 0, bucket_policy::fifo), std::invalid_argument);
 }
 
 TEST(lsh, fifo_buckets_keep_the_newest) {
-  lsh_tables t(2, 4, bucket_policy::fifo, 1);
-  const uint32_t codes[2] = {7, 9};
-  for (int32_t id = 0; id < 10; ++id) t.insert(id, codes);
+  lsh_tables t(2, 4, bucket_policy::fifo);
+  std::vector<int32_t> ids(10);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::vector<uint32_t> codes(20, 7);  // table 0: code 7, table 1: code 9
+  std::fill(codes.begin() + 10, codes.end(), 9u);
+  t.build(ids.data(), codes.data(), 10, 1);
   auto kept = t.bucket(0, 7);
-  std::sort(kept.begin(), kept.end());
-  EXPECT_EQ(kept, (std::vector<int32_t>{6, 7, 8, 9}));
+  EXPECT_EQ(kept, (std::vector<int32_t>{8, 9, 6, 7}));  // the ring's slots: 8 and 9 replaced 4 and 5
   EXPECT_EQ(t.bucket(1, 9).size(), 4u);
   EXPECT_TRUE(t.bucket(0, 9).empty());
-  t.clear();
+  t.build(ids.data(), codes.data(), 0, 1);
   EXPECT_TRUE(t.bucket(0, 7).empty());
 }
 
@@ -200,9 +230,12 @@ TEST(lsh, reservoir_buckets_keep_every_id_alike) {
   const int ids = 1000, cap = 10, runs = 2000;
   std::vector<int> kept(ids, 0);
   const uint32_t code = 1;
+  std::vector<int32_t> offered(ids);
+  std::iota(offered.begin(), offered.end(), 0);
+  const std::vector<uint32_t> codes(ids, code);
+  lsh_tables t(1, cap, bucket_policy::reservoir);
   for (int s = 0; s < runs; ++s) {
-    lsh_tables t(1, cap, bucket_policy::reservoir, static_cast<uint64_t>(s));
-    for (int32_t id = 0; id < ids; ++id) t.insert(id, &code);
+    t.build(offered.data(), codes.data(), ids, static_cast<uint64_t>(s));
     for (int32_t id : t.bucket(0, code)) ++kept[static_cast<size_t>(id)];
   }
   const double expected = static_cast<double>(runs) * cap / ids;  // 20 per id
@@ -213,12 +246,78 @@ TEST(lsh, reservoir_buckets_keep_every_id_alike) {
   EXPECT_NEAR(last, expected, 2.5);
 }
 
+// The buckets as SLIDE fills them, one id at a time into a map of vectors:
+// what a flat build must reproduce slot for slot.
+std::map<uint32_t, std::vector<int32_t>> offered_one_at_a_time(const std::vector<int32_t>& ids,
+                                                               const uint32_t* codes, size_t cap,
+                                                               bucket_policy policy, rng draw) {
+  struct bucket {
+    std::vector<int32_t> ids;
+    uint64_t seen = 0;
+    size_t next = 0;
+  };
+  std::map<uint32_t, bucket> table;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto& b = table[codes[i]];
+    ++b.seen;
+    if (b.ids.size() < cap) {
+      b.ids.push_back(ids[i]);
+    } else if (policy == bucket_policy::fifo) {
+      b.ids[b.next] = ids[i];
+      b.next = (b.next + 1) % cap;
+    } else {
+      const uint64_t slot = draw.below(b.seen);
+      if (slot < cap) b.ids[slot] = ids[i];
+    }
+  }
+  std::map<uint32_t, std::vector<int32_t>> out;
+  for (auto& [code, b] : table) out[code] = b.ids;
+  return out;
+}
+
+TEST(lsh, a_built_table_holds_what_offering_one_id_at_a_time_gives) {
+  // Ids in a shuffled order, codes from a small space (full buckets) and a
+  // wide one (codes above 2^22, several radix digits), both policies.
+  const int64_t count = 3000;
+  const int32_t tables = 3;
+  const uint64_t seed = 42;
+  rng r(5);
+  std::vector<int32_t> ids(static_cast<size_t>(count));
+  const auto perm = permutation(count, 9);
+  for (int64_t i = 0; i < count; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(perm[static_cast<size_t>(i)] * 3);
+  std::vector<uint32_t> codes(static_cast<size_t>(count * tables));
+  for (int64_t i = 0; i < count; ++i) {
+    codes[static_cast<size_t>(i)] = static_cast<uint32_t>(r.below(40));
+    codes[static_cast<size_t>(count + i)] = static_cast<uint32_t>(r.next()) | 0x80000000u;
+    codes[static_cast<size_t>(2 * count + i)] = static_cast<uint32_t>(r.below(5)) << 23;
+  }
+  for (auto policy : {bucket_policy::fifo, bucket_policy::reservoir}) {
+    lsh_tables t(tables, 16, policy);
+    t.build(ids.data(), codes.data(), count, seed);
+    for (int32_t k = 0; k < tables; ++k) {
+      rng draw(derive_seed(derive_seed(seed, 0xb0c), static_cast<uint64_t>(k)));
+      const auto want = offered_one_at_a_time(ids, codes.data() + k * count, 16, policy, draw);
+      for (const auto& [code, bucket] : want) {
+        EXPECT_EQ(t.bucket(k, code), bucket) << to_string(policy) << " table " << k << " code " << code;
+        // 1000 names no bucket in any table: for_each walks this one alone.
+        std::vector<uint32_t> probe(static_cast<size_t>(tables), 1000);
+        probe[static_cast<size_t>(k)] = code;
+        std::vector<int32_t> walked;
+        t.for_each(probe.data(), [&](int32_t id) { walked.push_back(id); });
+        EXPECT_EQ(walked, bucket);
+      }
+    }
+    EXPECT_TRUE(t.bucket(1, 7).empty());
+  }
+}
+
 TEST(lsh, active_set_is_buckets_plus_labels_topped_up) {
-  lsh_tables t(2, 8, bucket_policy::fifo, 1);
-  const uint32_t a[2] = {1, 2}, b[2] = {5, 2};
-  t.insert(3, a);
-  t.insert(40, a);
-  t.insert(17, b);  // shares table 1's bucket with a
+  lsh_tables t(2, 8, bucket_policy::fifo);
+  const uint32_t a[2] = {1, 2};
+  const std::vector<int32_t> ids = {3, 40, 17};
+  const std::vector<uint32_t> codes = {1, 1, 5,   // table 0
+                                       2, 2, 2};  // table 1: 17 shares a's bucket
+  t.build(ids.data(), codes.data(), 3, 1);
   std::vector<uint8_t> marks(100, 0);
   rng draw(2);
   auto set = active_set(t, a, {99}, 100, 0, draw, marks);

@@ -208,3 +208,27 @@ TEST(sparse_ops, row_adamw_changes_a_row_exactly_as_the_whole_update) {
     }
   EXPECT_THROW(adamw_update_rows(w_rows, g, m_rows, v_rows, {8}, 1, cfg, 1.0, true), std::out_of_range);
 }
+
+// Rows enough for the rows to spread over threads, and wider than one block
+// of the update: still the whole update's values on the touched rows.
+TEST(sparse_ops, many_wide_rows_change_exactly_as_the_whole_update) {
+  rng r(26);
+  const int64_t rows = 600, cols = 700;
+  tensor w = tensor(rows, cols), g = tensor(rows, cols);
+  fill_normal(w, 1.0, r);
+  fill_normal(g, 1.0, r);
+  tensor w_all = w, m_all, v_all, w_rows = w, m_rows, v_rows;
+  std::vector<int32_t> odd;
+  for (int32_t row = 1; row < rows; row += 2) odd.push_back(row);
+  adamw_config cfg;
+  cfg.lr = 1e-2;
+  for (int64_t t = 1; t <= 2; ++t) {
+    adamw_update(w_all, g, m_all, v_all, t, cfg, 0.7, true);
+    adamw_update_rows(w_rows, g, m_rows, v_rows, odd, t, cfg, 0.7, true);
+  }
+  int64_t differ = 0;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t c = 0; c < cols; ++c)
+      differ += w_rows.at(row, c) != (row % 2 ? w_all.at(row, c) : w.at(row, c));
+  EXPECT_EQ(differ, 0);
+}

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 
@@ -14,6 +15,7 @@
 #include "actors/ps/modellet_ps.hpp"
 #include "actors/ps/modellet_transport.hpp"
 #include "kernels/random.hpp"
+#include "schema/checkpoint_file.hpp"
 #include "schema/edge_codec.hpp"
 #include "schema/errors.hpp"
 #include "tests/test_util.hpp"
@@ -142,7 +144,17 @@ double tail_mean(const std::vector<double>& losses) {
   return s / 10;
 }
 
-train_result train_on(const std::string& dir, const xc_settings& xc, int64_t steps) {
+// Checkpoints of a run: where, how often, whether it resumes, and a step
+// (0-based, > 0) before which it stops as if killed.
+struct checkpointing {
+  std::string dir;
+  int64_t every = 0;
+  bool resume = false;
+  int64_t stop_before = 0;
+};
+
+caf::expected<train_result> try_train_on(const std::string& dir, const xc_settings& xc, int64_t steps,
+                                         const checkpointing& ck = {}) {
   train_options o;
   o.model.kind = "xc";
   o.model.hidden = {16};
@@ -152,13 +164,22 @@ train_result train_on(const std::string& dir, const xc_settings& xc, int64_t ste
   o.adamw.lr = 5e-2;
   o.xc = xc;
   o.progress_seconds = 1e9;
+  o.checkpoint_dir = ck.dir;
+  o.checkpoint_every = ck.every;
+  o.resume = ck.resume;
   auto data = load_training_data(o);
-  EXPECT_TRUE(data) << describe(data.error());
+  if (!data) return data.error();
   local_parameter_store store;
   trainer t(o, **data, default_gemm_engine<float>(), store);
-  auto res = t.run();
+  if (ck.stop_before > 0)
+    t.before_step = [&](int64_t step) { return step == ck.stop_before ? fail("stopped") : caf::error{}; };
+  return t.run();
+}
+
+train_result train_on(const std::string& dir, const xc_settings& xc, int64_t steps) {
+  auto res = try_train_on(dir, xc, steps);
   EXPECT_TRUE(res) << describe(res.error());
-  return *res;
+  return res ? *res : train_result{};
 }
 
 // The issue's exactness test, in one process: with the active set forced to
@@ -411,4 +432,62 @@ TEST(xc_modellets, paced_devices_follow_the_unpaced_trajectory_and_take_their_li
   EXPECT_GT(paced.link_seconds, 40 * 3 * 0.004);
   EXPECT_GE(paced.seconds, 0.9 * paced.link_seconds);
   EXPECT_GT(paced.seconds, unpaced.seconds + 0.5 * paced.link_seconds);
+}
+
+// Issue 18's "a sparse run checkpoints and resumes bit for bit" on devices:
+// 60 steps on 4 devices (LSH sampling, a rehash every 10 steps and a
+// rebuild every 30), one run uninterrupted, the other stopped after its
+// checkpoint at step 30 and resumed on a fresh fleet. Steps 31 to 60 have
+// the same losses and step 60's checkpoint the same weights and moments, bit
+// for bit: the checkpoint holds the model-lets' copy taken at step 30, and
+// each device rebuilds its tables from it as of step 30.
+TEST(xc_modellets, a_checkpointed_run_resumes_bit_for_bit) {
+  cleave::testing::scratch_dir dir, whole, parts;
+  ASSERT_FALSE(write_xc(random_xc(800, 1), dir.file("train.txt")));
+  ASSERT_FALSE(write_xc(random_xc(100, 2), dir.file("test.txt")));
+  auto on_devices = [](local_fleet& devices) {
+    xc_settings xc = small_active_set();
+    xc.modellets = std::make_shared<modellet_ps>(fleet_of(4), devices, ps_options(xc, 25));
+    return xc;
+  };
+  local_fleet a(4);
+  auto uninterrupted = try_train_on(dir.path(), on_devices(a), 60, {whole.path(), 30});
+  ASSERT_TRUE(uninterrupted) << describe(uninterrupted.error());
+  local_fleet b(4);
+  auto first = try_train_on(dir.path(), on_devices(b), 60, {parts.path(), 30, false, 30});
+  ASSERT_FALSE(first);  // stopped before step 31, after the checkpoint at step 30
+  local_fleet c(4);
+  auto resumed = try_train_on(dir.path(), on_devices(c), 60, {parts.path(), 30, true});
+  ASSERT_TRUE(resumed) << describe(resumed.error());
+  EXPECT_EQ(resumed->resumed_from_step, 30);
+  ASSERT_EQ(uninterrupted->losses.size(), 60u);
+  ASSERT_EQ(resumed->losses.size(), 30u);
+  for (size_t i = 0; i < 30; ++i)
+    EXPECT_EQ(resumed->losses[i], uninterrupted->losses[30 + i]) << "step " << 31 + i;
+  EXPECT_EQ(resumed->p_at_1, uninterrupted->p_at_1);
+
+  auto last = [](const std::string& d) { return read_checkpoint(list_checkpoints(d).front()); };
+  auto want = last(whole.path()), got = last(parts.path());
+  ASSERT_TRUE(want && got);
+  ASSERT_EQ(want->step, 60u);
+  ASSERT_EQ(got->step, 60u);
+  ASSERT_EQ(got->parameters.size(), want->parameters.size());
+  auto same = [](const tensor& x, const tensor& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), sizeof(float) * x.size()) == 0;
+  };
+  for (size_t i = 0; i < want->parameters.size(); ++i) {
+    const auto &w = want->parameters[i], &g = got->parameters[i];
+    EXPECT_TRUE(same(w.value, g.value) && same(w.adam_m, g.adam_m) && same(w.adam_v, g.adam_v)) << w.name;
+  }
+  // The devices' layer is in the checkpoints, as of their steps: out.w at
+  // step 60 is not the one at step 30 (the copy every 25 steps is at 50).
+  const auto files = list_checkpoints(whole.path());
+  ASSERT_EQ(files.size(), 2u);
+  auto at_30 = read_checkpoint(files.back());
+  ASSERT_TRUE(at_30);
+  ASSERT_EQ(at_30->step, 30u);
+  for (size_t i = 0; i < want->parameters.size(); ++i) {
+    if (want->parameters[i].name == "out.w")
+      EXPECT_FALSE(same(want->parameters[i].value, at_30->parameters[i].value));
+  }
 }

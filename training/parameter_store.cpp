@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/gemm.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {
@@ -43,8 +44,10 @@ void local_parameter_store::zero_grads() {
       continue;
     }
     const int64_t cols = p->grad.cols();
-    for (int32_t r : p->touched_rows)
-      std::fill_n(p->grad.data() + static_cast<int64_t>(r) * cols, cols, 0.0f);
+    const auto& rows = p->touched_rows;
+#pragma omp parallel for num_threads(compute_threads()) schedule(static) if (rows.size() > 4096)
+    for (int64_t k = 0; k < static_cast<int64_t>(rows.size()); ++k)
+      std::fill_n(p->grad.data() + static_cast<int64_t>(rows[static_cast<size_t>(k)]) * cols, cols, 0.0f);
     p->touched_rows.clear();
   }
 }

@@ -90,9 +90,10 @@ double trainer::learning_rate(int64_t step) const {
 
 caf::error trainer::save() {
   try {
+    model_->sync_external();  // model-lets on devices: their copy at the PS, as of this step
     store_.gather_moments();
-  } catch (const std::runtime_error& e) {  // a PS shard process lost
-    return fail(std::string("checkpoint: ") + e.what());
+  } catch (const std::runtime_error& e) {  // a device or a PS shard process lost
+    return fail("checkpoint at step " + std::to_string(step_) + ": " + e.what());
   }
   checkpoint ck;
   ck.model = opts_.model;

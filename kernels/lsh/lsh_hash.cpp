@@ -1,6 +1,8 @@
 #include "kernels/lsh/lsh_hash.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -56,6 +58,8 @@ void check_lsh_config(const lsh_config& cfg, int64_t dim) {
     refuse("a DWTA code of K=" + std::to_string(cfg.hashes) + " hashes of bins of "
            + std::to_string(cfg.bin_size) + " needs " + std::to_string(cfg.hashes * bits)
            + " bits, more than 32");
+  if (dim > (int64_t{1} << 24))  // a coordinate and a bin position share the low 32 bits of a key
+    refuse("DWTA hashes vectors of at most 2^24 coordinates, got " + std::to_string(dim));
   if (cfg.bin_size > dim)
     refuse("a DWTA bin of " + std::to_string(cfg.bin_size) + " is larger than the dimension "
            + std::to_string(dim));
@@ -89,6 +93,12 @@ lsh_hash::lsh_hash(const lsh_config& cfg, int64_t dim) : cfg_(cfg), dim_(dim) {
     for (int64_t i = 0; i < usable && coords_.size() < need; ++i)
       coords_.push_back(static_cast<int32_t>(perm[static_cast<size_t>(i)]));
   }
+  const int64_t groups = (hashes + 7) / 8;
+  lanes_.assign(static_cast<size_t>(groups * cfg.bin_size * 8), 0);
+  for (int64_t h = 0; h < hashes; ++h)
+    for (int64_t p = 0; p < cfg.bin_size; ++p)
+      lanes_[static_cast<size_t>(((h / 8) * cfg.bin_size + p) * 8 + h % 8)] =
+        coords_[static_cast<size_t>(h * cfg.bin_size + p)];
   max_probes_ = 64;
   probes_.resize(static_cast<size_t>(hashes * max_probes_));
   for (auto& p : probes_) p = static_cast<uint32_t>(r.below(static_cast<uint64_t>(hashes)));
@@ -123,21 +133,33 @@ void lsh_hash::dwta_codes(const float* x, uint32_t* out) const {
   constexpr uint32_t empty = UINT32_MAX;
   thread_local std::vector<uint32_t> winners;
   winners.assign(static_cast<size_t>(hashes), empty);
-  for (int64_t h = 0; h < hashes; ++h) {
-    const int32_t* c = coords_.data() + static_cast<size_t>(h) * bin;
-    float best = 0;
-    int64_t best_coord = -1;
-    uint32_t best_pos = empty;
-    for (size_t p = 0; p < bin; ++p) {
-      const float v = x[c[p]];
-      if (v == 0) continue;  // a zero coordinate never wins: a bin of zeros is empty
-      if (best_pos == empty || beats(v, c[p], best, best_coord)) {
-        best = v;
-        best_coord = c[p];
-        best_pos = static_cast<uint32_t>(p);
+  // A bin's winner is the largest key: the value (its float bits mapped to
+  // an unsigned in the same order) above the coordinate, so that a tie goes
+  // to the later coordinate as in `beats`, above the position in the bin; a
+  // zero keys 0 and never wins. Eight bins at a time, without branches (the
+  // winner among random coordinates is unpredictable): the compiler
+  // vectorises the lanes.
+  thread_local std::vector<uint32_t> bits;  // x's floats as their bits
+  bits.resize(static_cast<size_t>(dim_));
+  std::memcpy(bits.data(), x, sizeof(float) * static_cast<size_t>(dim_));
+  for (int64_t g = 0; g * 8 < hashes; ++g) {
+    const int32_t* c = lanes_.data() + static_cast<size_t>(g) * bin * 8;
+    uint64_t best[8] = {};
+    for (size_t p = 0; p < bin; ++p)
+      for (size_t j = 0; j < 8; ++j) {
+        const int32_t coord = c[p * 8 + j];
+        const uint32_t b = bits[static_cast<size_t>(coord)];
+        // Negative: all bits flipped; positive: the sign bit set.
+        const uint32_t ordered = b ^ (static_cast<uint32_t>(static_cast<int32_t>(b) >> 31) | 0x80000000u);
+        const uint64_t key = (b & 0x7fffffffu) == 0
+                               ? 0
+                               : static_cast<uint64_t>(ordered) << 32
+                                   | static_cast<uint64_t>(static_cast<uint32_t>(coord)) << 8 | p;
+        best[j] = std::max(best[j], key);
       }
-    }
-    winners[static_cast<size_t>(h)] = best_pos;
+    for (int64_t j = 0; j < 8 && g * 8 + j < hashes; ++j)
+      winners[static_cast<size_t>(g * 8 + j)] =
+        best[j] == 0 ? empty : static_cast<uint32_t>(best[j] & 0xff);
   }
   for (int32_t t = 0; t < cfg_.tables; ++t) {
     uint32_t code = 0;

@@ -68,6 +68,10 @@ class lsh_hash {
   // offsets_[h+1]) with signs negative_[...]. DWTA: hash h's bin is
   // coords_[h * bin_size, (h + 1) * bin_size).
   std::vector<int32_t> coords_;
+  // DWTA: the same bins eight at a time, position-major, so that eight bins
+  // advance together (one vector each step): bin 8 g + j's coordinate at
+  // position p is lanes_[(g * bin_size + p) * 8 + j] (0 past the last bin).
+  std::vector<int32_t> lanes_;
   std::vector<uint8_t> negative_;
   std::vector<uint32_t> offsets_;
   // DWTA densification: where an empty bin h looks on attempt a is

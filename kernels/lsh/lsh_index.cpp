@@ -72,20 +72,28 @@ lsh_index::lsh_index(const lsh_config& hash, int64_t dim, int32_t neurons, int32
       bucket_size_(bucket_size),
       policy_(policy),
       hash_(std::make_unique<lsh_hash>(hash, dim)),
-      tables_(hash.tables, bucket_size, policy, hash.seed) {
+      tables_(hash.tables, bucket_size, policy) {
   if (neurons <= 0)
     throw std::invalid_argument("lsh: a layer needs at least one neuron, got " + std::to_string(neurons));
 }
 
 void lsh_index::rehash(const float* weights, int64_t ld) {
-  tables_ = lsh_tables(config_.tables, bucket_size_, policy_, hash_->config().seed);
-  // Every neuron's codes first (the neurons in parallel), then the tables.
-  const int64_t l = tables_.tables();
-  std::vector<uint32_t> codes(static_cast<size_t>(neurons_ * l));
-#pragma omp parallel for num_threads(compute_threads()) schedule(static)
-  for (int32_t j = 0; j < neurons_; ++j)
-    hash_->codes(weights + static_cast<int64_t>(j) * ld, codes.data() + j * l);
-  tables_.insert_all(codes.data(), neurons_);
+  // Every neuron's codes first (the neurons in parallel), table-major so
+  // that each table's build reads its codes in one run, then the tables.
+  const int64_t l = tables_.tables(), n = neurons_;
+  std::vector<uint32_t> codes(static_cast<size_t>(n * l));
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+#pragma omp parallel num_threads(compute_threads())
+  {
+    std::vector<uint32_t> mine(static_cast<size_t>(l));
+#pragma omp for schedule(static)
+    for (int64_t j = 0; j < n; ++j) {
+      hash_->codes(weights + j * ld, mine.data());
+      for (int64_t t = 0; t < l; ++t) codes[static_cast<size_t>(t * n + j)] = mine[static_cast<size_t>(t)];
+      ids[static_cast<size_t>(j)] = static_cast<int32_t>(j);
+    }
+  }
+  tables_.build(ids.data(), codes.data(), n, hash_->config().seed);
 }
 
 void lsh_index::use_generation(uint64_t g) {

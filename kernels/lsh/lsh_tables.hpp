@@ -1,9 +1,14 @@
 #pragma once
 // SLIDE's hash tables: L tables of fixed-size buckets holding neuron ids,
 // and the active set of an input (the neurons its buckets hold). Pure.
+//
+// A table is built whole from every id's code (a rehash puts every neuron
+// back at once), so it is flat: the ids grouped by code in one array, the
+// group of a code found through an open-addressing slot array. A rehash of
+// 663k neurons x 50 tables is then a few sorts of integers, not 33 M inserts
+// into per-bucket vectors.
 
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "kernels/random.hpp"
@@ -19,44 +24,62 @@ const char* to_string(bucket_policy p);
 class lsh_tables {
  public:
   // bucket_size > 0 and tables > 0 (std::invalid_argument otherwise).
-  lsh_tables(int32_t tables, int32_t bucket_size, bucket_policy policy, uint64_t seed);
+  lsh_tables(int32_t tables, int32_t bucket_size, bucket_policy policy);
 
-  // Puts `id` into its bucket in every table: codes[t] for table t.
-  void insert(int32_t id, const uint32_t* codes);
-  // Inserts ids 0 .. count - 1 in order, id j's codes at codes + j * tables():
-  // the tables in parallel, each exactly as insert() one id at a time fills it.
-  void insert_all(const uint32_t* codes, int32_t count);
-  // Empties every bucket (the start of a rehash).
-  void clear();
+  // Replaces every table's contents: ids[i] offered, in the order i = 0 ..
+  // count - 1, to its bucket codes[t * count + i] in table t (table-major).
+  // The buckets come out as offering the ids one at a time gives: FIFO keeps
+  // a full bucket's newest bucket_size ids, reservoir replays table t's
+  // draws (a stream of `seed` per table) in offering order, so the tables
+  // are a function of the codes and the seed. The tables build in parallel.
+  void build(const int32_t* ids, const uint32_t* codes, int64_t count, uint64_t seed);
 
   // Calls f(id) for every id in the buckets `codes` names, a table at a
   // time; an id in several tables comes several times.
   template <class F>
   void for_each(const uint32_t* codes, F&& f) const {
     for (size_t t = 0; t < tables_.size(); ++t) {
-      auto it = tables_[t].find(codes[t]);
-      if (it == tables_[t].end()) continue;
-      for (int32_t id : it->second.ids) f(id);
+      const table& tab = tables_[t];
+      const int64_t g = tab.group_of(codes[t]);
+      if (g < 0) continue;
+      for (uint32_t i = tab.starts[static_cast<size_t>(g)]; i < tab.starts[static_cast<size_t>(g) + 1]; ++i)
+        f(tab.ids[i]);
     }
   }
 
   int32_t tables() const { return static_cast<int32_t>(tables_.size()); }
   int32_t bucket_size() const { return bucket_size_; }
-  // The ids held in table t's bucket `code` (empty when there is none).
+  // The ids held in table t's bucket `code`, in their slots' order (empty
+  // when there is none).
   std::vector<int32_t> bucket(int32_t t, uint32_t code) const;
 
  private:
-  struct bucket_state {
+  struct table {
+    std::vector<uint32_t> codes;   // one per bucket, ascending
+    std::vector<uint32_t> starts;  // bucket b's ids are ids[starts[b], starts[b + 1])
     std::vector<int32_t> ids;
-    uint64_t seen = 0;  // ids ever offered to it (reservoir)
-    uint32_t next = 0;  // the slot FIFO replaces next
-  };
-  void insert_into(size_t t, int32_t id, uint32_t code);
+    std::vector<uint32_t> slots;   // open addressing: bucket + 1, 0 when free
+    int32_t slot_bits = 0;
 
-  std::vector<std::unordered_map<uint32_t, bucket_state>> tables_;
+    // The bucket holding `code`, or -1.
+    int64_t group_of(uint32_t code) const {
+      if (codes.empty()) return -1;
+      const uint64_t mask = (uint64_t{1} << slot_bits) - 1;
+      for (uint64_t s = slot_of(code, slot_bits);; s = (s + 1) & mask) {
+        const uint32_t v = slots[s];
+        if (v == 0) return -1;
+        if (codes[v - 1] == code) return static_cast<int64_t>(v) - 1;
+      }
+    }
+    static uint64_t slot_of(uint32_t code, int32_t bits) {
+      return (code * 0x9e3779b97f4a7c15ULL) >> (64 - bits);
+    }
+  };
+  void build_table(size_t t, const int32_t* ids, const uint32_t* codes, int64_t count, uint64_t seed);
+
+  std::vector<table> tables_;
   int32_t bucket_size_;
   bucket_policy policy_;
-  std::vector<rng> draws_;  // one per table, so that tables fill independently
 };
 
 // The neurons (of `neurons`) an input works with: every id in its buckets,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A run killed with SIGKILL and resumed from its checkpoint reports, step for
 # step, exactly the losses of an uninterrupted run (mlp and gpt, the mlp with
-# two PS shards, and the extreme classifier in sparse mode); and a two-shard
+# two PS shards, and the extreme classifier in sparse mode, in one process
+# and on 4 emulated devices); and a two-shard
 # checkpoint resumes on one shard.
 source "$(dirname "$0")/lib.sh"
 
@@ -56,6 +57,13 @@ make_xc_dir "$WORK/xc-task"
 check_model xc --model=xc --dataset=xc:"$WORK/xc-task" --hidden=16 --batch=32 --steps=400 \
   --lsh-k=2 --lsh-l=4 --bucket-size=4 --bucket-policy=reservoir --min-active=8 \
   --rehash-every=5 --rebuild-every=10
+# Model-lets on 4 emulated devices: the checkpoint holds the layer the PS
+# pulls from the devices at that step (not its last periodic copy, every 7
+# steps here); at resume the layer is placed again from it and each device
+# rebuilds its tables as of that step.
+check_model xc-devices --model=xc --dataset=xc:"$WORK/xc-task" --hidden=16 --batch=32 --steps=400 \
+  --lsh-k=2 --lsh-l=4 --bucket-size=4 --bucket-policy=reservoir --min-active=8 \
+  --rehash-every=5 --rebuild-every=10 --devices=4 --modellet-copy-every=7
 
 # A checkpoint holds whole tensors: a run written by two shards resumes on
 # one, with the two-shard run's losses up to summation order.

@@ -55,7 +55,8 @@ refuse() {  # refuse "words the reason must contain" args...
 }
 refuse "--ps-shards=1" "${common[@]}" --ps-shards=2
 refuse "--dense is the single-process reference" "${common[@]}" --dense --devices=2
-refuse "does not checkpoint yet" "${common[@]}" --devices=2 --checkpoint-dir="$WORK/ck2"
+refuse "multiple of --rehash-every" "${common[@]}" --devices=2 --checkpoint-dir="$WORK/ck2" \
+  --checkpoint-every=7
 refuse "--modellet-copy-every belongs to --model=xc on --devices" "${common[@]}" --modellet-copy-every=5
 refuse "--modellet-copy-every belongs to --model=xc" --model=mlp --modellet-copy-every=5
 refuse "--lsh must be dwta or simhash" "${common[@]}" --lsh=minhash

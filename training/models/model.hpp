@@ -78,6 +78,10 @@ class model {
   // AdamW step, run after the store's.
   virtual double external_sum_of_squares() const { return 0; }
   virtual void update_external(const adamw_config& /*cfg*/, int64_t /*t*/, double /*grad_scale*/) {}
+  // Brings those parameters' values and moments home into parameters(): a
+  // checkpoint or an evaluation is about to read them. Throws
+  // std::runtime_error when they cannot be had (model-lets lost for good).
+  virtual void sync_external() {}
   // Sparse mode's figures; null for the dense models.
   virtual const sparse_traffic* traffic() const { return nullptr; }
 

@@ -116,10 +116,7 @@ class xc_model final : public model {
   }
 
   eval_totals evaluate(const batch& b) override {
-    if (xc_.modellets && placed_ && stale_) {
-      xc_.modellets->sync();
-      stale_ = false;
-    }
+    sync_external();
     hidden_forward(b);
     dense_logits(b.rows);
     const int64_t n = b.rows;
@@ -158,9 +155,10 @@ class xc_model final : public model {
 
   void restored(int64_t step) override {
     step_ = step;
-    if (!index_) return;
+    if (!index_ && !xc_.modellets) return;
     // Without a refresh yet, the tables the constructor hashed from the
-    // initial weights are the run's.
+    // initial weights are the run's. On devices, the first step places the
+    // restored layer and each model-let rebuilds its tables as of step_.
     const int64_t last = last_refresh(xc_.schedule, step);
     if (last == 0) return;
     if (last != step)
@@ -168,7 +166,7 @@ class xc_model final : public model {
                    "are rebuilt from step {}'s weights, so this run is close to, not bit for "
                    "bit, the uninterrupted one",
                    step, last, step);
-    index_->resume_at(xc_.schedule, step, out_w_->value.data(), hidden_);
+    if (index_) index_->resume_at(xc_.schedule, step, out_w_->value.data(), hidden_);
   }
 
   const sparse_traffic* traffic() const override { return &traffic_; }
@@ -178,6 +176,11 @@ class xc_model final : public model {
     if (!xc_.modellets) return;
     xc_.modellets->update(cfg, t, grad_scale);
     stale_ = true;
+  }
+  void sync_external() override {
+    if (!xc_.modellets || !placed_ || !stale_) return;
+    xc_.modellets->sync();
+    stale_ = false;
   }
 
  private:
@@ -214,8 +217,20 @@ class xc_model final : public model {
         marks_[static_cast<size_t>(id)] = 1;
         rows.push_back(id);
       }
-    for (int32_t r : rows) marks_[static_cast<size_t>(r)] = 0;
-    std::sort(rows.begin(), rows.end());
+    // Ascending: many rows (sparse mode's top-up touches about half the
+    // output layer) are collected by one scan of the marks, few are sorted.
+    const int64_t span = p.value.rows();
+    if (static_cast<int64_t>(rows.size()) * 16 < span) {
+      for (int32_t r : rows) marks_[static_cast<size_t>(r)] = 0;
+      std::sort(rows.begin(), rows.end());
+      return;
+    }
+    rows.clear();
+    for (int64_t r = 0; r < span; ++r) {
+      if (!marks_[static_cast<size_t>(r)]) continue;
+      marks_[static_cast<size_t>(r)] = 0;
+      rows.push_back(static_cast<int32_t>(r));
+    }
   }
 
   // logits_ [n, labels] = h_ out.w^T + out.b: every neuron.
