@@ -14,11 +14,6 @@
 
 namespace cleave {
 
-namespace {
-
-
-}  // namespace
-
 template <class T>
 double sum_of_squares(const basic_tensor<T>& g) {
   const int64_t n = g.size();
@@ -48,14 +43,29 @@ double sum_of_squares(const basic_tensor<T>& g) {
 template <class T>
 double sum_of_squares_rows(const basic_tensor<T>& g, const std::vector<int32_t>& rows) {
   const int64_t cols = g.cols();
-  double total = 0;
-  for (int32_t r : rows) {
-    const T* q = g.data() + static_cast<int64_t>(r) * cols;
-    total += detail::lane_sum<double>(cols, [&](int64_t i) {
-      const double x = static_cast<double>(q[i]);
-      return x * x;
-    });
+  const auto n = static_cast<int64_t>(rows.size());
+  if (n == 0) return 0.0;
+  // As sum_of_squares: fixed blocks of rows (independent of the thread
+  // count), each summed in row order, combined in order. Up to 1024 rows are
+  // one block, summed on this thread.
+  constexpr int64_t kMaxBlocks = 256;
+  const int64_t block = std::max<int64_t>(1024, (n + kMaxBlocks - 1) / kMaxBlocks);
+  const int64_t nblocks = (n + block - 1) / block;
+  double partial[kMaxBlocks];
+#pragma omp parallel for num_threads(compute_threads()) schedule(static) if (nblocks > 1)
+  for (int64_t ib = 0; ib < nblocks; ++ib) {
+    double sum = 0;
+    for (int64_t k = ib * block; k < std::min(n, (ib + 1) * block); ++k) {
+      const T* q = g.data() + static_cast<int64_t>(rows[static_cast<size_t>(k)]) * cols;
+      sum += detail::lane_sum<double>(cols, [&](int64_t i) {
+        const double x = static_cast<double>(q[i]);
+        return x * x;
+      });
+    }
+    partial[ib] = sum;
   }
+  double total = 0;
+  for (int64_t ib = 0; ib < nblocks; ++ib) total += partial[ib];
   return total;
 }
 
@@ -161,14 +171,17 @@ void adamw_update(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tensor<T>&
   adamw_step<T>(t, cfg, grad_scale, decay).run(w.data(), m.data(), v.data(), g.data(), w.size());
 }
 
+namespace {
+
+// adamw_update_rows, and when `zero` is set, each row of g zeroed after its update.
 template <class T>
-void adamw_update_rows(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tensor<T>& m,
-                       basic_tensor<T>& v, const std::vector<int32_t>& rows, int64_t t,
-                       const adamw_config& cfg, double grad_scale, bool decay) {
-  check_update("adamw_update_rows", w, g, t);
+void update_rows(const char* what, basic_tensor<T>& w, const basic_tensor<T>& g, T* zero,
+                 basic_tensor<T>& m, basic_tensor<T>& v, const std::vector<int32_t>& rows, int64_t t,
+                 const adamw_config& cfg, double grad_scale, bool decay) {
+  check_update(what, w, g, t);
   for (int32_t r : rows)
     if (r < 0 || r >= w.rows())
-      throw std::out_of_range("adamw_update_rows: row " + std::to_string(r) + " of "
+      throw std::out_of_range(std::string(what) + ": row " + std::to_string(r) + " of "
                               + std::to_string(w.rows()));
   m.resize(w.rows(), w.cols());
   v.resize(w.rows(), w.cols());
@@ -179,7 +192,24 @@ void adamw_update_rows(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tenso
   for (int64_t k = 0; k < static_cast<int64_t>(rows.size()); ++k) {
     const int64_t o = static_cast<int64_t>(rows[static_cast<size_t>(k)]) * cols;
     step.run_row(w.data() + o, m.data() + o, v.data() + o, g.data() + o, cols);
+    if (zero != nullptr) std::fill_n(zero + o, cols, T(0));
   }
+}
+
+}  // namespace
+
+template <class T>
+void adamw_update_rows(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tensor<T>& m,
+                       basic_tensor<T>& v, const std::vector<int32_t>& rows, int64_t t,
+                       const adamw_config& cfg, double grad_scale, bool decay) {
+  update_rows<T>("adamw_update_rows", w, g, nullptr, m, v, rows, t, cfg, grad_scale, decay);
+}
+
+template <class T>
+void adamw_update_rows_zeroing(basic_tensor<T>& w, basic_tensor<T>& g, basic_tensor<T>& m,
+                               basic_tensor<T>& v, const std::vector<int32_t>& rows, int64_t t,
+                               const adamw_config& cfg, double grad_scale, bool decay) {
+  update_rows<T>("adamw_update_rows", w, g, g.data(), m, v, rows, t, cfg, grad_scale, decay);
 }
 
 #define CLEAVE_INST(T)                                                                     \
@@ -189,7 +219,10 @@ void adamw_update_rows(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tenso
                                 basic_tensor<T>&, int64_t, const adamw_config&, double, bool); \
   template void adamw_update_rows<T>(basic_tensor<T>&, const basic_tensor<T>&, basic_tensor<T>&, \
                                      basic_tensor<T>&, const std::vector<int32_t>&, int64_t,    \
-                                     const adamw_config&, double, bool);
+                                     const adamw_config&, double, bool);                 \
+  template void adamw_update_rows_zeroing<T>(basic_tensor<T>&, basic_tensor<T>&, basic_tensor<T>&, \
+                                             basic_tensor<T>&, const std::vector<int32_t>&, int64_t, \
+                                             const adamw_config&, double, bool);
 CLEAVE_INST(float)
 CLEAVE_INST(double)
 #undef CLEAVE_INST

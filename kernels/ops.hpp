@@ -106,7 +106,9 @@ template <class T>
 double sum_of_squares(const basic_tensor<T>& g);
 
 // The same over the listed rows of g only (a sparse-mode gradient is zero
-// elsewhere): each row summed in double, the rows in the order given.
+// elsewhere): each row summed in double, the rows in the order given, in
+// fixed blocks of at least 1024 rows that threads sum at once and that are
+// combined in order (so the sum does not depend on the thread count).
 template <class T>
 double sum_of_squares_rows(const basic_tensor<T>& g, const std::vector<int32_t>& rows);
 
@@ -128,5 +130,12 @@ template <class T>
 void adamw_update_rows(basic_tensor<T>& w, const basic_tensor<T>& g, basic_tensor<T>& m,
                        basic_tensor<T>& v, const std::vector<int32_t>& rows, int64_t t,
                        const adamw_config& cfg, double grad_scale, bool decay);
+
+// adamw_update_rows, then each listed row of g zeroed while it is in cache:
+// the next step's gradient starts from zero without a pass of its own.
+template <class T>
+void adamw_update_rows_zeroing(basic_tensor<T>& w, basic_tensor<T>& g, basic_tensor<T>& m,
+                               basic_tensor<T>& v, const std::vector<int32_t>& rows, int64_t t,
+                               const adamw_config& cfg, double grad_scale, bool decay);
 
 }  // namespace cleave

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/gemm.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/random.hpp"
 #include "kernels/sparse/sparse_ops.hpp"
@@ -231,4 +232,60 @@ TEST(sparse_ops, many_wide_rows_change_exactly_as_the_whole_update) {
     for (int64_t c = 0; c < cols; ++c)
       differ += w_rows.at(row, c) != (row % 2 ? w_all.at(row, c) : w.at(row, c));
   EXPECT_EQ(differ, 0);
+}
+
+// The zeroing update changes weights and moments exactly as the plain one,
+// and zeroes the listed rows of the gradient and no other.
+TEST(sparse_ops, the_zeroing_update_is_the_update_and_clears_only_its_rows) {
+  rng r(27);
+  const int64_t rows = 600, cols = 130;
+  tensor w = tensor(rows, cols), g = tensor(rows, cols);
+  fill_normal(w, 1.0, r);
+  fill_normal(g, 1.0, r);
+  std::vector<int32_t> odd;
+  for (int32_t row = 1; row < rows; row += 2) odd.push_back(row);
+  adamw_config cfg;
+  cfg.lr = 1e-2;
+  tensor w_plain = w, m_plain, v_plain, w_zeroing = w, m_zeroing, v_zeroing, g_zeroing = g;
+  adamw_update_rows(w_plain, g, m_plain, v_plain, odd, 1, cfg, 0.7, true);
+  adamw_update_rows_zeroing(w_zeroing, g_zeroing, m_zeroing, v_zeroing, odd, 1, cfg, 0.7, true);
+  int64_t differ = 0, wrong_grads = 0;
+  for (int64_t row = 0; row < rows; ++row)
+    for (int64_t c = 0; c < cols; ++c) {
+      differ += w_zeroing.at(row, c) != w_plain.at(row, c) || m_zeroing.at(row, c) != m_plain.at(row, c)
+                || v_zeroing.at(row, c) != v_plain.at(row, c);
+      wrong_grads += g_zeroing.at(row, c) != (row % 2 ? 0.0f : g.at(row, c));
+    }
+  EXPECT_EQ(differ, 0);
+  EXPECT_EQ(wrong_grads, 0);
+}
+
+// Many rows are summed in blocks by threads: the same sum at any thread
+// count, close to one running sum, and a few rows summed as one running sum.
+TEST(sparse_ops, sum_of_squares_rows_does_not_depend_on_threads) {
+  rng r(28);
+  const int64_t rows = 9000, cols = 33;
+  tensor g = tensor(rows, cols);
+  fill_normal(g, 1.0, r);
+  std::vector<int32_t> listed;
+  for (int32_t row = 0; row < rows; row += 2) listed.push_back(row);
+  auto running = [&](size_t count) {
+    double total = 0;
+    for (size_t k = 0; k < count; ++k) {
+      double row = 0;
+      for (int64_t c = 0; c < cols; ++c) row += static_cast<double>(g.at(listed[k], c)) * g.at(listed[k], c);
+      total += row;
+    }
+    return total;
+  };
+  const int threads = compute_threads();
+  set_compute_threads(1);
+  const double one = sum_of_squares_rows(g, listed);
+  set_compute_threads(2);
+  const double two = sum_of_squares_rows(g, listed);
+  set_compute_threads(threads);
+  EXPECT_EQ(one, two);
+  EXPECT_NEAR(one, running(listed.size()), 1e-9 * one);
+  const std::vector<int32_t> few(listed.begin(), listed.begin() + 1000);
+  EXPECT_NEAR(sum_of_squares_rows(g, few), running(few.size()), 1e-12 * running(few.size()));
 }

@@ -45,10 +45,13 @@ void local_parameter_store::zero_grads() {
     }
     const int64_t cols = p->grad.cols();
     const auto& rows = p->touched_rows;
+    if (!p->touched_grads_zeroed) {
 #pragma omp parallel for num_threads(compute_threads()) schedule(static) if (rows.size() > 4096)
-    for (int64_t k = 0; k < static_cast<int64_t>(rows.size()); ++k)
-      std::fill_n(p->grad.data() + static_cast<int64_t>(rows[static_cast<size_t>(k)]) * cols, cols, 0.0f);
+      for (int64_t k = 0; k < static_cast<int64_t>(rows.size()); ++k)
+        std::fill_n(p->grad.data() + static_cast<int64_t>(rows[static_cast<size_t>(k)]) * cols, cols, 0.0f);
+    }
     p->touched_rows.clear();
+    p->touched_grads_zeroed = false;
   }
 }
 
@@ -61,10 +64,11 @@ double local_parameter_store::reduce_gradients() {
 
 void local_parameter_store::update(const adamw_config& cfg, int64_t t, double grad_scale) {
   for (auto* p : params_) {
-    if (p->row_sparse)
-      adamw_update_rows(p->value, p->grad, p->adam_m, p->adam_v, p->touched_rows, t, cfg,
-                        grad_scale, p->decay);
-    else
+    if (p->row_sparse) {
+      adamw_update_rows_zeroing(p->value, p->grad, p->adam_m, p->adam_v, p->touched_rows, t, cfg,
+                                grad_scale, p->decay);
+      p->touched_grads_zeroed = true;
+    } else
       adamw_update(p->value, p->grad, p->adam_m, p->adam_v, t, cfg, grad_scale, p->decay);
   }
 }

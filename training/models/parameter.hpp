@@ -29,6 +29,9 @@ struct parameter {
   // touched. false: the whole tensor, every step.
   bool row_sparse = false;
   std::vector<int32_t> touched_rows;
+  // The update zeroed touched_rows' gradients as it went (the next
+  // zero_grads only forgets the list).
+  bool touched_grads_zeroed = false;
 };
 
 }  // namespace cleave
