@@ -70,9 +70,22 @@ uint64_t shard_frame_cap(uint16_t kind, uint64_t max_payload) {
     case shard_kind::products:
     case shard_kind::add_grads:
     case shard_kind::tensors:
+    case shard_kind::part:
       return max_payload;
     default:
       return small_shard_frame_bytes;
+  }
+}
+
+bool shard_kind_in_parts(uint16_t kind) {
+  switch (static_cast<shard_kind>(kind)) {
+    case shard_kind::attach:
+    case shard_kind::products:
+    case shard_kind::add_grads:
+    case shard_kind::tensors:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -50,8 +50,15 @@ class remote_shard final : public ps_shard {
  private:
   remote_shard(std::unique_ptr<transport::frame_client> client, std::string address, caf::timespan call_timeout)
       : client_(std::move(client)), address_(std::move(address)), call_timeout_(call_timeout) {}
-  // One request and its answer, which must be of kind `expected`.
+  // One request and its answer, which must be of kind `expected`; either
+  // may travel in parts (schema/shard_parts.hpp).
   caf::expected<transport::bulk_frame> call(shard_kind kind, std::vector<char> payload, shard_kind expected);
+  // One frame each way.
+  caf::expected<transport::bulk_frame> exchange(shard_kind kind, std::vector<char> payload);
+  // The request in parts; the answer to its last part.
+  caf::expected<transport::bulk_frame> send_in_parts(shard_kind kind, const std::vector<char>& payload);
+  // The whole answer whose first part is `first`.
+  caf::expected<transport::bulk_frame> fetch_parts(transport::bulk_frame first);
   // An answer of tensors whose shapes must be `shapes`' (rows, cols).
   caf::expected<std::vector<tensor>> call_for_tensors(shard_kind kind, std::vector<char> payload,
                                                       const std::vector<std::pair<int64_t, int64_t>>& shapes);
