@@ -21,16 +21,31 @@ void copy_to(const tensor& from, mut_view<float> to) {
 
 }  // namespace
 
-caf::expected<std::unique_ptr<remote_shard>> remote_shard::connect(caf::actor_system& sys, const std::string& host,
-                                                                   uint16_t port, caf::timespan connect_timeout,
-                                                                   caf::timespan call_timeout) {
+caf::expected<std::unique_ptr<transport::frame_client>> remote_shard::open(caf::actor_system& sys,
+                                                                             const std::string& host, uint16_t port,
+                                                                             caf::timespan connect_timeout) {
   transport::bulk_options opts;
   opts.connect_timeout = connect_timeout;
   opts.max_payload_for_kind = [max = opts.max_payload](uint16_t kind) { return shard_frame_cap(kind, max); };
-  const std::string address = host + ":" + std::to_string(port);
   auto client = transport::frame_client::connect(sys, host, port, opts);
-  if (!client) return fail("cannot reach the PS shard at " + address + ": " + describe(client.error()));
-  return std::unique_ptr<remote_shard>(new remote_shard(std::move(*client), address, call_timeout));
+  if (!client) return fail("cannot reach the PS shard at " + host + ":" + std::to_string(port) + ": " + describe(client.error()));
+  return client;
+}
+
+caf::expected<std::unique_ptr<remote_shard>> remote_shard::connect(caf::actor_system& sys, const std::string& host,
+                                                                   uint16_t port, caf::timespan connect_timeout,
+                                                                   caf::timespan call_timeout) {
+  auto client = open(sys, host, port, connect_timeout);
+  if (!client) return client.error();
+  return std::unique_ptr<remote_shard>(new remote_shard(sys, std::move(*client), host, port, call_timeout));
+}
+
+caf::error remote_shard::reconnect(caf::timespan connect_timeout) {
+  auto client = open(sys_, host_, port_, connect_timeout);
+  if (!client) return client.error();
+  before_client_ = traffic();
+  client_ = std::move(*client);
+  return {};
 }
 
 caf::expected<transport::bulk_frame> remote_shard::exchange(shard_kind kind, std::vector<char> payload) {
