@@ -143,6 +143,7 @@ for bad in "--role=ps --shards=127.0.0.1:1,127.0.0.1:2 --ps-shards=2|use one or 
            "--role=ps --shards=:4100|needs host:port" \
            "--role=ps --shards=127.0.0.1:1 --listen=4000|runs without devices" \
            "--role=all --shards=127.0.0.1:1|--shards is for --role=ps" \
+           "--role=ps --shards=127.0.0.1:1 --shard-wait-seconds=-1|--shard-wait-seconds must be between" \
            "--role=ps-shard|needs --listen"; do
   args=${bad%%|*} want=${bad#*|}
   # shellcheck disable=SC2086
