@@ -9,7 +9,7 @@
 # process's own base, and while a message in parts (schema/shard_parts.hpp)
 # is put together or sent, a second copy of it (the attach: 12 bytes a
 # parameter of the slice). The coordinator holds the whole model as before.
-# Usage: [STEPS=3] [FLAGS=...] bench/ps_shards/memory.sh [path/to/cleave]   (not part of CI; ~3 minutes)
+# Usage: [STEPS=3] [FLAGS=...] bench/ps_shards/memory.sh [path/to/cleave]   (not part of CI; ~4 minutes)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 CLEAVE=$(realpath "${1:-$here/../../build/cmd/cleave}")
