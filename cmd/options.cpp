@@ -68,6 +68,7 @@ cleave_config::cleave_config() {
     .add(watch, "watch", "--role=status: redraw the table every second until interrupted")
     .add(planner, "planner", "--role=ps: host:port of a separate --role=planner process")
     .add(shards, "shards", "--role=ps: host:port,... of --role=ps-shard processes that own the parameters' slices and compute their products (no devices)")
+    .add(shard_wait_seconds, "shard-wait-seconds", "--shards: a shard process lost mid-run is waited for this long (default 120) to listen again at its address; the run then rolls back to the newest checkpoint")
     .add(detector, "detector", "--role=planner: host:port of a separate --role=detector process")
     .add(tls_cert, "tls-cert", "this node's certificate (PEM, from deploy/ca.sh): TLS on the device edge and mutual TLS between servers")
     .add(tls_key, "tls-key", "the private key of --tls-cert")
@@ -287,6 +288,8 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   if (c.seed < 0) return fail("--seed must be >= 0");
   o.seed = static_cast<uint64_t>(c.seed);
   if (auto e = positive("eval-tokens", c.eval_tokens)) return e;
+  if (!(c.shard_wait_seconds >= 0) || c.shard_wait_seconds > 86400)
+    return fail("--shard-wait-seconds must be between 0 and 86400");
   o.eval_tokens = c.eval_tokens;
   if (c.eval_samples != 0) o.eval_samples = c.eval_samples;
   if (xc && ((c.role != "all" && c.role != "ps") || c.ps_shards != 1))

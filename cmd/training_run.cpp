@@ -91,6 +91,7 @@ struct train_extras {
   std::unique_ptr<sharded_ps> processes;
   std::function<void()> training_done;
   std::function<nlohmann::json(int64_t steps)> shard_report;
+  std::function<caf::error(const std::string&)> recover_shards;  // trainer::recover
 };
 
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
@@ -131,6 +132,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     };
   }
   if (extras.training_done) t.after_training = extras.training_done;
+  if (extras.recover_shards) t.recover = extras.recover_shards;
   if (!fleet.empty()) {
     t.after_training = [&] {
       for (auto* engine : fleet) engine->finish_step();
@@ -281,6 +283,38 @@ int train_xc_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const tr
 
 }  // namespace
 
+namespace {
+
+// A run over shard processes that lost some (`why`): waits up to `wait`
+// seconds for a shard process to listen again at each lost one's address
+// and connects to it; the trainer then rolls back. Shards that answered
+// wrongly but are still connected are no loss to wait for: their error stands.
+caf::error wait_for_lost_shards(const std::vector<remote_shard*>& remotes, const std::string& why, double wait,
+                                caf::timespan connect_timeout) {
+  std::vector<size_t> lost;
+  for (size_t s = 0; s < remotes.size(); ++s)
+    if (remotes[s]->lost()) lost.push_back(s);
+  if (lost.empty() || !(wait > 0)) return fail(why);
+  const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(wait));
+  for (size_t s : lost) {
+    spdlog::warn("ps: PS shard {} at {} is lost ({}); waiting up to {:.0f} s for a shard process to listen there "
+                 "again (--shard-wait-seconds), then rolling back to the newest checkpoint",
+                 s, remotes[s]->address(), why, wait);
+    for (;;) {
+      auto err = remotes[s]->reconnect(connect_timeout);
+      if (!err) break;
+      if (clock_type::now() >= deadline)
+        return fail("PS shard " + std::to_string(s) + " at " + remotes[s]->address() + " did not come back within "
+                    + fmt::format("{:.0f}", wait) + " s (--shard-wait-seconds): " + describe(err) + "; it was lost: " + why);
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    spdlog::warn("ps: PS shard {} at {} is back", s, remotes[s]->address());
+  }
+  return caf::none;
+}
+
+}  // namespace
+
 int train_locally(const cleave_config& cfg, const train_options& opts, int threads) {
   return train(cfg, opts, threads, 0, {});
 }
@@ -316,6 +350,9 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
   extras.processes = std::move(ps);
   extras.training_done = [&] {
     for (auto* r : remotes) after_training.push_back(r->traffic());
+  };
+  extras.recover_shards = [&](const std::string& why) {
+    return wait_for_lost_shards(remotes, why, cfg.shard_wait_seconds, connect_timeout);
   };
   // Each shard's bytes each way as this process counted them (frames with
   // their headers): in all, and per step of training (its products,

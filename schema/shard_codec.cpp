@@ -65,14 +65,19 @@ bool get_count(byte_reader& r, uint32_t& n, size_t min_bytes, std::string& why) 
 }  // namespace
 
 uint64_t shard_frame_cap(uint16_t kind, uint64_t max_payload) {
+  const bool large = shard_kind_in_parts(kind) || kind == static_cast<uint16_t>(shard_kind::part);
+  return large ? max_payload : small_shard_frame_bytes;
+}
+
+bool shard_kind_in_parts(uint16_t kind) {
   switch (static_cast<shard_kind>(kind)) {
     case shard_kind::attach:
     case shard_kind::products:
     case shard_kind::add_grads:
     case shard_kind::tensors:
-      return max_payload;
+      return true;
     default:
-      return small_shard_frame_bytes;
+      return false;
   }
 }
 

@@ -19,8 +19,11 @@
 //   update      adamw config, t, grad scale           -> tensors (values)
 //   moments     (empty)                               -> tensors (m, v per slice)
 //   stats       (empty)                               -> stats
+//   part        a piece of a larger request           -> done, or the answer
+//   next_part   (empty)                               -> the answer's next part
 //
-// Any request may be answered by `refused` (a reason) instead.
+// Any request may be answered by `refused` (a reason) instead. Requests and
+// answers longer than a frame travel as parts (schema/shard_parts.hpp).
 
 #include <cstddef>
 #include <cstdint>
@@ -42,6 +45,8 @@ enum class shard_kind : uint16_t {
   update = 0x105,
   moments = 0x106,
   stats = 0x107,
+  part = 0x108,  // both ways: a piece of a message longer than a frame
+  next_part = 0x109,
   // answers
   done = 0x181,
   tensors = 0x182,
@@ -60,6 +65,9 @@ inline constexpr uint64_t small_shard_frame_bytes = 1024;
 
 // The largest payload a frame of `kind` may carry (for bulk_options::max_payload_for_kind).
 uint64_t shard_frame_cap(uint16_t kind, uint64_t max_payload);
+// Whether a message of `kind` may be longer than a frame and come in parts
+// (the kinds that carry tensors).
+bool shard_kind_in_parts(uint16_t kind);
 
 struct shard_attach_entry {
   uint8_t axis = 0;  // shard_axis: 0 columns, 1 rows

@@ -93,6 +93,7 @@ caf::error trainer::save() {
     model_->sync_external();  // model-lets on devices: their copy at the PS, as of this step
     store_.gather_moments();
   } catch (const std::runtime_error& e) {  // a device or a PS shard process lost
+    shard_lost_ = true;
     return fail("checkpoint at step " + std::to_string(step_) + ": " + e.what());
   }
   checkpoint ck;
@@ -110,6 +111,22 @@ caf::error trainer::save() {
   if (!path) return path.error();
   spdlog::debug("checkpoint written: {}", *path);
   if (on_checkpoint) on_checkpoint(step_, *path);
+  return caf::none;
+}
+
+caf::error trainer::roll_back(const std::string& why) {
+  if (!recover || opts_.checkpoint_dir.empty()) return fail(why);
+  if (auto err = recover(why)) return err;
+  if (list_checkpoints(opts_.checkpoint_dir).empty())
+    return fail(why + "; the shards are back, but there is no checkpoint in " + opts_.checkpoint_dir
+                + " to roll back to");
+  if (auto err = restore()) return err;
+  try {
+    if (auto err = store_.attach(model_->parameters())) return err;
+  } catch (const std::runtime_error& e) {
+    return fail(std::string("attaching the shards again: ") + e.what());
+  }
+  spdlog::warn("rolled back to step {}: every PS shard has the checkpoint's slices again", step_);
   return caf::none;
 }
 
@@ -223,8 +240,22 @@ caf::expected<train_result> trainer::run() {
       index_in_epoch_ = 0;
       order = permutation(data_.train_samples(), derive_seed(opts_.seed, 100 + epoch_));
     }
+    // A step or checkpoint that lost a PS shard process: roll back (or stop).
+    auto rolled_back = [&](const caf::error& failure) -> caf::error {
+      if (auto err = roll_back(describe(failure))) return err;
+      const auto done = static_cast<size_t>(std::max<int64_t>(0, step_ - first_step));
+      res.losses.resize(std::min(done, res.losses.size()));
+      step_seconds.resize(std::min(done, step_seconds.size()));
+      order = permutation(data_.train_samples(), derive_seed(opts_.seed, 100 + epoch_));
+      return caf::none;
+    };
+    auto saved = [&]() -> caf::error {
+      shard_lost_ = false;
+      auto err = save();
+      return err && shard_lost_ ? rolled_back(err) : err;
+    };
     if (between_steps && between_steps(step_) && checkpoints)
-      if (auto err = save()) return err;
+      if (auto err = saved()) return err;
     const auto t0 = clock_type::now();
     if (before_step)
       if (auto err = before_step(step_)) return err;
@@ -234,7 +265,8 @@ caf::expected<train_result> trainer::run() {
       store_.zero_grads();
       loss = model_->train_batch(b);
     } catch (const std::runtime_error& e) {  // model-lets or a PS shard process lost
-      return fail("step " + std::to_string(step_ + 1) + ": " + e.what());
+      if (auto err = rolled_back(fail("step " + std::to_string(step_ + 1) + ": " + e.what()))) return err;
+      continue;
     }
     if (!std::isfinite(loss))
       return fail("training diverged: loss is " + std::to_string(loss) + " at step "
@@ -247,7 +279,8 @@ caf::expected<train_result> trainer::run() {
       store_.update(cfg, step_ + 1, scale);
       model_->update_external(cfg, step_ + 1, scale);
     } catch (const std::runtime_error& e) {
-      return fail("step " + std::to_string(step_ + 1) + ": " + e.what());
+      if (auto err = rolled_back(fail("step " + std::to_string(step_ + 1) + ": " + e.what()))) return err;
+      continue;
     }
     model_->after_update(step_ + 1);
     ++step_;
@@ -257,7 +290,7 @@ caf::expected<train_result> trainer::run() {
     if (on_step) on_step(step_, loss);
 
     if (checkpoints && opts_.checkpoint_every > 0 && step_ % opts_.checkpoint_every == 0)
-      if (auto err = save()) return err;
+      if (auto err = saved()) return err;
 
     if (seconds_since(last_report) >= opts_.progress_seconds || step_ == total_steps_) {
       last_report = clock_type::now();

@@ -88,10 +88,18 @@ class trainer {
   std::function<bool(int64_t)> between_steps;
   // Called with the step and path of every checkpoint written.
   std::function<void(int64_t, const std::string&)> on_checkpoint;
+  // Called when a step or a checkpoint failed with a PS shard process lost
+  // (the reason): none once every shard is back, and the run then rolls
+  // back to the newest checkpoint (as --resume) and goes on; an error stops
+  // the run with it. Unset: the failure stops the run.
+  std::function<caf::error(const std::string&)> recover;
 
  private:
   caf::error restore();
   caf::error save();
+  // After a shard was lost: the shards back (recover), the newest checkpoint
+  // restored and attached again; or why the run must stop.
+  caf::error roll_back(const std::string& why);
   double learning_rate(int64_t step) const;
   eval_totals evaluate();
 
@@ -107,6 +115,7 @@ class trainer {
   int64_t epoch_ = 0;
   int64_t index_in_epoch_ = 0;
   uint64_t restarts_ = 0;  // resumes so far, carried in checkpoints
+  bool shard_lost_ = false;  // the last save() failed on a PS shard
   caf::error init_error_;
 };
 

@@ -1,6 +1,7 @@
 #include "actors/ps/remote_shard.hpp"
 
 #include "schema/errors.hpp"
+#include "schema/shard_parts.hpp"
 
 namespace cleave {
 
@@ -20,27 +21,79 @@ void copy_to(const tensor& from, mut_view<float> to) {
 
 }  // namespace
 
-caf::expected<std::unique_ptr<remote_shard>> remote_shard::connect(caf::actor_system& sys, const std::string& host,
-                                                                   uint16_t port, caf::timespan connect_timeout,
-                                                                   caf::timespan call_timeout) {
+caf::expected<std::unique_ptr<transport::frame_client>> remote_shard::open(caf::actor_system& sys,
+                                                                             const std::string& host, uint16_t port,
+                                                                             caf::timespan connect_timeout) {
   transport::bulk_options opts;
   opts.connect_timeout = connect_timeout;
   opts.max_payload_for_kind = [max = opts.max_payload](uint16_t kind) { return shard_frame_cap(kind, max); };
-  const std::string address = host + ":" + std::to_string(port);
   auto client = transport::frame_client::connect(sys, host, port, opts);
-  if (!client) return fail("cannot reach the PS shard at " + address + ": " + describe(client.error()));
-  return std::unique_ptr<remote_shard>(new remote_shard(std::move(*client), address, call_timeout));
+  if (!client) return fail("cannot reach the PS shard at " + host + ":" + std::to_string(port) + ": " + describe(client.error()));
+  return client;
 }
 
-caf::expected<transport::bulk_frame> remote_shard::call(shard_kind kind, std::vector<char> payload,
-                                                        shard_kind expected) {
+caf::expected<std::unique_ptr<remote_shard>> remote_shard::connect(caf::actor_system& sys, const std::string& host,
+                                                                   uint16_t port, caf::timespan connect_timeout,
+                                                                   caf::timespan call_timeout) {
+  auto client = open(sys, host, port, connect_timeout);
+  if (!client) return client.error();
+  return std::unique_ptr<remote_shard>(new remote_shard(sys, std::move(*client), host, port, call_timeout));
+}
+
+caf::error remote_shard::reconnect(caf::timespan connect_timeout) {
+  auto client = open(sys_, host_, port_, connect_timeout);
+  if (!client) return client.error();
+  before_client_ = traffic();
+  client_ = std::move(*client);
+  return {};
+}
+
+caf::expected<transport::bulk_frame> remote_shard::exchange(shard_kind kind, std::vector<char> payload) {
   auto frame = client_->call(static_cast<uint16_t>(kind), ++tag_, std::move(payload), call_timeout_);
   if (!frame) return fail("the PS shard at " + address_ + ": " + describe(frame.error()));
   if (frame->kind == static_cast<uint16_t>(shard_kind::refused)) {
     auto why = decode_shard_refusal(frame->payload.data(), frame->payload.size());
     return fail("the PS shard at " + address_ + " refused: " + (why ? *why : describe(why.error())));
   }
-  if (frame->kind != static_cast<uint16_t>(expected) || frame->tag != tag_)
+  if (frame->tag != tag_) return fail("the PS shard at " + address_ + " answered out of turn (tag)");
+  return frame;
+}
+
+caf::expected<transport::bulk_frame> remote_shard::send_in_parts(shard_kind kind, const std::vector<char>& payload) {
+  for (uint64_t offset = 0;; offset += shard_part_bytes) {
+    auto answer = exchange(shard_kind::part, encode_shard_part(static_cast<uint16_t>(kind), payload, offset));
+    if (!answer || offset + shard_part_bytes >= payload.size()) return answer;
+    if (answer->kind != static_cast<uint16_t>(shard_kind::done))
+      return fail("the PS shard at " + address_ + " answered a part with kind " + std::to_string(answer->kind));
+  }
+}
+
+caf::expected<transport::bulk_frame> remote_shard::fetch_parts(transport::bulk_frame first) {
+  shard_part_assembler whole;
+  for (auto frame = std::move(first);;) {
+    auto part = decode_shard_part(frame.payload.data(), frame.payload.size());
+    caf::error why = part ? whole.add(*part) : part.error();
+    if (!why && !shard_kind_in_parts(whole.kind())) why = fail("an answer of kind " + std::to_string(whole.kind()) + " in parts");
+    if (why) return fail("the PS shard at " + address_ + ": " + describe(why));
+    if (whole.complete()) {
+      frame.kind = whole.kind();
+      frame.payload = whole.take();
+      return frame;
+    }
+    auto next = exchange(shard_kind::next_part, {});
+    if (!next) return next.error();
+    if (next->kind != static_cast<uint16_t>(shard_kind::part))
+      return fail("the PS shard at " + address_ + " broke off an answer in parts (kind " + std::to_string(next->kind) + ")");
+    frame = std::move(*next);
+  }
+}
+
+caf::expected<transport::bulk_frame> remote_shard::call(shard_kind kind, std::vector<char> payload,
+                                                        shard_kind expected) {
+  auto frame = payload.size() > shard_part_bytes ? send_in_parts(kind, payload) : exchange(kind, std::move(payload));
+  if (frame && frame->kind == static_cast<uint16_t>(shard_kind::part)) frame = fetch_parts(std::move(*frame));
+  if (!frame) return frame.error();
+  if (frame->kind != static_cast<uint16_t>(expected))
     return fail("the PS shard at " + address_ + " answered out of turn (kind " + std::to_string(frame->kind) + ")");
   return frame;
 }

@@ -40,7 +40,15 @@ class remote_shard final : public ps_shard {
   // The coordinator computes the products that stay whole itself.
   bool computes_here(gemm_tag, int64_t, int64_t, int64_t) override { return true; }
 
-  remote_shard_traffic traffic() const { return {client_->bytes_sent(), client_->bytes_received()}; }
+  // Whether the connection to the shard process is gone (it died or closed it).
+  bool lost() const { return client_->closed(); }
+  // A new connection to the same address, for a shard process started
+  // again there; the next call must be an attach. The traffic counts go on.
+  caf::error reconnect(caf::timespan connect_timeout);
+
+  remote_shard_traffic traffic() const {
+    return {before_client_.bytes_sent + client_->bytes_sent(), before_client_.bytes_received + client_->bytes_received()};
+  }
   // The traffic once the last attach was answered (what the slices cost to place).
   remote_shard_traffic traffic_after_attach() const { return after_attach_; }
   // The shard process's own counts and peak memory.
@@ -48,15 +56,30 @@ class remote_shard final : public ps_shard {
   const std::string& address() const { return address_; }
 
  private:
-  remote_shard(std::unique_ptr<transport::frame_client> client, std::string address, caf::timespan call_timeout)
-      : client_(std::move(client)), address_(std::move(address)), call_timeout_(call_timeout) {}
-  // One request and its answer, which must be of kind `expected`.
+  remote_shard(caf::actor_system& sys, std::unique_ptr<transport::frame_client> client, std::string host,
+               uint16_t port, caf::timespan call_timeout)
+      : sys_(sys), client_(std::move(client)), host_(std::move(host)), port_(port),
+        address_(host_ + ":" + std::to_string(port)), call_timeout_(call_timeout) {}
+  static caf::expected<std::unique_ptr<transport::frame_client>> open(caf::actor_system& sys, const std::string& host,
+                                                                      uint16_t port, caf::timespan connect_timeout);
+  // One request and its answer, which must be of kind `expected`; either
+  // may travel in parts (schema/shard_parts.hpp).
   caf::expected<transport::bulk_frame> call(shard_kind kind, std::vector<char> payload, shard_kind expected);
+  // One frame each way.
+  caf::expected<transport::bulk_frame> exchange(shard_kind kind, std::vector<char> payload);
+  // The request in parts; the answer to its last part.
+  caf::expected<transport::bulk_frame> send_in_parts(shard_kind kind, const std::vector<char>& payload);
+  // The whole answer whose first part is `first`.
+  caf::expected<transport::bulk_frame> fetch_parts(transport::bulk_frame first);
   // An answer of tensors whose shapes must be `shapes`' (rows, cols).
   caf::expected<std::vector<tensor>> call_for_tensors(shard_kind kind, std::vector<char> payload,
                                                       const std::vector<std::pair<int64_t, int64_t>>& shapes);
 
+  caf::actor_system& sys_;
   std::unique_ptr<transport::frame_client> client_;
+  remote_shard_traffic before_client_;  // the traffic of the connections before client_
+  std::string host_;
+  uint16_t port_;
   std::string address_;
   caf::timespan call_timeout_;
   uint64_t tag_ = 0;

@@ -43,8 +43,8 @@ caf::behavior shard_server(caf::stateful_actor<shard_server_state>* self) {
         return std::move(f.payload);
       }
       auto a = st.service.handle(f.kind, f.payload.data(), f.payload.size());
-      // The first connection whose attach is accepted is the coordinator.
-      if (!st.has_coordinator && f.kind == static_cast<uint16_t>(shard_kind::attach) && a.kind == shard_kind::done) {
+      // The first connection whose attach is accepted (whole or in parts) is the coordinator.
+      if (!st.has_coordinator && st.service.attached()) {
         st.has_coordinator = true;
         st.coordinator = f.conn;
       }

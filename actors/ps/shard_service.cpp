@@ -36,9 +36,57 @@ std::string misfit(const shard_product_msg& p, const slice_state& st) {
 
 shard_answer shard_service::handle(uint16_t kind, const char* data, size_t size) {
   bytes_in_ += size;
-  auto answer = answer_to(kind, data, size);
+  shard_answer answer;
+  if (kind == static_cast<uint16_t>(shard_kind::next_part)) {
+    answer = next_part();
+  } else {
+    outgoing_ = {};  // a new request: an answer not fetched to its end is dropped
+    if (kind == static_cast<uint16_t>(shard_kind::part)) {
+      answer = take_part(data, size);
+    } else if (incoming_.started()) {
+      incoming_.reset();
+      answer = {shard_kind::refused, encode_shard_refusal("a request came before the last parts of the one before it")};
+    } else {
+      answer = send(answer_to(kind, data, size));
+    }
+  }
   bytes_out_ += answer.payload.size();
   return answer;
+}
+
+shard_answer shard_service::take_part(const char* data, size_t size) {
+  auto refuse = [](const caf::error& why) { return shard_answer{shard_kind::refused, encode_shard_refusal(describe(why))}; };
+  auto part = decode_shard_part(data, size);
+  if (!part) {
+    incoming_.reset();
+    return refuse(part.error());
+  }
+  if (!shard_kind_in_parts(part->kind) || part->kind == static_cast<uint16_t>(shard_kind::tensors)) {
+    incoming_.reset();
+    return refuse(fail("a request of kind " + std::to_string(part->kind) + " does not come in parts"));
+  }
+  if (auto why = incoming_.add(*part)) return refuse(why);
+  if (!incoming_.complete()) return {};
+  const uint16_t kind = incoming_.kind();
+  const std::vector<char> whole = incoming_.take();
+  return send(answer_to(kind, whole.data(), whole.size()));
+}
+
+shard_answer shard_service::send(shard_answer whole) {
+  if (whole.payload.size() <= part_bytes_) return whole;
+  outgoing_ = std::move(whole);
+  outgoing_offset_ = 0;
+  return next_part();
+}
+
+shard_answer shard_service::next_part() {
+  if (outgoing_offset_ >= outgoing_.payload.size())
+    return {shard_kind::refused, encode_shard_refusal("no answer in parts is being sent")};
+  shard_answer part{shard_kind::part, encode_shard_part(static_cast<uint16_t>(outgoing_.kind), outgoing_.payload,
+                                                        outgoing_offset_, part_bytes_)};
+  outgoing_offset_ += part.payload.size() - shard_part_header_bytes;
+  if (outgoing_offset_ >= outgoing_.payload.size()) outgoing_ = {};  // the last part: nothing is kept
+  return part;
 }
 
 shard_answer shard_service::answer_to(uint16_t kind, const char* data, size_t size) {

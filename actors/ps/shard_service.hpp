@@ -12,6 +12,7 @@
 
 #include "actors/ps/shard_store.hpp"
 #include "schema/shard_codec.hpp"
+#include "schema/shard_parts.hpp"
 
 namespace cleave {
 
@@ -22,6 +23,8 @@ struct shard_answer {
 
 class shard_service {
  public:
+  // Answers longer than part_bytes go out in parts.
+  explicit shard_service(uint64_t part_bytes = shard_part_bytes) : part_bytes_(part_bytes) {}
   // The answer to one request; `stats` counts the payload bytes of every
   // request before it and of every answer but its own.
   shard_answer handle(uint16_t kind, const char* data, size_t size);
@@ -30,6 +33,12 @@ class shard_service {
 
  private:
   shard_answer answer_to(uint16_t kind, const char* data, size_t size);
+  // A request's piece: `done` until the request is whole, then its answer.
+  shard_answer take_part(const char* data, size_t size);
+  // The next piece of the answer in parts.
+  shard_answer next_part();
+  // The answer itself, or its first part when it is longer than part_bytes_.
+  shard_answer send(shard_answer whole);
   caf::expected<shard_answer> attach(const char* data, size_t size);
   caf::expected<shard_answer> products(const char* data, size_t size);
   caf::expected<shard_answer> add_grads(const char* data, size_t size);
@@ -38,6 +47,10 @@ class shard_service {
 
   shard_store store_;
   bool attached_ = false;
+  uint64_t part_bytes_;
+  shard_part_assembler incoming_;
+  shard_answer outgoing_;  // an answer in parts, sent up to outgoing_offset_
+  uint64_t outgoing_offset_ = 0;
   uint64_t bytes_in_ = 0, bytes_out_ = 0;
 };
 

@@ -48,6 +48,11 @@ caf::expected<std::unique_ptr<frame_client>> frame_client::connect(caf::actor_sy
   return std::unique_ptr<frame_client>(new frame_client(sys, sink, *channel, box));
 }
 
+bool frame_client::closed() const {
+  std::lock_guard<std::mutex> lk(box_->mx);
+  return !box_->closed.empty();
+}
+
 caf::expected<bulk_frame> frame_client::call(uint16_t kind, uint64_t tag, std::vector<char> payload,
                                              caf::timespan timeout) {
   {

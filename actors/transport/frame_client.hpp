@@ -33,6 +33,8 @@ class frame_client {
   // Sends (kind, tag, payload) and returns the next frame from the peer, or
   // why none came within `timeout` (the connection closed, or silence).
   caf::expected<bulk_frame> call(uint16_t kind, uint64_t tag, std::vector<char> payload, caf::timespan timeout);
+  // Whether the connection is gone (then every call fails at once).
+  bool closed() const;
   // Frame bytes (headers included) each way so far.
   uint64_t bytes_sent() const { return bytes_sent_; }
   uint64_t bytes_received() const { return bytes_received_; }

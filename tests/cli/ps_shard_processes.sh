@@ -20,7 +20,8 @@ common=(--steps=50 --threads=1 --eval-tokens=256 --log-level=warn)
 
 # start_shard NAME: a shard on an ephemeral loopback port; sets port_NAME and pid_NAME.
 start_shard() {
-  "$CLEAVE" --role=ps-shard --listen=127.0.0.1:0 --threads=1 > "$1.log" 2>&1 &
+  : > "$1.log"  # emptied here, not in the child, so that wait_port cannot read the last shard's port
+  "$CLEAVE" --role=ps-shard --listen=127.0.0.1:0 --threads=1 >> "$1.log" 2>&1 &
   printf -v "pid_$1" %s $!
   local p; p=$(wait_port "$1.log")
   [[ -n $p ]] || fail "shard $1 did not start: $(cat "$1.log")"
@@ -142,6 +143,7 @@ for bad in "--role=ps --shards=127.0.0.1:1,127.0.0.1:2 --ps-shards=2|use one or 
            "--role=ps --shards=:4100|needs host:port" \
            "--role=ps --shards=127.0.0.1:1 --listen=4000|runs without devices" \
            "--role=all --shards=127.0.0.1:1|--shards is for --role=ps" \
+           "--role=ps --shards=127.0.0.1:1 --shard-wait-seconds=-1|--shard-wait-seconds must be between" \
            "--role=ps-shard|needs --listen"; do
   args=${bad%%|*} want=${bad#*|}
   # shellcheck disable=SC2086
