@@ -73,10 +73,7 @@ double clip_scale(double global_norm, double clip_norm) {
   return (clip_norm > 0 && global_norm > clip_norm) ? clip_norm / (global_norm + 1e-6) : 1.0;
 }
 
-// The update runs in blocks: the arithmetic in plain loops that vectorise,
-// the square root through Eigen on an aligned buffer padded to whole packets
-// (std::sqrt keeps a scalar errno path under the default -fmath-errno, which
-// stops the loop vectorising; Eigen's packet sqrt is exact, like the scalar).
+// One block of the update (defined below the loops that call it).
 template <class T>
 void adamw_block(T* w, T* m, T* v, const T* g, int64_t l, T b1, T a1, T b2, T a2, T inv_bc1,
                  T inv_bc2, T lr, T eps, T s, T wd);
