@@ -16,57 +16,31 @@ namespace cleave {
 
 template <class T>
 double sum_of_squares(const basic_tensor<T>& g) {
-  const int64_t n = g.size();
-  if (n == 0) return 0.0;
-  // Fixed chunks (independent of the thread count), each summed in double,
-  // combined in order.
-  constexpr int64_t kMaxChunks = 256;
-  const int64_t chunk = std::max<int64_t>(4096, (n + kMaxChunks - 1) / kMaxChunks);
-  const int64_t nchunks = (n + chunk - 1) / chunk;
-  double partial[kMaxChunks];
   const T* p = g.data();
-  const int nt = compute_threads();
-#pragma omp parallel for num_threads(nt) schedule(static) if (nchunks > 1)
-  for (int64_t ic = 0; ic < nchunks; ++ic) {
-    const int64_t end = std::min(n, (ic + 1) * chunk);
-    const T* q = p + ic * chunk;
-    partial[ic] = detail::lane_sum<double>(end - ic * chunk, [&](int64_t i) {
-      const double x = static_cast<double>(q[i]);
+  return detail::ordered_chunk_sum(g.size(), 4096, compute_threads(), true, [&](int64_t begin, int64_t end) {
+    return detail::lane_sum<double>(end - begin, [&](int64_t i) {
+      const double x = static_cast<double>(p[begin + i]);
       return x * x;
     });
-  }
-  double total = 0;
-  for (int64_t ic = 0; ic < nchunks; ++ic) total += partial[ic];
-  return total;
+  });
 }
 
 template <class T>
 double sum_of_squares_rows(const basic_tensor<T>& g, const std::vector<int32_t>& rows) {
+  // Up to 1024 rows are one chunk, summed on this thread.
   const int64_t cols = g.cols();
   const auto n = static_cast<int64_t>(rows.size());
-  if (n == 0) return 0.0;
-  // As sum_of_squares: fixed blocks of rows (independent of the thread
-  // count), each summed in row order, combined in order. Up to 1024 rows are
-  // one block, summed on this thread.
-  constexpr int64_t kMaxBlocks = 256;
-  const int64_t block = std::max<int64_t>(1024, (n + kMaxBlocks - 1) / kMaxBlocks);
-  const int64_t nblocks = (n + block - 1) / block;
-  double partial[kMaxBlocks];
-#pragma omp parallel for num_threads(compute_threads()) schedule(static) if (nblocks > 1)
-  for (int64_t ib = 0; ib < nblocks; ++ib) {
+  return detail::ordered_chunk_sum(n, 1024, compute_threads(), true, [&](int64_t begin, int64_t end) {
     double sum = 0;
-    for (int64_t k = ib * block; k < std::min(n, (ib + 1) * block); ++k) {
+    for (int64_t k = begin; k < end; ++k) {
       const T* q = g.data() + static_cast<int64_t>(rows[static_cast<size_t>(k)]) * cols;
       sum += detail::lane_sum<double>(cols, [&](int64_t i) {
         const double x = static_cast<double>(q[i]);
         return x * x;
       });
     }
-    partial[ib] = sum;
-  }
-  double total = 0;
-  for (int64_t ib = 0; ib < nblocks; ++ib) total += partial[ib];
-  return total;
+    return sum;
+  });
 }
 
 double clip_scale(double global_norm, double clip_norm) {

@@ -41,30 +41,23 @@ double softmax_xent_forward(const basic_tensor<T>& logits, const std::vector<int
   using carr = Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>>;
   // Per-chunk partial sums in double, combined in order: the loss does not
   // depend on the thread count.
-  constexpr int64_t kMaxChunks = 256;
-  const int64_t chunk = std::max<int64_t>(1, (n + kMaxChunks - 1) / kMaxChunks);
-  const int64_t nchunks = (n + chunk - 1) / chunk;
-  double partial[kMaxChunks];
-  const int nt = compute_threads();
-#pragma omp parallel for num_threads(nt) schedule(static) if (n * v > (1 << 15))
-  for (int64_t ic = 0; ic < nchunks; ++ic) {
-    double acc = 0;
-    for (int64_t r = ic * chunk; r < std::min(n, (ic + 1) * chunk); ++r) {
-      const T* x = logits.data() + r * v;
-      T* p = probs.data() + r * v;
-      const T mx = carr(x, v).maxCoeff();  // exact in any order
-      const T sum = detail::exp_sum(x, p, v, mx, T(1));
-      const T inv = T(1) / sum;
+  const double total = detail::ordered_chunk_sum(
+    n, 1, compute_threads(), n * v > (1 << 15), [&](int64_t begin, int64_t end) {
+      double acc = 0;
+      for (int64_t r = begin; r < end; ++r) {
+        const T* x = logits.data() + r * v;
+        T* p = probs.data() + r * v;
+        const T mx = carr(x, v).maxCoeff();  // exact in any order
+        const T sum = detail::exp_sum(x, p, v, mx, T(1));
+        const T inv = T(1) / sum;
 #pragma omp simd
-      for (int64_t c = 0; c < v; ++c) p[c] *= inv;
-      // loss = log(sum exp(x - mx)) - (x[label] - mx)
-      acc += std::log(static_cast<double>(sum)) -
-             (static_cast<double>(x[labels[r]]) - static_cast<double>(mx));
-    }
-    partial[ic] = acc;
-  }
-  double total = 0;
-  for (int64_t ic = 0; ic < nchunks; ++ic) total += partial[ic];
+        for (int64_t c = 0; c < v; ++c) p[c] *= inv;
+        // loss = log(sum exp(x - mx)) - (x[label] - mx)
+        acc += std::log(static_cast<double>(sum)) -
+               (static_cast<double>(x[labels[r]]) - static_cast<double>(mx));
+      }
+      return acc;
+    });
   return total / static_cast<double>(n);
 }
 

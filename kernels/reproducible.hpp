@@ -55,4 +55,23 @@ A lane_sum(int64_t n, F&& f) {
   return acc[0];
 }
 
+// The sum over [0, n) of chunk_sum(begin, end) on fixed chunks of at least
+// min_chunk (at most 256 chunks, however many threads run), each summed on
+// one thread and the chunks combined in order: the same bits on any number
+// of threads. `parallel` says whether the work is worth a parallel region.
+template <class F>
+double ordered_chunk_sum(int64_t n, int64_t min_chunk, int threads, bool parallel, F&& chunk_sum) {
+  if (n <= 0) return 0.0;
+  constexpr int64_t max_chunks = 256;
+  const int64_t chunk = std::max<int64_t>(min_chunk, (n + max_chunks - 1) / max_chunks);
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  double partial[max_chunks];
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel && chunks > 1)
+  for (int64_t ic = 0; ic < chunks; ++ic)
+    partial[ic] = chunk_sum(ic * chunk, std::min(n, (ic + 1) * chunk));
+  double total = 0;
+  for (int64_t ic = 0; ic < chunks; ++ic) total += partial[ic];
+  return total;
+}
+
 }  // namespace cleave::detail
