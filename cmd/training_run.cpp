@@ -369,6 +369,15 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
     extras.checkpoint_shards = [&](int64_t step) { return own->write(step); };
     extras.restore_shards = [&](checkpoint& ck, std::deque<parameter>& params) {
       auto err = own->restore(ck, params, opts.checkpoint_dir);
+      // A shard lost while it loads its file says nothing about the set:
+      // wait for it again and retry the same set, a few times at most.
+      for (int again = 0; err && again < 3 && std::any_of(remotes.begin(), remotes.end(),
+                                                          [](remote_shard* r) { return r->lost(); });
+           ++again) {
+        if (auto gone = wait_for_lost_shards(remotes, describe(err), cfg.shard_wait_seconds, connect_timeout))
+          return gone;
+        err = own->restore(ck, params, opts.checkpoint_dir);
+      }
       if (!err)
         spdlog::info("ps: checkpoint set of step {}: {}", ck.step,
                      ck.shards.count == remotes.size()

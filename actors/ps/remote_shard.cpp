@@ -131,11 +131,11 @@ caf::error remote_shard::attach(const std::vector<parameter*>& params, const std
     for (size_t id = 0; same && id < mine.size(); ++id)
       same = mine[id].axis == mine_[id].axis && mine[id].range.begin == mine_[id].range.begin
              && mine[id].range.end == mine_[id].range.end;
-    if (same) {
-      take_cut(params, mine);
-      after_attach_ = traffic();
-      return {};
-    }
+    // The coordinator's whole moments are not current after a restore: only the shard's file has them.
+    if (!same) return fail("the PS shard at " + address_ + " loaded its file for another cut than this attach's");
+    take_cut(params, mine);
+    after_attach_ = traffic();
+    return {};
   }
   std::vector<shard_attach_entry> entries(params.size());
   take_cut(params, mine);
