@@ -5,11 +5,20 @@
 // Every frame is capped and checked before anything is sized
 // (actors/transport, schema/shard_codec.hpp): a peer that sends garbage is
 // refused and closed, and the shard goes on serving.
+//
+// With --checkpoint-dir the shard writes its own slices there when its
+// coordinator checkpoints, and loads them back when the coordinator resumes
+// or rolls back (schema/shard_checkpoint_file.hpp): the coordinator names
+// the file, so a restarted shard needs no state of its own; --resume only
+// says so in the log.
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <thread>
+
+#include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
@@ -17,6 +26,7 @@
 #include "cmd/roles.hpp"
 #include "cmd/wiring.hpp"
 #include "schema/errors.hpp"
+#include "schema/shard_checkpoint_file.hpp"
 
 namespace cleave {
 
@@ -25,8 +35,25 @@ int run_ps_shard(cleave_config& cfg) {
   auto endpoint = parse_endpoint(cfg.listen, "listen", true);
   if (!endpoint) return usage_error(describe(endpoint.error()));
   if (cfg.tls()) return usage_error("--tls-* on a PS shard's link is not in this build (phase 1: plaintext, on a trusted network)");
+  if (cfg.resume && cfg.checkpoint_dir.empty())
+    return usage_error("--resume on a PS shard needs --checkpoint-dir (where its own checkpoint files are)");
+  if (!cfg.checkpoint_dir.empty()) {
+    // Refused now, not at the first checkpoint, which would cost the run its steps since the last one.
+    std::error_code ec;
+    if (!std::filesystem::is_directory(cfg.checkpoint_dir, ec))
+      return usage_error("--checkpoint-dir " + cfg.checkpoint_dir + " is not a directory");
+    if (::access(cfg.checkpoint_dir.c_str(), W_OK | X_OK) != 0)
+      return usage_error("--checkpoint-dir " + cfg.checkpoint_dir + " is not writable");
+    if (cfg.resume) {
+      size_t files = 0;
+      for (std::filesystem::directory_iterator it(cfg.checkpoint_dir, ec), end; !ec && it != end; it.increment(ec))
+        files += it->path().extension() == ".clvshard";
+      spdlog::info("ps-shard: --resume: {} shard checkpoint file(s) in {}; the coordinator names the one to load",
+                   files, cfg.checkpoint_dir);
+    }
+  }
   caf::actor_system sys{cfg};
-  auto server = sys.spawn(shard_server);
+  auto server = sys.spawn(shard_server, cfg.checkpoint_dir);
   auto ended = std::make_shared<std::atomic<bool>>(false);
   server->attach_functor([ended] { ended->store(true); });
   auto listener = transport::spawn_bulk_listener(sys, endpoint->second, server,

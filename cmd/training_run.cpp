@@ -19,6 +19,7 @@
 #include "actors/ps/modellet_report.hpp"
 #include "actors/ps/modellet_transport.hpp"
 #include "actors/ps/remote_shard.hpp"
+#include "actors/ps/shard_checkpoints.hpp"
 #include "actors/ps/sharded_ps.hpp"
 #include "actors/simulator/baselines/live_data_parallel.hpp"
 #include "kernels/random.hpp"
@@ -92,6 +93,9 @@ struct train_extras {
   std::function<void()> training_done;
   std::function<nlohmann::json(int64_t steps)> shard_report;
   std::function<caf::error(const std::string&)> recover_shards;  // trainer::recover
+  // Shard processes' own checkpoint files (trainer::checkpoint_shards, restore_shards).
+  std::function<caf::expected<shard_set>(int64_t)> checkpoint_shards;
+  std::function<caf::error(checkpoint&, std::deque<parameter>&)> restore_shards;
 };
 
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
@@ -133,6 +137,13 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   }
   if (extras.training_done) t.after_training = extras.training_done;
   if (extras.recover_shards) t.recover = extras.recover_shards;
+  if (extras.checkpoint_shards) t.checkpoint_shards = extras.checkpoint_shards;
+  // A set written over shard processes: any other run puts the moments
+  // together from the set's files in its own checkpoint directory.
+  t.restore_shards = extras.restore_shards ? extras.restore_shards
+                                           : [dir = opts.checkpoint_dir](checkpoint& ck, std::deque<parameter>&) {
+                                               return read_set_moments(dir, ck);
+                                             };
   if (!fleet.empty()) {
     t.after_training = [&] {
       for (auto* engine : fleet) engine->finish_step();
@@ -345,9 +356,36 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
   }
   auto ps = std::make_unique<sharded_ps>(std::move(list));
   const sharded_ps* store = ps.get();
+  // With a checkpoint directory every shard writes its own slices there.
+  std::unique_ptr<shard_checkpoints> own;
+  if (!opts.checkpoint_dir.empty()) {
+    own = std::make_unique<shard_checkpoints>(*ps, remotes);
+    if (auto err = own->check_dirs()) return runtime_error(describe(err));
+  }
   std::vector<remote_shard_traffic> after_training;
   train_extras extras;
   extras.processes = std::move(ps);
+  if (own) {
+    extras.checkpoint_shards = [&](int64_t step) { return own->write(step); };
+    extras.restore_shards = [&](checkpoint& ck, std::deque<parameter>& params) {
+      auto err = own->restore(ck, params, opts.checkpoint_dir);
+      // A shard lost while it loads its file says nothing about the set:
+      // wait for it again and retry the same set, a few times at most.
+      for (int again = 0; err && again < 3 && std::any_of(remotes.begin(), remotes.end(),
+                                                          [](remote_shard* r) { return r->lost(); });
+           ++again) {
+        if (auto gone = wait_for_lost_shards(remotes, describe(err), cfg.shard_wait_seconds, connect_timeout))
+          return gone;
+        err = own->restore(ck, params, opts.checkpoint_dir);
+      }
+      if (!err)
+        spdlog::info("ps: checkpoint set of step {}: {}", ck.step,
+                     ck.shards.count == remotes.size()
+                       ? "every PS shard loaded its own file"
+                       : "the moments put together from its " + std::to_string(ck.shards.count) + " shard files");
+      return err;
+    };
+  }
   extras.training_done = [&] {
     for (auto* r : remotes) after_training.push_back(r->traffic());
   };

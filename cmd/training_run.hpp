@@ -34,9 +34,12 @@ int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, 
 
 // Over --role=ps-shard processes at `shards` (host, port): each owns its
 // slices and computes its products; this process runs the row-wise ops and
-// the data. Unreachable shards, and a shard lost during the run, end it with
-// the reason. The report's per_shard gives each shard's bytes each way and
-// its peak memory.
+// the data. Unreachable shards end it with the reason; so does a shard lost
+// during the run, unless the run checkpoints: then it waits for the shard
+// to come back and rolls back to the newest complete checkpoint set, whose
+// shard files the shards write and load themselves
+// (actors/ps/shard_checkpoints.hpp). The report's per_shard gives each
+// shard's bytes each way and its peak memory.
 int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                                int threads, const std::vector<std::pair<std::string, uint16_t>>& shards);
 

@@ -27,6 +27,20 @@ struct Parameter {
   adamV @3 :Tensor;              # AdamW second moment
 }
 
+struct ShardFile {
+  name @0 :Text;
+  checksum @1 :UInt32;
+  bytes @2 :UInt64;
+}
+
+# With PS shard processes: the shards' own files hold the AdamW moments
+# (the parameters' adamM and adamV are then empty).
+struct ShardSet {
+  count @0 :UInt32;
+  id @1 :UInt64;
+  files @2 :List(ShardFile);
+}
+
 struct Checkpoint {
   model @0 :ModelConfig;
   dataset @1 :Text;
@@ -37,4 +51,5 @@ struct Checkpoint {
   indexInEpoch @6 :UInt64;       # ... and samples consumed within it
   parameters @7 :List(Parameter);
   restarts @8 :UInt64;           # times training was resumed on the way here
+  shardSet @9 :ShardSet;         # count 0 (or absent): no shard files
 }

@@ -119,6 +119,18 @@ caf::expected<std::string> write_checkpoint(const std::string& dir, const checkp
     encode_tensor(p.adam_m, out.initAdamM());
     encode_tensor(p.adam_v, out.initAdamV());
   }
+  if (ck.shards.count > 0) {
+    auto set = root.initShardSet();
+    set.setCount(ck.shards.count);
+    set.setId(ck.shards.id);
+    auto files = set.initFiles(static_cast<unsigned>(ck.shards.files.size()));
+    for (size_t i = 0; i < ck.shards.files.size(); ++i) {
+      auto f = files[static_cast<unsigned>(i)];
+      f.setName(ck.shards.files[i].name);
+      f.setChecksum(ck.shards.files[i].checksum);
+      f.setBytes(ck.shards.files[i].bytes);
+    }
+  }
   auto words = capnp::messageToFlatArray(builder);
   auto bytes = words.asBytes();
 
@@ -248,6 +260,16 @@ caf::expected<checkpoint> read_checkpoint_bytes(const char* data, size_t size,
       ps.adam_m = std::move(*m);
       ps.adam_v = std::move(*v);
       ck.parameters.push_back(std::move(ps));
+    }
+    if (root.hasShardSet()) {
+      auto set = root.getShardSet();
+      ck.shards.count = set.getCount();
+      ck.shards.id = set.getId();
+      for (auto f : set.getFiles())
+        ck.shards.files.push_back({f.getName().cStr(), f.getChecksum(), f.getBytes()});
+      if (ck.shards.count > 64 || ck.shards.files.size() != ck.shards.count)
+        return fail(name + ": its shard set names " + std::to_string(ck.shards.files.size()) + " files for "
+                    + std::to_string(ck.shards.count) + " shards");
     }
   } catch (const kj::Exception& e) {
     return fail(name + ": malformed checkpoint message: " + e.getDescription().cStr());

@@ -31,6 +31,24 @@ struct parameter_state {
   tensor adam_v;
 };
 
+// A shard process's checkpoint file as the coordinator's names it.
+struct shard_file_ref {
+  std::string name;  // in the shard's --checkpoint-dir, without the folder
+  uint32_t checksum = 0;  // the CRC-32 in its header
+  uint64_t bytes = 0;     // its size
+};
+
+// With PS shard processes the AdamW moments are in the shards' own files:
+// the coordinator's checkpoint names them (count 0: no shard files, the
+// moments are in `parameters`). The coordinator writes its file after every
+// shard answered, so a set is complete iff this file exists and every file
+// it names does, with that checksum.
+struct shard_set {
+  uint32_t count = 0;
+  uint64_t id = 0;
+  std::vector<shard_file_ref> files;  // by shard index
+};
+
 struct checkpoint {
   model_config model;
   std::string dataset;
@@ -40,7 +58,8 @@ struct checkpoint {
   uint64_t epoch = 0;
   uint64_t index_in_epoch = 0;
   uint64_t restarts = 0;  // times training was resumed on the way here
-  std::vector<parameter_state> parameters;
+  std::vector<parameter_state> parameters;  // moments 0x0 when `shards` holds them
+  shard_set shards;
 };
 
 // Writes dir/checkpoint-<step>.clvck atomically and then deletes all but the

@@ -65,7 +65,8 @@ bool get_count(byte_reader& r, uint32_t& n, size_t min_bytes, std::string& why) 
 }  // namespace
 
 uint64_t shard_frame_cap(uint16_t kind, uint64_t max_payload) {
-  const bool large = shard_kind_in_parts(kind) || kind == static_cast<uint16_t>(shard_kind::part);
+  const bool large = shard_kind_in_parts(kind) || kind == static_cast<uint16_t>(shard_kind::part)
+                     || kind == static_cast<uint16_t>(shard_kind::restore);
   return large ? max_payload : small_shard_frame_bytes;
 }
 

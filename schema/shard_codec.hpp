@@ -21,6 +21,10 @@
 //   stats       (empty)                               -> stats
 //   part        a piece of a larger request           -> done, or the answer
 //   next_part   (empty)                               -> the answer's next part
+//   checkpoint  step, set id, shard index and count    -> checkpoint_file
+//   restore     the same, the file, the slices' cut   -> done
+//   has_checkpoint_dir (empty)                        -> done, or refused
+//               (schema/shard_checkpoint_file.hpp: the shard's own files)
 //
 // Any request may be answered by `refused` (a reason) instead. Requests and
 // answers longer than a frame travel as parts (schema/shard_parts.hpp).
@@ -47,12 +51,16 @@ enum class shard_kind : uint16_t {
   stats = 0x107,
   part = 0x108,  // both ways: a piece of a message longer than a frame
   next_part = 0x109,
+  checkpoint = 0x10A,
+  restore = 0x10B,  // small, but a cut of many parameters outgrows small_shard_frame_bytes
+  has_checkpoint_dir = 0x10C,
   // answers
   done = 0x181,
   tensors = 0x182,
   sum_of_squares = 0x183,
   stats_answer = 0x184,
   refused = 0x185,
+  checkpoint_file = 0x186,
 };
 
 // Caps a decoder enforces (besides the frame's length).

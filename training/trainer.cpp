@@ -89,9 +89,19 @@ double trainer::learning_rate(int64_t step) const {
 }
 
 caf::error trainer::save() {
+  shard_set set;
   try {
     model_->sync_external();  // model-lets on devices: their copy at the PS, as of this step
-    store_.gather_moments();
+    if (checkpoint_shards) {
+      auto written = checkpoint_shards(step_);
+      if (!written) {
+        shard_lost_ = true;
+        return fail("checkpoint at step " + std::to_string(step_) + ": " + describe(written.error()));
+      }
+      set = std::move(*written);
+    } else {
+      store_.gather_moments();
+    }
   } catch (const std::runtime_error& e) {  // a device or a PS shard process lost
     shard_lost_ = true;
     return fail("checkpoint at step " + std::to_string(step_) + ": " + e.what());
@@ -106,7 +116,9 @@ caf::error trainer::save() {
   ck.index_in_epoch = static_cast<uint64_t>(index_in_epoch_);
   ck.restarts = restarts_;
   for (const auto& p : model_->parameters())
-    ck.parameters.push_back({p.name, p.value, p.adam_m, p.adam_v});
+    ck.parameters.push_back(set.count > 0 ? parameter_state{p.name, p.value, {}, {}}
+                                          : parameter_state{p.name, p.value, p.adam_m, p.adam_v});
+  ck.shards = std::move(set);
   auto path = write_checkpoint(opts_.checkpoint_dir, ck);
   if (!path) return path.error();
   spdlog::debug("checkpoint written: {}", *path);
@@ -162,14 +174,28 @@ caf::error trainer::restore() {
       auto same_shape = [&](const tensor& t) {
         return t.rows() == dst.value.rows() && t.cols() == dst.value.cols();
       };
-      if (src.name != dst.name || !same_shape(src.value) || !same_shape(src.adam_m)
-          || !same_shape(src.adam_v))
+      // A set's moments are in its shards' files.
+      const bool moments_in_shards = ck->shards.count > 0 && src.adam_m.size() == 0 && src.adam_v.size() == 0;
+      if (src.name != dst.name || !same_shape(src.value)
+          || (!moments_in_shards && (!same_shape(src.adam_m) || !same_shape(src.adam_v))))
         return fail(path + ": parameter " + src.name + " does not match the model's " + dst.name);
+    }
+    if (ck->shards.count > 0) {
+      auto err = restore_shards ? restore_shards(*ck, params)
+                                : fail("its AdamW moments are in PS shard files this run cannot read");
+      if (err) {
+        spdlog::warn("--resume: skipping the checkpoint set of step {} ({}): {}", ck->step, path, describe(err));
+        continue;
+      }
     }
     for (size_t i = 0; i < params.size(); ++i) {
       params[i].value = std::move(ck->parameters[i].value);
-      params[i].adam_m = std::move(ck->parameters[i].adam_m);
-      params[i].adam_v = std::move(ck->parameters[i].adam_v);
+      // Left empty when the shards loaded their own moments; the whole
+      // tensors here are then never read.
+      if (ck->parameters[i].adam_m.size() > 0 || params[i].adam_m.size() == 0) {
+        params[i].adam_m = std::move(ck->parameters[i].adam_m);
+        params[i].adam_v = std::move(ck->parameters[i].adam_v);
+      }
     }
     step_ = static_cast<int64_t>(ck->step);
     epoch_ = static_cast<int64_t>(ck->epoch);

@@ -12,6 +12,7 @@
 
 #include <caf/expected.hpp>
 
+#include "schema/checkpoint_file.hpp"
 #include "training/data/batches.hpp"
 #include "training/models/model.hpp"
 #include "training/parameter_store.hpp"
@@ -93,6 +94,17 @@ class trainer {
   // back to the newest checkpoint (as --resume) and goes on; an error stops
   // the run with it. Unset: the failure stops the run.
   std::function<caf::error(const std::string&)> recover;
+  // PS shard processes that write their own slices
+  // (actors/ps/shard_checkpoints.hpp): a checkpoint asks them to, instead of
+  // gathering the moments, and the coordinator's file, written once they
+  // all answered, names their files. An error is a shard's failure (a lost
+  // one rolls the run back).
+  std::function<caf::expected<shard_set>(int64_t step)> checkpoint_shards;
+  // Makes a checkpoint whose moments are in shard files (ck.shards.count >
+  // 0) loadable: the shards load their own files, or the moments are read
+  // whole into ck. An error skips that set with a warning, and the next
+  // older one is tried. Unset: such sets are skipped.
+  std::function<caf::error(checkpoint& ck, std::deque<parameter>& params)> restore_shards;
 
  private:
   caf::error restore();

@@ -111,11 +111,34 @@ caf::expected<std::vector<tensor>> remote_shard::call_for_tensors(
   return tensors;
 }
 
-caf::error remote_shard::attach(const std::vector<parameter*>& params, const std::vector<shard_slice>& mine) {
-  std::vector<shard_attach_entry> entries(params.size());
+void remote_shard::take_cut(const std::vector<parameter*>& params, const std::vector<shard_slice>& mine) {
   mine_ = mine;
   slice_shapes_.clear();
   bytes_ = 0;
+  for (size_t id = 0; id < params.size(); ++id) {
+    const parameter& p = *params[id];
+    const int64_t extent = mine[id].range.size();
+    const bool columns = mine[id].axis == shard_axis::columns;
+    slice_shapes_.emplace_back(columns ? p.value.rows() : extent, columns ? extent : p.value.cols());
+    bytes_ += 4 * static_cast<uint64_t>(slice_shapes_.back().first * slice_shapes_.back().second) * sizeof(float);
+  }
+}
+
+caf::error remote_shard::attach(const std::vector<parameter*>& params, const std::vector<shard_slice>& mine) {
+  if (restored_) {
+    restored_ = false;
+    bool same = mine.size() == mine_.size();
+    for (size_t id = 0; same && id < mine.size(); ++id)
+      same = mine[id].axis == mine_[id].axis && mine[id].range.begin == mine_[id].range.begin
+             && mine[id].range.end == mine_[id].range.end;
+    // The coordinator's whole moments are not current after a restore: only the shard's file has them.
+    if (!same) return fail("the PS shard at " + address_ + " loaded its file for another cut than this attach's");
+    take_cut(params, mine);
+    after_attach_ = traffic();
+    return {};
+  }
+  std::vector<shard_attach_entry> entries(params.size());
+  take_cut(params, mine);
   for (size_t id = 0; id < params.size(); ++id) {
     const parameter& p = *params[id];
     auto& e = entries[id];
@@ -128,8 +151,6 @@ caf::error remote_shard::attach(const std::vector<parameter*>& params, const std
     copy_out(p.value, mine[id], e.value);
     copy_out(p.adam_m, mine[id], e.adam_m);
     copy_out(p.adam_v, mine[id], e.adam_v);
-    slice_shapes_.emplace_back(e.value.rows(), e.value.cols());
-    bytes_ += 4 * static_cast<uint64_t>(e.value.size()) * sizeof(float);
   }
   auto done = call(shard_kind::attach, encode_shard_attach(entries), shard_kind::done);
   after_attach_ = traffic();
@@ -206,6 +227,35 @@ caf::error remote_shard::gather_moments(const std::vector<parameter*>& params) {
     copy_in((*moments)[2 * id], mine_[id], params[id]->adam_m);
     copy_in((*moments)[2 * id + 1], mine_[id], params[id]->adam_v);
   }
+  return {};
+}
+
+caf::error remote_shard::has_checkpoint_dir() {
+  auto done = call(shard_kind::has_checkpoint_dir, {}, shard_kind::done);
+  return done ? caf::error{} : done.error();
+}
+
+caf::expected<shard_file_ref> remote_shard::checkpoint(const shard_checkpoint_header& h) {
+  auto frame = call(shard_kind::checkpoint, encode(h), shard_kind::checkpoint_file);
+  if (!frame) return frame.error();
+  auto file = decode_shard_file_ref(frame->payload.data(), frame->payload.size());
+  if (!file) return fail("the PS shard at " + address_ + ": " + describe(file.error()));
+  if (file->name != shard_checkpoint_name(h.step, h.shard, h.shards))
+    return fail("the PS shard at " + address_ + " wrote " + file->name + ", not the file asked for");
+  return file;
+}
+
+caf::error remote_shard::restore(const shard_checkpoint_header& h, const shard_file_ref& file,
+                                 const std::vector<parameter*>& params, const std::vector<shard_slice>& mine) {
+  restored_ = false;
+  shard_restore_request q{h, file, {}};
+  for (size_t id = 0; id < params.size(); ++id)
+    q.slices.push_back({static_cast<uint8_t>(mine[id].axis), params[id]->value.rows(), params[id]->value.cols(),
+                        mine[id].range.begin, mine[id].range.end});
+  auto done = call(shard_kind::restore, encode(q), shard_kind::done);
+  if (!done) return done.error();
+  take_cut(params, mine);
+  restored_ = true;
   return {};
 }
 

@@ -11,6 +11,7 @@
 
 #include "actors/ps/ps_shard.hpp"
 #include "actors/transport/frame_client.hpp"
+#include "schema/shard_checkpoint_file.hpp"
 #include "schema/shard_codec.hpp"
 
 namespace cleave {
@@ -53,6 +54,17 @@ class remote_shard final : public ps_shard {
   remote_shard_traffic traffic_after_attach() const { return after_attach_; }
   // The shard process's own counts and peak memory.
   caf::expected<shard_stats> stats();
+
+  // Its own checkpoints (actors/ps/shard_checkpoints.hpp): whether it has a
+  // --checkpoint-dir; write its slices as `h` says; load the file `file`
+  // of `h`, whose slices must be cut as `mine`. After a restore the next
+  // attach with the same cut sends nothing: the shard holds the slices.
+  caf::error has_checkpoint_dir();
+  caf::expected<shard_file_ref> checkpoint(const shard_checkpoint_header& h);
+  caf::error restore(const shard_checkpoint_header& h, const shard_file_ref& file,
+                     const std::vector<parameter*>& params, const std::vector<shard_slice>& mine);
+  // Forgets a restore (the set it came from was not taken after all).
+  void drop_restore() { restored_ = false; }
   const std::string& address() const { return address_; }
 
  private:
@@ -88,6 +100,9 @@ class remote_shard final : public ps_shard {
   std::vector<tensor> values_;  // the last update's
   uint64_t bytes_ = 0;
   remote_shard_traffic after_attach_;
+  bool restored_ = false;  // the shard holds mine_'s slices from its own file
+  // mine_, slice_shapes_ and bytes_ for these params and this cut.
+  void take_cut(const std::vector<parameter*>& params, const std::vector<shard_slice>& mine);
 };
 
 }  // namespace cleave

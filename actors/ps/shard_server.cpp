@@ -25,7 +25,8 @@ void answer(caf::stateful_actor<shard_server_state>* self, uint64_t conn, uint64
 
 }  // namespace
 
-caf::behavior shard_server(caf::stateful_actor<shard_server_state>* self) {
+caf::behavior shard_server(caf::stateful_actor<shard_server_state>* self, std::string checkpoint_dir) {
+  self->state.service.set_checkpoint_dir(std::move(checkpoint_dir));
   return {
     [=](bulk_opened_atom, const caf::actor& channel, uint64_t conn, const std::string& peer) {
       self->state.channel = channel;

@@ -26,7 +26,9 @@ struct shard_server_state {
   static inline const char* name = "cleave.shard_server";
 };
 
-caf::behavior shard_server(caf::stateful_actor<shard_server_state>* self);
+// checkpoint_dir: where the shard writes and reads its own checkpoint files
+// (--checkpoint-dir; empty: none).
+caf::behavior shard_server(caf::stateful_actor<shard_server_state>* self, std::string checkpoint_dir);
 
 // The channel options a shard listens with: caps per request kind (small
 // requests cannot make it buffer a large frame) and a single coordinator

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "schema/errors.hpp"
+#include "schema/shard_checkpoint_file.hpp"
 
 namespace cleave {
 
@@ -94,7 +95,7 @@ shard_answer shard_service::answer_to(uint16_t kind, const char* data, size_t si
   const auto k = static_cast<shard_kind>(kind);
   if (k != shard_kind::attach && k != shard_kind::stats && !attached_
       && (k == shard_kind::zero_grads || k == shard_kind::products || k == shard_kind::add_grads
-          || k == shard_kind::update || k == shard_kind::moments))
+          || k == shard_kind::update || k == shard_kind::moments || k == shard_kind::checkpoint))
     answer = fail("no parameters attached yet");
   else
     switch (k) {
@@ -107,6 +108,12 @@ shard_answer shard_service::answer_to(uint16_t kind, const char* data, size_t si
       case shard_kind::add_grads: answer = add_grads(data, size); break;
       case shard_kind::update: answer = update(data, size); break;
       case shard_kind::moments: answer = moments(); break;
+      case shard_kind::checkpoint: answer = checkpoint(data, size); break;
+      case shard_kind::restore: answer = restore(data, size); break;
+      case shard_kind::has_checkpoint_dir:
+        if (checkpoint_dir_.empty()) answer = fail("this shard has no --checkpoint-dir");
+        else answer = shard_answer{};
+        break;
       case shard_kind::stats: answer = shard_answer{shard_kind::stats_answer, encode(shard_stats{peak_rss_bytes(), bytes_in_, bytes_out_})}; break;
       default: break;
     }
@@ -118,6 +125,7 @@ caf::expected<shard_answer> shard_service::attach(const char* data, size_t size)
   auto entries = decode_shard_attach(data, size);
   if (!entries) return entries.error();
   std::vector<slice_state> slices(entries->size());
+  std::vector<std::pair<int64_t, int64_t>> full_shapes;
   for (size_t i = 0; i < slices.size(); ++i) {
     auto& e = (*entries)[i];
     auto& st = slices[i];
@@ -126,7 +134,9 @@ caf::expected<shard_answer> shard_service::attach(const char* data, size_t size)
     st.value = std::move(e.value);
     st.adam_m = std::move(e.adam_m);
     st.adam_v = std::move(e.adam_v);
+    full_shapes.emplace_back(e.full_rows, e.full_cols);
   }
+  full_shapes_ = std::move(full_shapes);
   store_.attach(std::move(slices));
   attached_ = true;
   return shard_answer{};
@@ -206,6 +216,59 @@ shard_answer shard_service::moments() const {
     views.push_back(store_.slice(id).adam_v.view());
   }
   return tensors_answer(views);
+}
+
+caf::expected<shard_answer> shard_service::checkpoint(const char* data, size_t size) {
+  if (checkpoint_dir_.empty()) return fail("this shard has no --checkpoint-dir");
+  auto h = decode_shard_checkpoint_request(data, size);
+  if (!h) return h.error();
+  std::vector<shard_checkpoint_slice> slices;
+  for (size_t id = 0; id < store_.size(); ++id) {
+    const auto& st = store_.slice(id);
+    slices.push_back({static_cast<uint8_t>(st.where.axis), st.decay, full_shapes_[id].first, full_shapes_[id].second,
+                      st.where.range.begin, st.where.range.end, &st.value, &st.adam_m, &st.adam_v});
+  }
+  auto written = write_shard_checkpoint(checkpoint_dir_, *h, slices);
+  if (!written) return written.error();
+  return shard_answer{shard_kind::checkpoint_file, encode(*written)};
+}
+
+caf::expected<shard_answer> shard_service::restore(const char* data, size_t size) {
+  if (checkpoint_dir_.empty()) return fail("this shard has no --checkpoint-dir to restore from");
+  auto q = decode_shard_restore_request(data, size);
+  if (!q) return q.error();
+  const std::string expected = shard_checkpoint_name(q->header.step, q->header.shard, q->header.shards);
+  if (q->file.name != expected) return fail("shard file " + q->file.name + " is not named " + expected);
+  auto file = read_shard_checkpoint(checkpoint_dir_ + "/" + q->file.name);
+  if (!file) return file.error();
+  const auto& h = file->header;
+  if (file->file.checksum != q->file.checksum || file->file.bytes != q->file.bytes)
+    return fail(q->file.name + " has checksum " + std::to_string(file->file.checksum) + " and "
+                + std::to_string(file->file.bytes) + " bytes, its set names " + std::to_string(q->file.checksum)
+                + " and " + std::to_string(q->file.bytes));
+  if (h.step != q->header.step || h.set_id != q->header.set_id || h.shard != q->header.shard
+      || h.shards != q->header.shards)
+    return fail(q->file.name + " was written for another set (step, set id or shard)");
+  if (file->slices.size() != q->slices.size())
+    return fail(q->file.name + " holds " + std::to_string(file->slices.size()) + " parameters, the model has "
+                + std::to_string(q->slices.size()));
+  std::vector<slice_state> slices(file->slices.size());
+  std::vector<std::pair<int64_t, int64_t>> full_shapes;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    auto& e = file->slices[i];
+    if (!(shard_slice_geometry{e.axis, e.full_rows, e.full_cols, e.begin, e.end} == q->slices[i]))
+      return fail(q->file.name + ": parameter " + std::to_string(i) + " is not cut as the coordinator cuts it");
+    slices[i].where = {static_cast<shard_axis>(e.axis), {e.begin, e.end}};
+    slices[i].decay = e.decay;
+    slices[i].value = std::move(e.value);
+    slices[i].adam_m = std::move(e.adam_m);
+    slices[i].adam_v = std::move(e.adam_v);
+    full_shapes.emplace_back(e.full_rows, e.full_cols);
+  }
+  full_shapes_ = std::move(full_shapes);
+  store_.attach(std::move(slices));
+  attached_ = true;
+  return shard_answer{};
 }
 
 uint64_t peak_rss_bytes() {

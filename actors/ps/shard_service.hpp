@@ -29,6 +29,9 @@ class shard_service {
   // request before it and of every answer but its own.
   shard_answer handle(uint16_t kind, const char* data, size_t size);
   bool attached() const { return attached_; }
+  // Where checkpoint requests write this shard's slices and restore
+  // requests read them (--checkpoint-dir); empty: both are refused.
+  void set_checkpoint_dir(std::string dir) { checkpoint_dir_ = std::move(dir); }
   const shard_store& store() const { return store_; }
 
  private:
@@ -44,9 +47,13 @@ class shard_service {
   caf::expected<shard_answer> add_grads(const char* data, size_t size);
   caf::expected<shard_answer> update(const char* data, size_t size);
   shard_answer moments() const;
+  caf::expected<shard_answer> checkpoint(const char* data, size_t size);
+  caf::expected<shard_answer> restore(const char* data, size_t size);
 
   shard_store store_;
   bool attached_ = false;
+  std::string checkpoint_dir_;
+  std::vector<std::pair<int64_t, int64_t>> full_shapes_;  // by parameter id: for the checkpoint files
   uint64_t part_bytes_;
   shard_part_assembler incoming_;
   shard_answer outgoing_;  // an answer in parts, sent up to outgoing_offset_

@@ -3,7 +3,8 @@
 # --role=ps-shard processes on loopback and a --role=ps --shards coordinator
 # train mlp and gpt small; every per-step loss equals the in-process
 # --role=all --ps-shards=2 --devices=0 run's, bit for bit, and so does an
-# mlp run resumed from the coordinator's checkpoint on new shard processes. gpt runs at
+# mlp run resumed from a checkpoint set (the coordinator's file and each
+# shard's own) on new shard processes, which load their own files. gpt runs at
 # context 64 and batch 8 (as ps_link.sh) so that its 50 steps, through the
 # loopback frames, stay near 20 s on this 2-core host (the default batch
 # takes about 100 s for the two runs). The report's per_shard has each
@@ -18,10 +19,12 @@ cd "$WORK"
 
 common=(--steps=50 --threads=1 --eval-tokens=256 --log-level=warn)
 
-# start_shard NAME: a shard on an ephemeral loopback port; sets port_NAME and pid_NAME.
+# start_shard NAME: a shard on an ephemeral loopback port, writing its own
+# checkpoints into ck (shared with the coordinator); sets port_NAME and pid_NAME.
+mkdir -p ck
 start_shard() {
   : > "$1.log"  # emptied here, not in the child, so that wait_port cannot read the last shard's port
-  "$CLEAVE" --role=ps-shard --listen=127.0.0.1:0 --threads=1 >> "$1.log" 2>&1 &
+  "$CLEAVE" --role=ps-shard --listen=127.0.0.1:0 --threads=1 --checkpoint-dir=ck >> "$1.log" 2>&1 &
   printf -v "pid_$1" %s $!
   local p; p=$(wait_port "$1.log")
   [[ -n $p ]] || fail "shard $1 did not start: $(cat "$1.log")"
@@ -75,9 +78,9 @@ for model in mlp gpt; do
   fi
 done
 
-# The coordinator's checkpoints hold whole tensors (moments gathered from the
-# shards): resumed at step 25 on two new shard processes, the run goes on as
-# the in-process run did.
+# The set of step 25 (the coordinator's file naming each shard's): resumed
+# there on two new shard processes, which load their own files, the run goes
+# on as the in-process run did.
 rm -f ck/checkpoint-0000000050.clvck
 start_shard a; start_shard b
 timeout 120 "$CLEAVE" --role=ps --shards=127.0.0.1:$port_a,127.0.0.1:$port_b --model=mlp "${common[@]}" \

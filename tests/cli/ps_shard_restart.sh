@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # A PS shard process killed mid-run (README "Parameter-server shards"): a
 # coordinator with two shard processes trains mlp, then gpt small, with a
-# checkpoint every 10 steps; shard b is killed with SIGKILL after the first checkpoint and
-# started again at its address a second later. The coordinator logs which
-# shard it lost and that it waits, rolls the run back to its newest
-# checkpoint (every shard attached again from it) and finishes: the steps
+# checkpoint every 10 steps, each shard writing its own slices into the
+# shared ck; shard b is killed with SIGKILL after the first checkpoint and
+# started again at its address a second later with --resume. The
+# coordinator logs which shard it lost and that it waits, rolls the run
+# back to the newest complete checkpoint set (every shard loading its own
+# file, nothing re-sent) and finishes: the steps
 # after the rollback replay the same batches from the same state, so every
 # per-step loss, and the final one, equals the undisturbed run's bit for bit.
 # Then a shard that does not come back within --shard-wait-seconds stops the
@@ -15,10 +17,12 @@ cd "$WORK"
 
 flags=(--model=mlp --steps=120 --threads=1 --eval-tokens=256 --log-level=info)
 
-# start_shard NAME [PORT]: a shard on PORT (default: an ephemeral one); sets port_NAME and pid_NAME.
+# start_shard NAME [PORT [FLAG...]]: a shard on PORT (default: an ephemeral
+# one) checkpointing into ck; sets port_NAME and pid_NAME.
 start_shard() {
   : > "$1.log"  # emptied here, not in the child, so that wait_port cannot read the last shard's port
-  "$CLEAVE" --role=ps-shard --listen=127.0.0.1:${2:-0} --threads=1 >> "$1.log" 2>&1 &
+  mkdir -p ck
+  "$CLEAVE" --role=ps-shard --listen=127.0.0.1:${2:-0} --threads=1 --checkpoint-dir=ck "${@:3}" >> "$1.log" 2>&1 &
   printf -v "pid_$1" %s $!
   local p; p=$(wait_port "$1.log")
   [[ -n $p ]] || fail "shard $1 did not start: $(cat "$1.log")"
@@ -49,13 +53,15 @@ for model in mlp gpt; do
   kill -9 $pid_b
   wait $pid_b 2>/dev/null
   sleep 1
-  start_shard b2 $port_b
+  start_shard b2 $port_b --resume
   wait $coordinator || fail "$model: the coordinator did not finish after the restart: $(tail -3 $model-restarted.out)"
   timeout 10 tail --pid=$pid_a -f /dev/null
   timeout 10 tail --pid=$pid_b2 -f /dev/null
   grep -q "PS shard 1 at 127.0.0.1:$port_b is lost .*waiting up to 30 s" $model-restarted.out \
     || fail "$model: no clear line about the lost shard: $(grep -i shard $model-restarted.out | tail -3)"
   grep -q "rolled back to step [1-9]" $model-restarted.out || fail "$model: no rollback: $(tail -3 $model-restarted.out)"
+  grep -q "checkpoint set of step [1-9][0-9]*: every PS shard loaded its own file" $model-restarted.out \
+    || fail "$model: the shards did not load their own files: $(grep -i 'set\|shard' $model-restarted.out | tail -3)"
   verdict=$(python3 - $model-ref.json $model-restarted.json <<'PY'
 import json, sys
 ref, got = (json.load(open(p)) for p in sys.argv[1:3])

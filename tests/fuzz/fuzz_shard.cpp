@@ -2,8 +2,11 @@
 // decoder. A message that decodes re-encodes to the same bytes, and every
 // decoded shape is within the caps, so no decoder accepts a frame its
 // sender could not have made or sizes what the frame does not hold.
+// A first byte of 0xF0 and above picks a shard's own checkpoint file
+// (schema/shard_checkpoint_file.hpp) or the requests that drive it.
 #include <vector>
 
+#include "schema/shard_checkpoint_file.hpp"
 #include "schema/shard_codec.hpp"
 #include "tests/fuzz/fuzz_check.hpp"
 
@@ -21,6 +24,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* raw, size_t raw_size) {
   if (raw_size < 1) return 0;
   const auto* data = reinterpret_cast<const char*>(raw + 1);
   const size_t size = raw_size - 1;
+  if (raw[0] >= 0xF0) {
+    switch (raw[0] % 3) {
+      case 0:
+        if (auto f = read_shard_checkpoint_bytes(data, size, "fuzz")) {
+          FUZZ_CHECK(f->header.shard < f->header.shards && f->header.shards <= max_checkpoint_shards);
+          for (const auto& e : f->slices) FUZZ_CHECK(within_caps(e.value) && within_caps(e.adam_m) && within_caps(e.adam_v));
+        }
+        break;
+      case 1:
+        if (auto q = decode_shard_restore_request(data, size)) {
+          FUZZ_CHECK(q->file.name.find('/') == std::string::npos);
+          same_bytes(encode(*q), data, size);
+        }
+        break;
+      default:
+        if (auto h = decode_shard_checkpoint_request(data, size)) same_bytes(encode(*h), data, size);
+        if (auto f = decode_shard_file_ref(data, size)) same_bytes(encode(*f), data, size);
+        break;
+    }
+    return 0;
+  }
   switch (raw[0] % 7) {
     case 0:
       if (auto m = decode_shard_attach(data, size)) {

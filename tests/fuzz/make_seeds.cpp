@@ -11,6 +11,7 @@
 #include "schema/checkpoint_file.hpp"
 #include "schema/edge_codec.hpp"
 #include "schema/modellet_codec.hpp"
+#include "schema/shard_checkpoint_file.hpp"
 #include "schema/shard_codec.hpp"
 #include "schema/tile_codec.hpp"
 
@@ -160,6 +161,20 @@ void shard_frames() {
   seed("shard", "sum_of_squares", '\4' + bytes(encode_shard_double(2.5)));
   seed("shard", "stats", '\5' + bytes(encode(shard_stats{1 << 20, 300, 200})));
   seed("shard", "refused", '\6' + bytes(encode_shard_refusal("no parameters attached yet")));
+  // A shard's own checkpoint file (first byte 0xF0), a restore request (0xF1), a checkpoint request (0xF2).
+  const fs::path dir = fs::temp_directory_path() / "cleave-fuzz-seeds";
+  auto file = write_shard_checkpoint(dir.string(), {1, 2, 30, 7}, {{0, true, 2, 4, 1, 3, &e.value, &e.adam_m, &e.adam_v}});
+  if (file) {
+    std::ifstream in(dir / file->name, std::ios::binary);
+    seed("shard", "checkpoint_file", '\xF0' + std::string(std::istreambuf_iterator<char>(in), {}));
+    shard_restore_request q;
+    q.header = {1, 2, 30, 7};
+    q.file = *file;
+    q.slices = {{0, 2, 4, 1, 3}};
+    seed("shard", "restore", '\xF1' + bytes(encode(q)));
+  }
+  fs::remove_all(dir);
+  seed("shard", "checkpoint", '\xF2' + bytes(encode(shard_checkpoint_header{1, 2, 30, 7})));
 }
 
 void checkpoints() {
