@@ -147,6 +147,15 @@ int main(int argc, char** argv) {
       // leaves work queued behind a busy worker while the other sleeps
       // between polls (bench/runtime: 1.65-1.70x -> 1.43-1.54x the reference).
       if (!sets_scheduler_policy(argc, argv)) cfg.set("scheduler.policy", caf::atom("sharing"));
+      // One worker more than the compute threads. A tile is indivisible on
+      // its worker, so with one worker per core a GEMM's last tiles run on
+      // one core while the other waits, and the PS's own thread (issuing
+      // and checking) takes a core from a worker whenever it runs; a third
+      // worker on two cores lets the kernel share the cores among the tiles
+      // left (bench/runtime, 9 interleaved rounds: 16 devices 1.55-1.95x ->
+      // 1.48-1.58x the reference, 64 devices 1.70-1.76x -> 1.62-1.63x; four
+      // workers were no better than two).
+      cfg.set("scheduler.max-threads", threads + 1);
     }
     return run_all(cfg, *opts, threads);
   }

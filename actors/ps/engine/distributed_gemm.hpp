@@ -144,8 +144,11 @@ class distributed_gemm final : public gemm_engine<float> {
     int32_t first_device = -1;  // a replicated tile's first verified copy and who sent it
     std::vector<float> first_copy;
     bool speculated = false;
-    // Its result is in `result`, awaiting its check group's verdict.
+    // Its result is in `result`, awaiting its check group's verdict; or,
+    // when `in_c`, already in its block of C (copied there in the pass that
+    // added it to the group's sums) and `result` is empty.
     bool arrived = false;
+    bool in_c = false;
     int32_t answered_by = -1;
     size_t group = 0;  // its check group: the tiles sharing its block of A
     bool done = false;
@@ -225,8 +228,8 @@ class distributed_gemm final : public gemm_engine<float> {
   // A group whose tiles have all come: checked together, and narrowed to
   // the tiles at fault when the sum is refused.
   void judge(gemm_call& call, check_group& g, std::vector<gemm_call>& calls);
-  // Freivalds' test of `result` as tile p of the call, alone.
-  verdict check(gemm_call& call, const pending_tile& p, const std::vector<float>& result);
+  // Freivalds' test of `result` (row stride ld, 0: packed) as tile p of the call, alone.
+  verdict check(gemm_call& call, const pending_tile& p, const float* result, int64_t ld = 0);
   const b_digest& b_digest_of(gemm_call& call, const pending_tile& p);
   // Two verified copies of a replicated tile: equal within rounding, or the
   // PS computes the tile and strikes the copy that differs from it.

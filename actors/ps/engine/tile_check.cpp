@@ -45,14 +45,14 @@ const b_digest& distributed_gemm::b_digest_of(gemm_call& call, const pending_til
   return it->second;
 }
 
-verdict distributed_gemm::check(gemm_call& call, const pending_tile& p,
-                                const std::vector<float>& result) {
+verdict distributed_gemm::check(gemm_call& call, const pending_tile& p, const float* result,
+                                int64_t ld) {
   const auto t0 = clock_type::now();
   // The operands are the live ones: no product of the batch writes them
   // while its tiles are in flight.
   const tile& t = p.where.t;
-  const verdict v = checker_.check(result.data(), t.m1 - t.m0, t.n1 - t.n0, block_of(call, p.a),
-                                   b_digest_of(call, p), freivalds::window(call.probes, call.c.cols, t.n0));
+  const verdict v = checker_.check(result, t.m1 - t.m0, t.n1 - t.n0, block_of(call, p.a),
+                                   b_digest_of(call, p), freivalds::window(call.probes, call.c.cols, t.n0), ld);
   acc_.verify.seconds += seconds_since(t0);
   return v;
 }
@@ -74,6 +74,7 @@ void distributed_gemm::refuse(gemm_call& call, pending_tile& p, int32_t device,
                p.key.gemm, p.key.tile, device);
   if (p.arrived) {  // held for its group: the group waits for it again
     p.arrived = false;
+    p.in_c = false;  // what it left in C is overwritten by the result finally taken
     std::vector<float>().swap(p.result);
     ++call.groups[p.group].open;
   }
@@ -122,9 +123,17 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
     } else if (into_group) {
       const auto t0 = clock_type::now();
       if (!g.sums) g.sums.emplace(rows, t.k1 - t.k0);
+      // A result C takes by copy (the first on its block of C, beta 0) is
+      // copied in by the pass that sums it: no second read of it when the
+      // group passes, and its buffer is freed now. Its block of C is
+      // written by no other tile before it is folded, and a refused result
+      // is replaced there by the one finally taken.
+      float* to = call.folds->copies(i) ? call.c.data + t.m0 * call.c.ld + t.n0 : nullptr;
       if (!g.sums->add(r.data.data(), cols, freivalds::window(call.probes, call.c.cols, t.n0),
-                       b_digest_of(call, p)))
+                       b_digest_of(call, p), cols, to, call.c.ld))
         problem = "containing NaN or infinity";
+      else
+        p.in_c = to != nullptr;
       acc_.verify.seconds += seconds_since(t0);
     } else if (!all_finite(r.data)) {
       problem = "containing NaN or infinity";
@@ -142,7 +151,7 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
   acct.flops += static_cast<double>(t.flops());
   if (into_group) {
     // In its group's sums (above); the verdict comes when the group is complete.
-    p.result = std::move(r.data);
+    if (!p.in_c) p.result = std::move(r.data);
     p.arrived = true;
     p.answered_by = from;
     p.holders.clear();  // a copy still running elsewhere is no longer needed
@@ -151,7 +160,7 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
     return true;
   }
   if (!opts_.trust_results) {
-    const verdict v = check(call, p, r.data);
+    const verdict v = check(call, p, r.data.data());
     if (v.checked && !v.passed) {
       refuse(call, p, from,
              fmt::format("that failed verification (row {} off by {:.3g} times its tolerance)",
@@ -197,7 +206,9 @@ void distributed_gemm::judge(gemm_call& call, check_group& g, std::vector<gemm_c
   // The sum is wrong in row v.worst_row: find the tiles at fault.
   for (size_t j : arrived) {
     auto& p = call.tiles[j];
-    const verdict alone = check(call, p, p.result);
+    const tile& t = p.where.t;
+    const verdict alone =
+      p.in_c ? check(call, p, call.c.data + t.m0 * call.c.ld + t.n0, call.c.ld) : check(call, p, p.result.data());
     if (alone.checked && !alone.passed) {
       refuse(call, p, p.answered_by,
              fmt::format("that failed verification (row {} off by {:.3g} times its tolerance)",

@@ -173,7 +173,8 @@ void distributed_gemm::fold_ready(gemm_call& call, size_t i) {
   for (size_t j : call.folds->ready(i)) {
     auto& pt = call.tiles[j];
     const tile& t = pt.where.t;
-    fold_tile(call.c, {t.m0, t.m1, t.n0, t.n1}, pt.result.data(), call.folds->copies(j));
+    if (!pt.in_c)
+      fold_tile(call.c, {t.m0, t.m1, t.n0, t.n1}, pt.result.data(), call.folds->copies(j));
     std::vector<float>().swap(pt.result);
   }
   call.fold_seconds += seconds_since(t0);

@@ -118,13 +118,20 @@ row_sums::row_sums(int64_t rows, int64_t k) : magnitude(static_cast<size_t>(rows
   for (auto& v : b_r) v.assign(static_cast<size_t>(k), 0.0);
 }
 
-bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_digest& bd) {
+bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_digest& bd,
+                   int64_t ld, float* copy_to, int64_t copy_ld) {
   const size_t rows = magnitude.size();
+  if (ld <= 0) ld = cols;
   std::vector<double> tile(rows * (freivalds_probes + 1));  // per row: the dots, then Σ|c|
   double total = 0;
   for (size_t i = 0; i < rows; ++i) {
     double* out = tile.data() + i * (freivalds_probes + 1);
-    dots_and_magnitude(c + static_cast<int64_t>(i) * cols, r, cols, out, out[freivalds_probes]);
+    const float* row = c + static_cast<int64_t>(i) * ld;
+    if (copy_to != nullptr)
+      dots_and_magnitude_copy(row, r[0], r[1], cols, out[0], out[1], out[freivalds_probes],
+                              copy_to + static_cast<int64_t>(i) * copy_ld);
+    else
+      dots_and_magnitude(row, r, cols, out, out[freivalds_probes]);
     total += out[freivalds_probes];
   }
   if (!std::isfinite(total)) return false;
@@ -143,9 +150,9 @@ bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_
 }
 
 verdict freivalds::check(const float* c, int64_t rows, int64_t cols, const stored_block& a,
-                         const b_digest& bd, const probe_window& r) const {
+                         const b_digest& bd, const probe_window& r, int64_t ld) const {
   row_sums sums(rows, a.op_cols());
-  if (!sums.add(c, cols, r, bd)) {
+  if (!sums.add(c, cols, r, bd, ld)) {
     verdict v;
     v.checked = true;
     v.passed = false;
@@ -155,16 +162,16 @@ verdict freivalds::check(const float* c, int64_t rows, int64_t cols, const store
   return check(a, sums);
 }
 
-verdict freivalds::check(const stored_block& a, const row_sums& sums) const {
+a_expectation freivalds::expect(const stored_block& a, const probe_window& y) {
   // op(A)·y for every probe and the norms of op(A)'s rows, in one pass over
   // the block: dots per stored row, or axpys per stored row when the
   // product uses the transpose. Either way memory is read in order.
-  verdict v;
+  a_expectation e;
   const auto rows = static_cast<size_t>(a.op_rows());
-  std::array<std::vector<double>, freivalds_probes> expected;
-  for (auto& e : expected) e.assign(rows, 0.0);
-  std::vector<double> norms(rows, 0.0);
-  const probe_window y{sums.b_r[0].data(), sums.b_r[1].data()};
+  auto& expected = e.expected;
+  for (auto& x : expected) x.assign(rows, 0.0);
+  auto& norms = e.norms;
+  norms.assign(rows, 0.0);
   for (int64_t r = 0; r < a.rows; ++r) {
     const float* row = a.data + r * a.ld;
     if (a.trans && r + 1 < a.rows) {
@@ -181,9 +188,20 @@ verdict freivalds::check(const stored_block& a, const row_sums& sums) const {
     }
   }
   for (double& x : norms) x = std::sqrt(x);
+  return e;
+}
+
+verdict freivalds::check(const stored_block& a, const row_sums& sums) const {
+  return check(expect(a, probe_window{sums.b_r[0].data(), sums.b_r[1].data()}), a.op_cols(), sums);
+}
+
+verdict freivalds::check(const a_expectation& e, int64_t k, const row_sums& sums) const {
+  verdict v;
+  const auto rows = e.norms.size();
+  const auto& expected = e.expected;
+  const auto& norms = e.norms;
   if (!sums.finite || !all_finite(norms)) return v;  // overflowed operands: nothing can be judged
   v.checked = true;
-  const int64_t k = a.op_cols();
   for (size_t i = 0; i < rows; ++i)
     for (int p = 0; p < freivalds_probes; ++p) {
       const double d = sums.c_r[p][i] - expected[p][i];

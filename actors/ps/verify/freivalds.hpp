@@ -101,10 +101,22 @@ struct row_sums {
   bool finite = true;  // the B blocks' digests were finite
 
   row_sums(int64_t rows, int64_t k);
-  // Adds tile C (rows x cols, packed) with the probes' window `r` and its B
-  // block's digest. False, adding nothing, when C holds NaN or infinity
-  // (seen in the same pass: Σ|c| is then not finite).
-  bool add(const float* c, int64_t cols, const probe_window& r, const b_digest& bd);
+  // Adds tile C (rows x cols, row stride `ld`, 0: packed) with the probes'
+  // window `r` and its B block's digest. False, adding nothing, when C holds
+  // NaN or infinity (seen in the same pass: Σ|c| is then not finite). With
+  // `copy_to`, C is also copied there (row stride copy_ld) in the same pass,
+  // whatever the verdict.
+  bool add(const float* c, int64_t cols, const probe_window& r, const b_digest& bd,
+           int64_t ld = 0, float* copy_to = nullptr, int64_t copy_ld = 0);
+};
+
+// What the check of a set of tiles sharing op(A)'s block needs of the block
+// itself, given y = Σ_t op(B_t)·r_t (per probe): op(A)·y and the norms of
+// op(A)'s rows. It depends on no result, so it can be computed while the
+// tiles are still being worked on.
+struct a_expectation {
+  std::array<std::vector<double>, freivalds_probes> expected;
+  std::vector<double> norms;
 };
 
 struct verdict {
@@ -128,12 +140,17 @@ class freivalds {
   // `r`: the probes over op_cols() columns, the block's.
   static b_digest digest_b(const stored_block& b, const probe_window& r);
 
-  // The tile C (rows x cols, row-major, packed) against op(A)·op(B), with
-  // `r` the same window digest_b saw.
+  // The tile C (rows x cols, row-major, row stride `ld`, 0: packed) against
+  // op(A)·op(B), with `r` the same window digest_b saw.
   verdict check(const float* c, int64_t rows, int64_t cols, const stored_block& a,
-                const b_digest& bd, const probe_window& r) const;
+                const b_digest& bd, const probe_window& r, int64_t ld = 0) const;
   // Tiles sharing op(A)'s block `a`, summed: one pass over the block.
   verdict check(const stored_block& a, const row_sums& sums) const;
+  // op(A)·y and op(A)'s row norms, in one pass over the block.
+  static a_expectation expect(const stored_block& a, const probe_window& y);
+  // The same test with op(A)'s part computed beforehand (by expect, with y
+  // the b_r `sums` holds, up to the order of its additions), k = op(A)'s columns.
+  verdict check(const a_expectation& e, int64_t k, const row_sums& sums) const;
 
   // |d_i| allowed for a row with norm `row_norm`, inner dimension k, n
   // columns and ‖op(B)‖_r = `weighted`: the rounding bound alone.

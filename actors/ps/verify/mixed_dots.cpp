@@ -40,10 +40,11 @@ double sum_of_squares(const float* x, int64_t n) {
 
 namespace {
 
-// Two dots and, in the same pass, Σ |x_i| or Σ x_i².
+// Two dots and, in the same pass, Σ |x_i| or Σ x_i²; and x copied to
+// `copy_to` when it is not null.
 template <bool squares>
 void dots_and(const float* x, const double* y0, const double* y1, int64_t n, double& dot0,
-              double& dot1, double& third) {
+              double& dot1, double& third, float* copy_to = nullptr) {
   int64_t i = 0;
   double d0 = 0, d1 = 0, m = 0;
 #ifdef CLEAVE_MIXED_AVX2
@@ -52,8 +53,13 @@ void dots_and(const float* x, const double* y0, const double* y1, int64_t n, dou
   __m256d p1a = _mm256_setzero_pd(), p1b = _mm256_setzero_pd();
   __m256d ma = _mm256_setzero_pd(), mb = _mm256_setzero_pd();
   for (; i + 8 <= n; i += 8) {
-    const __m256d va = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
-    const __m256d vb = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+    const __m128 xa = _mm_loadu_ps(x + i), xb = _mm_loadu_ps(x + i + 4);
+    if (copy_to != nullptr) {
+      _mm_storeu_ps(copy_to + i, xa);
+      _mm_storeu_ps(copy_to + i + 4, xb);
+    }
+    const __m256d va = _mm256_cvtps_pd(xa);
+    const __m256d vb = _mm256_cvtps_pd(xb);
     p0a = _mm256_fmadd_pd(va, _mm256_loadu_pd(y0 + i), p0a);
     p0b = _mm256_fmadd_pd(vb, _mm256_loadu_pd(y0 + i + 4), p0b);
     p1a = _mm256_fmadd_pd(va, _mm256_loadu_pd(y1 + i), p1a);
@@ -71,6 +77,7 @@ void dots_and(const float* x, const double* y0, const double* y1, int64_t n, dou
   m = horizontal_sum(_mm256_add_pd(ma, mb));
 #endif
   for (; i < n; ++i) {
+    if (copy_to != nullptr) copy_to[i] = x[i];
     const double v = static_cast<double>(x[i]);
     d0 += v * y0[i];
     d1 += v * y1[i];
@@ -86,6 +93,11 @@ void dots_and(const float* x, const double* y0, const double* y1, int64_t n, dou
 void dots_and_magnitude(const float* x, const double* y0, const double* y1, int64_t n,
                         double& dot0, double& dot1, double& magnitude) {
   dots_and<false>(x, y0, y1, n, dot0, dot1, magnitude);
+}
+
+void dots_and_magnitude_copy(const float* x, const double* y0, const double* y1, int64_t n,
+                             double& dot0, double& dot1, double& magnitude, float* copy_to) {
+  dots_and<false>(x, y0, y1, n, dot0, dot1, magnitude, copy_to);
 }
 
 void dots_and_squares(const float* x, const double* y0, const double* y1, int64_t n,

@@ -13,6 +13,9 @@ double sum_of_squares(const float* x, int64_t n);
 // Σ x_i·y0_i, Σ x_i·y1_i and Σ |x_i|, in one pass over x.
 void dots_and_magnitude(const float* x, const double* y0, const double* y1, int64_t n,
                         double& dot0, double& dot1, double& magnitude);
+// The same, copying x to `copy_to` in the pass that reads it.
+void dots_and_magnitude_copy(const float* x, const double* y0, const double* y1, int64_t n,
+                             double& dot0, double& dot1, double& magnitude, float* copy_to);
 // Σ x_i·y0_i, Σ x_i·y1_i and Σ x_i², in one pass over x.
 void dots_and_squares(const float* x, const double* y0, const double* y1, int64_t n,
                       double& dot0, double& dot1, double& squares);
