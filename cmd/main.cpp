@@ -100,8 +100,10 @@ int main(int argc, char** argv) {
   if (!(cfg.ps_ingress >= 0)) return usage_error("--ps-ingress must be >= 0 (0: as --ps-egress)");
   if (!cfg.shards.empty() && cfg.role != "ps")
     return usage_error("--shards is for --role=ps (the coordinator of --role=ps-shard processes)");
-  if (cfg.pace_ps_link && cfg.role != "all" && cfg.role != "ps")
-    return usage_error("--pace-ps-link is for --role=all and --role=ps, whose shards send the tiles");
+  if (cfg.pace_ps_link && cfg.role != "all" && cfg.role != "ps" && !(cfg.role == "ps-shard" && !cfg.edge.empty()))
+    return usage_error("--pace-ps-link is for --role=all and --role=ps, and --role=ps-shard with --edge: whoever sends the tiles");
+  if (!cfg.edge.empty() && cfg.role != "ps-shard")
+    return usage_error("--edge is for --role=ps-shard (its own device edge); the ps's device edge is --listen");
   if (!(cfg.churn_rate >= 0 && cfg.churn_rate <= 100)) return usage_error("--churn-rate must be in [0, 100]");
   if (!cfg.churn.empty() && cfg.churn_rate > 0) return usage_error("use --churn or --churn-rate, not both");
   if ((!cfg.churn.empty() || cfg.churn_rate > 0) && cfg.role != "all" && cfg.role != "simulate")

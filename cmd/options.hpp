@@ -70,6 +70,7 @@ class cleave_config : public caf::actor_system_config {
   bool watch = false;          // --role=status: refresh every second until interrupted
   std::string planner;         // --role=ps: host:port of a separate planner process
   std::string shards;          // --role=ps: host:port,... of --role=ps-shard processes (no devices then)
+  std::string edge;            // --role=ps-shard: [host:]port of its own device edge (devices the coordinator welcomed)
   double shard_wait_seconds = 120;  // --shards: how long to wait for a lost shard to listen again
   std::string detector;        // --role=planner: host:port of a separate detector process
   // TLS: this node's certificate and key and the job's CA (deploy/ca.sh),

@@ -17,6 +17,7 @@
 
 #include "actors/device/device_actor.hpp"
 #include "actors/device/edge_link.hpp"
+#include "actors/device/shard_links.hpp"
 #include "actors/transport/certificates.hpp"
 #include "cmd/roles.hpp"
 #include "cmd/wiring.hpp"
@@ -31,19 +32,28 @@ namespace {
 // Runs the device actor until it leaves, and says why it left: normal when
 // the ps ended the run; otherwise the ps was lost, or refused the device
 // (is_edge_refusal). A stop request ends it too.
-caf::error serve(caf::actor_system& sys, const device_options& dopt, const caf::actor& link) {
+// A welcome that names shard processes' edges connects the device to them
+// too (shard_links.hpp), for as long as it serves the ps.
+caf::error serve(caf::actor_system& sys, const device_options& dopt, const caf::actor& link,
+                 shard_edges_slot& welcome, shard_links& shards) {
   auto device = sys.spawn(device_actor, dopt, link);
   caf::scoped_actor self{sys};
   self->monitor(device);
   bool gone = false;
   caf::error why = caf::exit_reason::user_shutdown;
-  while (!gone && !stop_requested())
+  std::vector<std::string> edges;
+  int32_t id = -1;
+  std::string proof;
+  while (!gone && !stop_requested()) {
     self->receive(
       [&](const caf::down_msg& down) {
         gone = true;
         why = down.reason;
       },
-      caf::after(std::chrono::milliseconds(200)) >> [] {});
+      caf::after(std::chrono::milliseconds(shards.size() == 0 ? 20 : 200)) >> [] {});
+    if (!gone && welcome.take(edges, id, proof)) shards.open(edges, id, proof);
+  }
+  shards.close();
   if (!gone) self->send_exit(device, caf::exit_reason::user_shutdown);
   self->send_exit(link, caf::exit_reason::user_shutdown);
   return why;
@@ -117,6 +127,8 @@ int run_device(cleave_config& cfg, int threads) {
     lopt.channel.tls = *tls;
   }
   lopt.welcomed = std::make_shared<std::atomic<bool>>(false);
+  auto welcome = std::make_shared<shard_edges_slot>();
+  lopt.on_welcome = [welcome](const edge_welcome_msg& w) { welcome->put(w); };
   stop_on_signals();
   using clock = std::chrono::steady_clock;
   const double forever = std::numeric_limits<double>::infinity();
@@ -150,7 +162,8 @@ int run_device(cleave_config& cfg, int threads) {
     spdlog::info("device: {} {} as a '{}' device", attempt == 0 ? "connected to" : "reconnected to",
                  cfg.connect, profile->name);
     lopt.welcomed->store(false);
-    const auto why = serve(sys, dopt, *link);
+    shard_links shards(sys, dopt, lopt.channel);
+    const auto why = serve(sys, dopt, *link, *welcome, shards);
     if (stop_requested()) break;
     if (is_edge_refusal(why)) return runtime_error(describe(why));
     const bool run_over = why == caf::exit_reason::normal;

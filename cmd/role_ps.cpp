@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cmd/roles.hpp"
+#include "cmd/shard_fleet.hpp"
 #include "cmd/training_run.hpp"
 #include "cmd/wiring.hpp"
 #include "schema/errors.hpp"
@@ -106,13 +107,17 @@ int run_ps_coordinator(cleave_config& cfg, const train_options& opts, int thread
                        + " makes shards inside this process: use one or the other");
   if (opts.model.kind == "xc")
     return usage_error("--model=xc keeps its output layer as model-lets, not PS shards: --shards is for mlp and gpt");
-  // Phase 1: the shards compute every product; devices feeding from shards are later work.
-  if (!cfg.listen.empty() || !cfg.planner.empty() || !cfg.fleet.empty() || cfg.devices > 0 || cfg.min_devices > 0
-      || cfg.pace_ps_link || !cfg.admin.empty())
-    return usage_error("--role=ps with --shards runs without devices in this build (the shard processes compute "
-                       "every product): drop --listen, --planner, --fleet, --devices, --min-devices, "
-                       "--pace-ps-link and --admin");
-  if (cfg.tls()) return usage_error("--tls-* on PS shard links is not in this build (phase 1: plaintext)");
+  // Devices join the coordinator's edge (--listen) and take tiles from the
+  // shards' edges; emulated devices, a planner process, the console and
+  // pacing here are not in this build (a shard paces its own link).
+  if (!cfg.planner.empty() || !cfg.fleet.empty() || cfg.devices > 0 || cfg.pace_ps_link || !cfg.admin.empty())
+    return usage_error("--role=ps with --shards takes device processes at --listen (fed by shards started with "
+                       "--edge); --planner, --fleet, --devices, --pace-ps-link and --admin are not in this build "
+                       "(give --pace-ps-link to the shard processes)");
+  if (!cfg.listen.empty()) return coordinate_shard_fleet(cfg, opts, threads, *shards);
+  if (cfg.min_devices > 0) return usage_error("--min-devices with --shards needs --listen (the device edge)");
+  if (cfg.tls()) return usage_error("--tls-* on PS shard links is not in this build (phase 1: plaintext); with "
+                                    "--listen they secure the device edge");
   caf::actor_system sys{cfg};
   spdlog::info("ps: coordinating {} PS shard process(es), no devices", shards->size());
   return train_with_shard_processes(sys, cfg, opts, threads, *shards);

@@ -1,7 +1,9 @@
 // --role=ps-shard: one parameter-server shard as a process of its own. It
 // listens on --listen for its coordinator (`--role=ps --shards=...`), holds
 // its slice of every parameter with gradients and AdamW moments, computes
-// its products on the local GEMM, and exits once its coordinator leaves.
+// its products on the local GEMM (or, with --edge, on the devices that join
+// its own device edge: cmd/shard_fleet.hpp), and exits once its coordinator
+// leaves.
 // Every frame is capped and checked before anything is sized
 // (actors/transport, schema/shard_codec.hpp): a peer that sends garbage is
 // refused and closed, and the shard goes on serving.
@@ -24,6 +26,7 @@
 
 #include "actors/ps/shard_server.hpp"
 #include "cmd/roles.hpp"
+#include "cmd/shard_fleet.hpp"
 #include "cmd/wiring.hpp"
 #include "schema/errors.hpp"
 #include "schema/shard_checkpoint_file.hpp"
@@ -34,7 +37,16 @@ int run_ps_shard(cleave_config& cfg) {
   if (cfg.listen.empty()) return usage_error("--role=ps-shard needs --listen=[host:]port (its coordinator dials it)");
   auto endpoint = parse_endpoint(cfg.listen, "listen", true);
   if (!endpoint) return usage_error(describe(endpoint.error()));
-  if (cfg.tls()) return usage_error("--tls-* on a PS shard's link is not in this build (phase 1: plaintext, on a trusted network)");
+  if (cfg.tls() && cfg.edge.empty())
+    return usage_error("--tls-* on a PS shard's link is not in this build (phase 1: plaintext, on a trusted network); "
+                       "with --edge they secure the shard's device edge");
+  if (!cfg.join_tokens.empty()) return usage_error("--join-tokens is for the ps's edge: a shard admits the devices it welcomed");
+  if (!cfg.edge.empty()) {
+    if (auto at = parse_endpoint(cfg.edge, "edge", true); !at) return usage_error(describe(at.error()));
+    // Bad certificate files are a usage error now, not at the coordinator's request.
+    if (auto tls = edge_tls(cfg, transport::tls_side::server); !tls)
+      return usage_error("TLS for the device edge: " + describe(tls.error()));
+  }
   if (cfg.resume && cfg.checkpoint_dir.empty())
     return usage_error("--resume on a PS shard needs --checkpoint-dir (where its own checkpoint files are)");
   if (!cfg.checkpoint_dir.empty()) {
@@ -53,7 +65,12 @@ int run_ps_shard(cleave_config& cfg) {
     }
   }
   caf::actor_system sys{cfg};
-  auto server = sys.spawn(shard_server, cfg.checkpoint_dir);
+  std::unique_ptr<shard_fleet> fleet;
+  if (!cfg.edge.empty()) fleet = std::make_unique<shard_fleet>(sys, cfg, cfg.edge);
+  // With devices, a product blocks its caller while tiles are out: a thread of its own.
+  auto server = fleet ? sys.spawn<caf::detached>(shard_server_with_devices, static_cast<shard_devices*>(fleet.get()),
+                                                      cfg.checkpoint_dir)
+                      : sys.spawn(shard_server, cfg.checkpoint_dir);
   auto ended = std::make_shared<std::atomic<bool>>(false);
   server->attach_functor([ended] { ended->store(true); });
   auto listener = transport::spawn_bulk_listener(sys, endpoint->second, server,
@@ -69,6 +86,11 @@ int run_ps_shard(cleave_config& cfg) {
                static_cast<double>(peak_rss_bytes()) / (1 << 20));
   caf::anon_send_exit(listener->channel, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
+  if (fleet) {
+    // The server may still be inside a product on the engine: the engine goes after it.
+    for (int i = 0; i < 100 && !ended->load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!ended->load()) (void) fleet.release();
+  }
   return 0;
 }
 

@@ -14,11 +14,13 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads);
 int run_ps(cleave_config& cfg, const train_options& opts, int threads);
 
 // --role=ps with --shards: the coordinator of --role=ps-shard processes
-// (see run_ps_shard); no devices in this phase.
+// (see run_ps_shard); with --listen it also welcomes devices and sends them
+// to the shards' own edges (cmd/shard_fleet.hpp).
 int run_ps_coordinator(cleave_config& cfg, const train_options& opts, int threads);
 
 // --role=ps-shard: one PS shard as its own process, serving the coordinator
-// that connects to --listen; exits when that coordinator leaves.
+// that connects to --listen (and, with --edge, the devices it welcomed);
+// exits when that coordinator leaves.
 int run_ps_shard(cleave_config& cfg);
 
 // --role=planner / --role=detector: that service alone, published on

@@ -210,6 +210,8 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   return 0;
 }
 
+}  // namespace
+
 // The devices the planner knows (alive or suspected) leave once told; the
 // answers show the word got out before this process closes its connections.
 void tell_devices_run_over(caf::actor_system& sys, const caf::actor& planner) {
@@ -233,6 +235,8 @@ void tell_devices_run_over(caf::actor_system& sys, const caf::actor& planner) {
                     >> [&] { waiting = false; });
   spdlog::info("told {} of {} device(s) that the run is over", answered, members.size());
 }
+
+namespace {
 
 // Waits (at most 30 s) until the planner knows `devices` devices; by id.
 caf::expected<std::vector<fleet_member>> members_of(caf::actor_system& sys, const caf::actor& planner,
@@ -341,7 +345,8 @@ int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, 
 }
 
 int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
-                               int threads, const std::vector<std::pair<std::string, uint16_t>>& at) {
+                               int threads, const std::vector<std::pair<std::string, uint16_t>>& at,
+                               const std::function<caf::error(const std::vector<remote_shard*>&)>& before_training) {
   const auto connect_timeout = std::chrono::seconds(5);
   const auto call_timeout = std::chrono::duration_cast<caf::timespan>(
     std::chrono::duration<double>(std::max(60.0, cfg.tile_timeout)));
@@ -354,6 +359,8 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
     remotes.push_back(shard->get());
     list.shards.push_back(std::move(*shard));
   }
+  if (before_training)
+    if (auto err = before_training(remotes)) return runtime_error(describe(err));
   auto ps = std::make_unique<sharded_ps>(std::move(list));
   const sharded_ps* store = ps.get();
   // With a checkpoint directory every shard writes its own slices there.
@@ -417,6 +424,7 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
         one["shard_peak_rss_bytes"] = st->peak_rss_bytes;
         one["shard_bytes_in"] = st->bytes_in;
         one["shard_bytes_out"] = st->bytes_out;
+        if (st->devices) add_shard_device_stats(one, *st, steps);
       } else {
         spdlog::warn("PS shard {} gave no statistics: {}", s, describe(st.error()));
       }

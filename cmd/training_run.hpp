@@ -5,12 +5,21 @@
 
 #include <functional>
 
+#include <nlohmann/json.hpp>
+
 #include <caf/all.hpp>
 
 #include "cmd/options.hpp"
 #include "schema/profile.hpp"
+#include "schema/shard_codec.hpp"
 
 namespace cleave {
+
+class remote_shard;
+
+// A shard process's device side (its stats with a device edge) into its
+// per_shard entry, as in-process shards report theirs (cmd/shard_fleet.cpp).
+void add_shard_device_stats(nlohmann::json& one, const shard_stats& st, int64_t steps);
 
 // Everything a fleet run is wired to besides the flags.
 struct fleet_run {
@@ -40,8 +49,15 @@ int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, 
 // shard files the shards write and load themselves
 // (actors/ps/shard_checkpoints.hpp). The report's per_shard gives each
 // shard's bytes each way and its peak memory.
+// `before_training` runs once the shards are reached, before their slices
+// are placed (a fleet's coordinator configures their device edges there).
 int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
-                               int threads, const std::vector<std::pair<std::string, uint16_t>>& shards);
+                               int threads, const std::vector<std::pair<std::string, uint16_t>>& shards,
+                               const std::function<caf::error(const std::vector<remote_shard*>&)>& before_training = {});
+
+// The devices the planner knows are told the run is over (waiting at most
+// 2 s for their answers).
+void tell_devices_run_over(caf::actor_system& sys, const caf::actor& planner);
 
 // Over the planner's fleet. At the end every device the planner knows is
 // told the run is over (waiting at most 2 s for their answers).

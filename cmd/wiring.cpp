@@ -132,8 +132,11 @@ caf::expected<caf::actor> start_console(caf::actor_system& sys, const cleave_con
 }
 
 caf::expected<edge_endpoint> open_edge(caf::actor_system& sys, const cleave_config& cfg,
-                                       std::function<caf::actor()> planner) {
-  auto at = parse_endpoint(cfg.listen, "listen", true);
+                                       std::function<caf::actor()> planner,
+                                       const std::function<void(edge_options&)>& adjust,
+                                       const std::string& address) {
+  const std::string& listen = address.empty() ? cfg.listen : address;
+  auto at = parse_endpoint(listen, address.empty() ? "listen" : "edge", true);
   if (!at) return at.error();
   edge_options eo;
   eo.planner = std::move(planner);
@@ -146,6 +149,7 @@ caf::expected<edge_endpoint> open_edge(caf::actor_system& sys, const cleave_conf
     eo.tokens = std::move(*tokens);
     eo.issuer = *issuer;
   }
+  if (adjust) adjust(eo);
   edge_endpoint out;
   out.gateway = sys.spawn(edge_gateway, eo);
   transport::bulk_options bo;
@@ -157,7 +161,7 @@ caf::expected<edge_endpoint> open_edge(caf::actor_system& sys, const cleave_conf
   auto lst = transport::spawn_bulk_listener(sys, at->second, out.gateway, edge_channel_options(eo, bo));
   if (!lst) {
     caf::anon_send_exit(out.gateway, caf::exit_reason::user_shutdown);
-    return fail("cannot listen for devices on " + cfg.listen + ": " + sys.render(lst.error()));
+    return fail("cannot listen for devices on " + listen + ": " + sys.render(lst.error()));
   }
   out.listener = *lst;
   if (!bo.tls) warn_if_exposed(at->first, "the device edge");

@@ -59,8 +59,12 @@ struct edge_endpoint {
   }
 };
 
+// `at` replaces --listen, and `adjust` sees the edge's options before the
+// gateway starts (a coordinator over shard processes adds their edges).
 caf::expected<edge_endpoint> open_edge(caf::actor_system& sys, const cleave_config& cfg,
-                                       std::function<caf::actor()> planner);
+                                       std::function<caf::actor()> planner,
+                                       const std::function<void(edge_options&)>& adjust = {},
+                                       const std::string& at = {});
 
 // Says so when a server listens beyond this host without TLS.
 void warn_if_exposed(const std::string& bind_host, const char* what);

@@ -43,7 +43,9 @@ constexpr size_t welcome_fixed_bytes = 4 + 8 + 2;
 uint64_t edge_payload_cap(uint16_t kind, uint64_t max_tile_bytes) {
   switch (kind) {
     case edge_join: return join_fixed_bytes + max_profile_name + max_token_bytes + max_request_bytes;
-    case edge_welcome: return welcome_fixed_bytes + max_certificate_bytes;
+    case edge_welcome:
+      return welcome_fixed_bytes + max_certificate_bytes + 2 + max_shard_edges * (2 + max_edge_address_bytes) + 2
+             + max_proof_bytes;
     case edge_refused: return 2 + max_reason_bytes;
     case edge_task:
     case edge_result: return max_tile_bytes;
@@ -93,20 +95,42 @@ caf::expected<edge_join_msg> decode_join(const char* data, size_t size) {
 
 std::vector<char> encode(const edge_welcome_msg& m) {
   const std::string cert = m.certificate.substr(0, max_certificate_bytes);
-  std::vector<char> out(welcome_fixed_bytes + cert.size());
+  const size_t edges = std::min(m.shard_edges.size(), max_shard_edges);
+  size_t bytes = welcome_fixed_bytes + cert.size();
+  std::vector<std::string> cut;
+  for (size_t i = 0; i < edges; ++i) cut.push_back(m.shard_edges[i].substr(0, max_edge_address_bytes));
+  const std::string proof = m.proof.substr(0, max_proof_bytes);
+  if (edges > 0) {
+    bytes += 2 + 2 + proof.size();
+    for (const auto& e : cut) bytes += 2 + e.size();
+  }
+  std::vector<char> out(bytes);
   byte_writer w(out.data());
   w.put(m.device);
   w.put(m.heartbeat_seconds);
   w.text(cert);
+  if (edges > 0) {
+    w.put(static_cast<uint16_t>(edges));
+    for (const auto& e : cut) w.text(e);
+    w.text(proof);
+  }
   return out;
 }
 
 caf::expected<edge_welcome_msg> decode_welcome(const char* data, size_t size) {
   byte_reader r(data, size);
   edge_welcome_msg m;
-  if (!(r.get(m.device) && r.get(m.heartbeat_seconds) && r.text(m.certificate, max_certificate_bytes))
-      || r.left() != 0)
+  if (!(r.get(m.device) && r.get(m.heartbeat_seconds) && r.text(m.certificate, max_certificate_bytes)))
     return fail("welcome frame: malformed");
+  if (r.left() > 0) {
+    uint16_t edges = 0;
+    if (!r.get(edges) || edges == 0 || edges > max_shard_edges) return fail("welcome frame: a bad count of shard edges");
+    m.shard_edges.resize(edges);
+    for (auto& e : m.shard_edges)
+      if (!r.text(e, max_edge_address_bytes) || e.empty()) return fail("welcome frame: a shard edge over its cap");
+    if (!r.text(m.proof, max_proof_bytes) || m.proof.empty()) return fail("welcome frame: a bad job proof");
+  }
+  if (r.left() != 0) return fail("welcome frame: malformed");
   if (!(m.heartbeat_seconds > 0 && m.heartbeat_seconds <= 60))
     return fail("welcome frame: heartbeat interval out of range");
   return m;

@@ -8,7 +8,8 @@
 //
 //   device -> ps                         ps -> device
 //   join       version, profile,         welcome   id, heartbeat interval,
-//              token, certificate request          certificate (for a token)
+//              token, certificate request          certificate (for a token),
+//                                                  [shard edges, job proof]
 //   heartbeat  (empty)                   refused   reason
 //   result     tile_codec                task      tile_codec
 //   miss       tile_codec                run_over  (empty)
@@ -77,6 +78,12 @@ inline constexpr size_t max_request_bytes = 4096;      // a PEM certificate requ
 inline constexpr size_t max_certificate_bytes = 8192;  // a PEM certificate
 // ml_update: the step, six AdamW settings and the clip scale.
 inline constexpr size_t ml_update_bytes = 8 + 6 * 8 + 8;
+// A welcome from a coordinator over shard processes names every shard's
+// device edge ("host:port") and the device's proof for them
+// (actors/gateway/job_proof.hpp).
+inline constexpr size_t max_shard_edges = 64;
+inline constexpr size_t max_edge_address_bytes = 128;
+inline constexpr size_t max_proof_bytes = 128;
 
 struct edge_join_msg {
   uint32_t schema_version = message_schema_version;
@@ -89,6 +96,10 @@ struct edge_welcome_msg {
   int32_t device = -1;
   double heartbeat_seconds = 0;  // the interval the job's detector expects
   std::string certificate;       // for a device that joined with a token (PEM)
+  // Shard processes' edges the device also serves; sent only when there are
+  // any (a welcome without them is the v1 welcome, byte for byte).
+  std::vector<std::string> shard_edges;
+  std::string proof;  // what those edges admit the device by
 };
 
 std::vector<char> encode(const edge_join_msg& m);

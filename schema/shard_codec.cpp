@@ -12,6 +12,8 @@ namespace {
 constexpr size_t tensor_header_bytes = 16;              // rows, cols
 constexpr size_t attach_fixed_bytes = 1 + 1 + 4 * 8;    // axis, decay, shape, range
 constexpr size_t product_fixed_bytes = 1 + 4 + 1 + 4 + 1;  // kind, weight, transposes, beta, operands
+constexpr size_t product_tag_bytes = 4 + 1;                 // layer, role (after the products)
+constexpr uint8_t max_product_role = 5;                     // gemm_role::attn_grad
 constexpr size_t update_bytes = 6 * 8 + 8 + 8;
 constexpr uint8_t has_b = 1, has_c_in = 2;
 
@@ -137,6 +139,7 @@ std::vector<char> encode_shard_products(const std::vector<shard_product_ref>& pr
     if (p.kind == 1) bytes += view_bytes(p.b);
     if (p.kind == 0 && p.beta != 0.0f) bytes += view_bytes(p.c_in);
   }
+  bytes += products.size() * product_tag_bytes;
   std::vector<char> out(bytes);
   byte_writer w(out.data());
   w.put(static_cast<uint32_t>(products.size()));
@@ -150,6 +153,10 @@ std::vector<char> encode_shard_products(const std::vector<shard_product_ref>& pr
     put_view(w, p.a);
     if (b) put_view(w, p.b);
     if (c_in) put_view(w, p.c_in);
+  }
+  for (const auto& p : products) {
+    w.put(p.layer);
+    w.put(p.role);
   }
   return out;
 }
@@ -176,6 +183,10 @@ caf::expected<std::vector<shard_product_msg>> decode_shard_products(const char* 
     if (!get_tensor(r, p.a, why) || ((operands & has_b) && !get_tensor(r, p.b, why))
         || ((operands & has_c_in) && !get_tensor(r, p.c_in, why)))
       return bad("products", "product " + std::to_string(i) + ": " + why);
+  }
+  for (auto& p : out) {
+    if (!r.get(p.layer) || !r.get(p.role)) return bad("products", "truncated layers and roles");
+    if (p.role > max_product_role) return bad("products", "unknown product role " + std::to_string(p.role));
   }
   if (r.left() != 0) return bad("products", "trailing bytes");
   return out;
@@ -239,21 +250,42 @@ caf::expected<double> decode_shard_double(const char* data, size_t size) {
 }
 
 std::vector<char> encode(const shard_stats& s) {
-  std::vector<char> out(24);
+  std::vector<char> out(s.devices ? 24 + 8 * 8 : 24);
   byte_writer w(out.data());
   w.put(s.peak_rss_bytes);
   w.put(s.bytes_in);
   w.put(s.bytes_out);
+  if (s.devices) {
+    w.put(s.tiles);
+    w.put(s.bytes_down);
+    w.put(s.bytes_up);
+    w.put(s.local_gemms);
+    w.put(s.issue_seconds);
+    w.put(s.wait_seconds);
+    w.put(s.egress_seconds);
+    w.put(s.ingress_seconds);
+  }
   return out;
 }
 
 caf::expected<shard_stats> decode_shard_stats(const char* data, size_t size) {
-  if (size != 24) return bad("stats", "is " + std::to_string(size) + " bytes, not 24");
+  if (size != 24 && size != 24 + 8 * 8) return bad("stats", "is " + std::to_string(size) + " bytes, not 24 or 88");
   byte_reader r(data, size);
   shard_stats s;
   r.get(s.peak_rss_bytes);
   r.get(s.bytes_in);
   r.get(s.bytes_out);
+  if (size > 24) {
+    s.devices = true;
+    r.get(s.tiles);
+    r.get(s.bytes_down);
+    r.get(s.bytes_up);
+    r.get(s.local_gemms);
+    r.get(s.issue_seconds);
+    r.get(s.wait_seconds);
+    r.get(s.egress_seconds);
+    r.get(s.ingress_seconds);
+  }
   return s;
 }
 

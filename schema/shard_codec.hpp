@@ -18,7 +18,10 @@
 //   add_grads   tensors, one per slice (0x0: nothing)  -> sum_of_squares
 //   update      adamw config, t, grad scale           -> tensors (values)
 //   moments     (empty)                               -> tensors (m, v per slice)
-//   stats       (empty)                               -> stats
+//   stats       (empty)                               -> stats (with the device
+//               side's counts when the shard feeds devices)
+//   fleet       the job's secret, shard index and count, the fleet's
+//               options (schema/shard_fleet_codec.hpp) -> fleet_answer
 //   part        a piece of a larger request           -> done, or the answer
 //   next_part   (empty)                               -> the answer's next part
 //   checkpoint  step, set id, shard index and count    -> checkpoint_file
@@ -54,6 +57,7 @@ enum class shard_kind : uint16_t {
   checkpoint = 0x10A,
   restore = 0x10B,  // small, but a cut of many parameters outgrows small_shard_frame_bytes
   has_checkpoint_dir = 0x10C,
+  fleet = 0x10D,  // a shard that feeds devices (cmd/shard_fleet.hpp)
   // answers
   done = 0x181,
   tensors = 0x182,
@@ -61,6 +65,7 @@ enum class shard_kind : uint16_t {
   stats_answer = 0x184,
   refused = 0x185,
   checkpoint_file = 0x186,
+  fleet_answer = 0x187,
 };
 
 // Caps a decoder enforces (besides the frame's length).
@@ -93,12 +98,17 @@ caf::expected<std::vector<shard_attach_entry>> decode_shard_attach(const char* d
 // One product a shard computes (see actors/ps/shard_split.hpp's slice_product):
 //   kind 0 (times_slice): out = beta * c_in + a * op(W_s); c_in only when beta != 0
 //   kind 1 (into_grad):   G_s = beta * G_s + op(a) * op(b)
+// Each product also carries its gemm_tag's layer and role (after the last
+// product, 5 bytes each), so
+// that a shard feeding devices plans it as the in-process shard would.
 struct shard_product_ref {  // what the coordinator encodes: views, no copies
   uint8_t kind = 0;
   int32_t weight = 0;
   bool trans_a = false, trans_b = false, trans_w = false;
   float beta = 0;
   const_view<float> a, b, c_in;  // b: into_grad; c_in: times_slice with beta != 0
+  uint32_t layer = 0;
+  uint8_t role = 0;
 };
 struct shard_product_msg {  // what the shard decodes
   uint8_t kind = 0;
@@ -106,6 +116,8 @@ struct shard_product_msg {  // what the shard decodes
   bool trans_a = false, trans_b = false, trans_w = false;
   float beta = 0;
   tensor a, b, c_in;
+  uint32_t layer = 0;
+  uint8_t role = 0;
 };
 
 std::vector<char> encode_shard_products(const std::vector<shard_product_ref>& products);
@@ -130,6 +142,10 @@ struct shard_stats {
   uint64_t peak_rss_bytes = 0;  // the shard process's VmHWM
   uint64_t bytes_in = 0;        // request payload bytes it received
   uint64_t bytes_out = 0;       // answer payload bytes it sent
+  // A shard with a device edge: its engine's counts (runtime_report's shard_report).
+  bool devices = false;
+  uint64_t tiles = 0, bytes_down = 0, bytes_up = 0, local_gemms = 0;
+  double issue_seconds = 0, wait_seconds = 0, egress_seconds = 0, ingress_seconds = 0;
 };
 std::vector<char> encode(const shard_stats& s);
 caf::expected<shard_stats> decode_shard_stats(const char* data, size_t size);

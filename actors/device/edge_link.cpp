@@ -46,6 +46,7 @@ void on_frame(link_ptr self, bulk_frame& f) {
       spdlog::info("device: joined the fleet as device {}", w->device);
       if (st.opts.welcomed) st.opts.welcomed->store(true);
       if (!w->certificate.empty() && st.opts.on_certificate) st.opts.on_certificate(w->certificate);
+      if (st.opts.on_welcome) st.opts.on_welcome(*w);
       // The job's detector expects its own interval, whatever the device was started with.
       self->send(st.device, heartbeat_atom::value, w->heartbeat_seconds);
       st.joining.deliver(welcome_atom::value, w->device, caf::actor{self});

@@ -18,6 +18,7 @@
 #include <caf/all.hpp>
 
 #include "actors/transport/bulk_channel.hpp"
+#include "schema/edge_codec.hpp"
 
 namespace cleave {
 
@@ -32,6 +33,9 @@ struct edge_link_options {
   // Set when the ps welcomes the device (a connection it accepts and then
   // turns away does not count as having reached it).
   std::shared_ptr<std::atomic<bool>> welcomed;
+  // Called with the welcome (a coordinator over shard processes names their
+  // edges there: shard_links.hpp).
+  std::function<void(const edge_welcome_msg&)> on_welcome;
 };
 
 struct edge_link_state {

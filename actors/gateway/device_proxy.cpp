@@ -63,7 +63,12 @@ void join_planner(proxy_ptr self, bool first) {
         s.detector = std::move(detector);
         if (first) {
           spdlog::info("edge: device {} ({}) joined from {}", id, s.join.profile.name, s.opts.peer);
-          send_small(self, edge_welcome, encode(edge_welcome_msg{id, s.opts.heartbeat_seconds, s.opts.certificate}));
+          edge_welcome_msg w{id, s.opts.heartbeat_seconds, s.opts.certificate, {}, {}};
+          if (!s.opts.shard_edges.empty() && s.opts.prove) {
+            w.shard_edges = s.opts.shard_edges;
+            w.proof = s.opts.prove(id);
+          }
+          send_small(self, edge_welcome, encode(w));
         }
       },
       [=](caf::error& err) {

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <caf/all.hpp>
 
@@ -38,6 +39,8 @@ struct proxy_options {
   size_t max_pending = 4096;            // tasks awaiting an answer; the oldest are forgotten past it
   std::string peer;                     // "addr:port", for logs
   std::string certificate;              // sent in the welcome (a join token's)
+  std::vector<std::string> shard_edges; // sent in the welcome with prove(id) (edge_gateway.hpp)
+  std::function<std::string(int32_t)> prove;
 };
 
 // How a proxy's exit reason starts or what it holds, for the gateway's counts.

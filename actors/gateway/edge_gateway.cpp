@@ -87,6 +87,8 @@ void admit(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame
     return refuse("schema version " + std::to_string(join->schema_version) + " is not "
                   + std::to_string(message_schema_version));
   if (auto err = validate(join->profile)) return refuse(describe(err));
+  if (st.opts.admit_join)
+    if (auto err = st.opts.admit_join(*join)) return refuse(describe(err));
   std::string certificate;
   if (st.opts.tokens && !c.certified) {
     auto issued = redeem(self, c, *join);
@@ -102,6 +104,8 @@ void admit(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame
   po.heartbeat_seconds = st.opts.heartbeat_seconds;
   po.max_strikes = st.opts.max_strikes;
   po.peer = c.peer;
+  po.shard_edges = st.opts.shard_edges;
+  po.prove = st.opts.prove;
   c.proxy = self->spawn(device_proxy, std::move(po), std::move(*join));
   self->monitor(c.proxy);
   st.conn_of_proxy[c.proxy.address()] = conn;

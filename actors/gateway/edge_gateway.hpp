@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <caf/all.hpp>
 
@@ -58,6 +59,12 @@ struct edge_options {
   std::optional<join_tokens> tokens;
   std::shared_ptr<const transport::certificate_issuer> issuer;
   int certificate_days = 365;
+  // A coordinator over shard processes: the shards' device edges and the
+  // proof (job_proof.hpp) of a device id, both sent in each welcome.
+  std::vector<std::string> shard_edges;
+  std::function<std::string(int32_t)> prove;
+  // A shard's edge: a join it refuses (the reason) never reaches the planner.
+  std::function<caf::error(const edge_join_msg&)> admit_join;
 };
 
 // What the gateway has seen since it started.

@@ -171,6 +171,8 @@ caf::error remote_shard::run(const std::vector<slice_product>& products,
     shard_product_ref r;
     r.kind = static_cast<uint8_t>(p.kind);
     r.weight = p.tag.weight;
+    r.layer = p.tag.layer;
+    r.role = static_cast<uint8_t>(p.tag.role);
     r.trans_a = p.trans_a;
     r.trans_b = p.trans_b;
     r.trans_w = p.trans_w;

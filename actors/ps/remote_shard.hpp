@@ -66,6 +66,11 @@ class remote_shard final : public ps_shard {
   // Forgets a restore (the set it came from was not taken after all).
   void drop_restore() { restored_ = false; }
   const std::string& address() const { return address_; }
+  const std::string& host() const { return host_; }
+  // A request this class has no call for (a fleet's, cmd/shard_fleet.cpp).
+  caf::expected<transport::bulk_frame> request(shard_kind kind, std::vector<char> payload, shard_kind answer) {
+    return call(kind, std::move(payload), answer);
+  }
 
  private:
   remote_shard(caf::actor_system& sys, std::unique_ptr<transport::frame_client> client, std::string host,

@@ -44,8 +44,8 @@ caf::behavior shard_server(caf::stateful_actor<shard_server_state>* self, std::s
         return std::move(f.payload);
       }
       auto a = st.service.handle(f.kind, f.payload.data(), f.payload.size());
-      // The first connection whose attach is accepted (whole or in parts) is the coordinator.
-      if (!st.has_coordinator && st.service.attached()) {
+      // The first connection whose attach (or fleet request) is accepted is the coordinator.
+      if (!st.has_coordinator && (st.service.attached() || st.service.fleet_configured())) {
         st.has_coordinator = true;
         st.coordinator = f.conn;
       }
@@ -67,6 +67,12 @@ caf::behavior shard_server(caf::stateful_actor<shard_server_state>* self, std::s
       spdlog::info("ps-shard: connection {} closed: {}", conn, reason);
     },
   };
+}
+
+caf::behavior shard_server_with_devices(caf::stateful_actor<shard_server_state>* self, shard_devices* devices,
+                                        std::string checkpoint_dir) {
+  self->state.service.use_devices(devices);
+  return shard_server(self, std::move(checkpoint_dir));
 }
 
 bulk_options shard_channel_options(const std::string& bind_address) {

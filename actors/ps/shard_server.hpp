@@ -29,6 +29,11 @@ struct shard_server_state {
 // checkpoint_dir: where the shard writes and reads its own checkpoint files
 // (--checkpoint-dir; empty: none).
 caf::behavior shard_server(caf::stateful_actor<shard_server_state>* self, std::string checkpoint_dir);
+// The same for a shard that feeds devices (--edge): its products run on
+// `devices`' engine, which blocks the caller while tiles are out, so spawn
+// it detached.
+caf::behavior shard_server_with_devices(caf::stateful_actor<shard_server_state>* self, shard_devices* devices,
+                                        std::string checkpoint_dir);
 
 // The channel options a shard listens with: caps per request kind (small
 // requests cannot make it buffer a large frame) and a single coordinator

@@ -103,6 +103,8 @@ shard_answer shard_service::answer_to(uint16_t kind, const char* data, size_t si
       case shard_kind::zero_grads:
         store_.zero_grads();
         answer = shard_answer{};
+        if (devices_)
+          if (auto err = devices_->begin_step()) answer = err;
         break;
       case shard_kind::products: answer = products(data, size); break;
       case shard_kind::add_grads: answer = add_grads(data, size); break;
@@ -114,7 +116,20 @@ shard_answer shard_service::answer_to(uint16_t kind, const char* data, size_t si
         if (checkpoint_dir_.empty()) answer = fail("this shard has no --checkpoint-dir");
         else answer = shard_answer{};
         break;
-      case shard_kind::stats: answer = shard_answer{shard_kind::stats_answer, encode(shard_stats{peak_rss_bytes(), bytes_in_, bytes_out_})}; break;
+      case shard_kind::stats: {
+        shard_stats stats{peak_rss_bytes(), bytes_in_, bytes_out_};
+        if (devices_) devices_->add_stats(stats);
+        answer = shard_answer{shard_kind::stats_answer, encode(stats)};
+        break;
+      }
+      case shard_kind::fleet:
+        if (!devices_)
+          answer = fail("this shard process feeds no devices: start it with --edge=HOST:PORT");
+        else if (auto edge = devices_->configure(data, size))
+          answer = shard_answer{shard_kind::fleet_answer, std::move(*edge)};
+        else
+          answer = edge.error();
+        break;
       default: break;
     }
   if (!answer) return {shard_kind::refused, encode_shard_refusal(describe(answer.error()))};
@@ -157,6 +172,8 @@ caf::expected<shard_answer> shard_service::products(const char* data, size_t siz
     if (auto why = misfit(m, st); !why.empty()) return fail("product " + std::to_string(i) + ": " + why);
     auto& p = products[i];
     p.tag.weight = m.weight;
+    p.tag.layer = m.layer;
+    p.tag.role = static_cast<gemm_role>(m.role);
     p.kind = static_cast<slice_product::kind_t>(m.kind);
     p.a = m.a.view();
     p.trans_a = m.trans_a;
@@ -174,7 +191,8 @@ caf::expected<shard_answer> shard_service::products(const char* data, size_t siz
     }
   }
   const auto jobs = store_.jobs_for(products);
-  if (!jobs.empty()) default_gemm_engine<float>().gemm_batch(jobs);
+  auto* engine = devices_ ? devices_->engine() : nullptr;
+  if (!jobs.empty()) (engine ? *engine : default_gemm_engine<float>()).gemm_batch(jobs);
   std::vector<const_view<float>> views;
   for (const auto& t : outputs) views.push_back(t.view());
   return tensors_answer(views);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/ps/shard_devices.hpp"
 #include "actors/ps/shard_store.hpp"
 #include "schema/shard_codec.hpp"
 #include "schema/shard_parts.hpp"
@@ -33,6 +34,9 @@ class shard_service {
   // requests read them (--checkpoint-dir); empty: both are refused.
   void set_checkpoint_dir(std::string dir) { checkpoint_dir_ = std::move(dir); }
   const shard_store& store() const { return store_; }
+  // A shard with a device edge (--edge): its products run on their engine.
+  void use_devices(shard_devices* devices) { devices_ = devices; }
+  bool fleet_configured() const { return devices_ != nullptr && devices_->engine() != nullptr; }
 
  private:
   shard_answer answer_to(uint16_t kind, const char* data, size_t size);
@@ -51,6 +55,7 @@ class shard_service {
   caf::expected<shard_answer> restore(const char* data, size_t size);
 
   shard_store store_;
+  shard_devices* devices_ = nullptr;
   bool attached_ = false;
   std::string checkpoint_dir_;
   std::vector<std::pair<int64_t, int64_t>> full_shapes_;  // by parameter id: for the checkpoint files

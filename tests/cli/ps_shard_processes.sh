@@ -144,7 +144,8 @@ for bad in "--role=ps --shards=127.0.0.1:1,127.0.0.1:2 --ps-shards=2|use one or 
            "--role=ps --shards=127.0.0.1:1 --model=xc|--model=xc keeps its output layer" \
            "--role=ps --shards=localhost|has no valid port" \
            "--role=ps --shards=:4100|needs host:port" \
-           "--role=ps --shards=127.0.0.1:1 --listen=4000|runs without devices" \
+           "--role=ps --shards=127.0.0.1:1 --fleet=f.json|takes device processes at --listen" \
+           "--role=all --edge=4000|--edge is for --role=ps-shard" \
            "--role=all --shards=127.0.0.1:1|--shards is for --role=ps" \
            "--role=ps --shards=127.0.0.1:1 --shard-wait-seconds=-1|--shard-wait-seconds must be between" \
            "--role=ps-shard|needs --listen"; do

@@ -1,0 +1,61 @@
+#pragma once
+// A device process's links to the shard processes' device edges that its
+// welcome named (README "Parameter-server shards"). Each is an edge_link of
+// its own carrying a device actor of its own (same profile, same GEMM), so a
+// shard's tasks are answered on that shard's connection and the shard's
+// detector hears the device there. The join carries the welcome's proof
+// (actors/gateway/job_proof.hpp) in place of a token. A shard that cannot be
+// reached costs one warn line: the device serves the others.
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/device/device_actor.hpp"
+#include "actors/transport/bulk_channel.hpp"
+#include "schema/edge_codec.hpp"
+
+namespace cleave {
+
+// Where a welcome hands the shards' edges to the process's main thread
+// (the link's actor fills it; the thread that serves the device polls it).
+class shard_edges_slot {
+ public:
+  void put(const edge_welcome_msg& w);
+  // The welcome's edges, id and proof once, then nothing until the next put.
+  bool take(std::vector<std::string>& edges, int32_t& id, std::string& proof);
+
+ private:
+  std::mutex mu_;
+  bool ready_ = false;
+  std::vector<std::string> edges_;
+  int32_t id_ = -1;
+  std::string proof_;
+};
+
+class shard_links {
+ public:
+  shard_links(caf::actor_system& sys, device_options dopt, transport::bulk_options channel)
+      : sys_(sys), dopt_(std::move(dopt)), channel_(std::move(channel)) {}
+  ~shard_links() { close(); }
+  shard_links(const shard_links&) = delete;
+  shard_links& operator=(const shard_links&) = delete;
+
+  // Connects to every edge (blocking for each TCP connect, 10 s at most).
+  void open(const std::vector<std::string>& edges, int32_t id, const std::string& proof);
+  // Ends every link and its device actor (the shards hear a leave).
+  void close();
+  size_t size() const { return links_.size(); }
+
+ private:
+  caf::actor_system& sys_;
+  device_options dopt_;
+  transport::bulk_options channel_;
+  std::vector<std::pair<caf::actor, caf::actor>> links_;  // link, device
+};
+
+}  // namespace cleave
