@@ -33,7 +33,8 @@ namespace {
 // the ps ended the run; otherwise the ps was lost, or refused the device
 // (is_edge_refusal). A stop request ends it too.
 // A welcome that names shard processes' edges connects the device to them
-// too (shard_links.hpp), for as long as it serves the ps.
+// too (shard_links.hpp), for as long as it serves the ps, dialling again any
+// whose connection closes.
 caf::error serve(caf::actor_system& sys, const device_options& dopt, const caf::actor& link,
                  shard_edges_slot& welcome, shard_links& shards) {
   auto device = sys.spawn(device_actor, dopt, link);
@@ -51,7 +52,9 @@ caf::error serve(caf::actor_system& sys, const device_options& dopt, const caf::
         why = down.reason;
       },
       caf::after(std::chrono::milliseconds(shards.size() == 0 ? 20 : 200)) >> [] {});
-    if (!gone && welcome.take(edges, id, proof)) shards.open(edges, id, proof);
+    if (gone) break;
+    if (welcome.take(edges, id, proof)) shards.open(edges, id, proof);
+    else shards.tend();
   }
   shards.close();
   if (!gone) self->send_exit(device, caf::exit_reason::user_shutdown);

@@ -105,37 +105,45 @@ void shard_fleet::add_stats(shard_stats& s) {
   s.ingress_seconds = acc.ingress_seconds;
 }
 
+caf::expected<std::string> configure_shard(const cleave_config& cfg, remote_shard& shard, size_t s, size_t count,
+                                           const std::string& secret) {
+  shard_fleet_msg m;
+  m.shard = static_cast<uint32_t>(s);
+  m.shards = static_cast<uint32_t>(count);
+  m.min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;
+  m.ps_flops = cfg.ps_flops;
+  m.ps_egress = cfg.ps_egress;
+  m.ps_ingress = cfg.ps_ingress;
+  m.heartbeat = cfg.heartbeat;
+  m.suspect_phi = cfg.suspect_phi;
+  m.dead_phi = cfg.dead_phi;
+  m.tile_timeout = cfg.tile_timeout;
+  m.speculate = cfg.speculate;
+  m.replicate = cfg.replicate;
+  m.max_tiles_per_device = cfg.max_tiles_per_device;
+  m.quarantine_after = cfg.quarantine_after;
+  m.trust_results = cfg.trust_results;
+  m.secret = secret;
+  const auto who = "PS shard " + std::to_string(s) + " at " + shard.address();
+  auto frame = shard.request(shard_kind::fleet, encode(m), shard_kind::fleet_answer);
+  if (!frame) return fail(who + ": " + describe(frame.error()));
+  auto edge = decode_shard_edge(frame->payload.data(), frame->payload.size());
+  if (!edge) return fail(who + ": " + describe(edge.error()));
+  auto at = parse_endpoint(*edge, "edge", true);
+  if (!at) return fail(who + " names its edge '" + *edge + "': " + describe(at.error()));
+  const auto& host = at->first;
+  const bool anywhere = host.empty() || host == "0.0.0.0" || host == "::";
+  return (anywhere ? shard.host() : host) + ":" + std::to_string(at->second);
+}
+
 caf::expected<std::vector<std::string>> configure_shard_fleet(const cleave_config& cfg,
                                                               const std::vector<remote_shard*>& shards,
                                                               const std::string& secret) {
   std::vector<std::string> edges;
   for (size_t s = 0; s < shards.size(); ++s) {
-    shard_fleet_msg m;
-    m.shard = static_cast<uint32_t>(s);
-    m.shards = static_cast<uint32_t>(shards.size());
-    m.min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;
-    m.ps_flops = cfg.ps_flops;
-    m.ps_egress = cfg.ps_egress;
-    m.ps_ingress = cfg.ps_ingress;
-    m.heartbeat = cfg.heartbeat;
-    m.suspect_phi = cfg.suspect_phi;
-    m.dead_phi = cfg.dead_phi;
-    m.tile_timeout = cfg.tile_timeout;
-    m.speculate = cfg.speculate;
-    m.replicate = cfg.replicate;
-    m.max_tiles_per_device = cfg.max_tiles_per_device;
-    m.quarantine_after = cfg.quarantine_after;
-    m.trust_results = cfg.trust_results;
-    m.secret = secret;
-    auto frame = shards[s]->request(shard_kind::fleet, encode(m), shard_kind::fleet_answer);
-    if (!frame) return fail("PS shard " + std::to_string(s) + " at " + shards[s]->address() + ": " + describe(frame.error()));
-    auto edge = decode_shard_edge(frame->payload.data(), frame->payload.size());
-    if (!edge) return fail("PS shard " + std::to_string(s) + ": " + describe(edge.error()));
-    auto at = parse_endpoint(*edge, "edge", true);
-    if (!at) return fail("PS shard " + std::to_string(s) + " names its edge '" + *edge + "': " + describe(at.error()));
-    const auto& host = at->first;
-    const bool anywhere = host.empty() || host == "0.0.0.0" || host == "::";
-    edges.push_back((anywhere ? shards[s]->host() : host) + ":" + std::to_string(at->second));
+    auto edge = configure_shard(cfg, *shards[s], s, shards.size(), secret);
+    if (!edge) return edge.error();
+    edges.push_back(std::move(*edge));
     spdlog::info("ps: PS shard {} feeds devices at {}", s, edges.back());
   }
   return edges;
@@ -152,11 +160,14 @@ int coordinate_shard_fleet(cleave_config& cfg, const train_options& opts, int th
   auto& system = sys;
   auto planner = [&system] { return registered(system, "planner"); };
   std::optional<edge_endpoint> edge;
-  auto before = [&](const std::vector<remote_shard*>& remotes) -> caf::error {
-    auto edges = configure_shard_fleet(cfg, remotes, *secret);
-    if (!edges) return edges.error();
+  std::vector<std::string> edges;
+  shard_process_hooks hooks;
+  hooks.before_training = [&](const std::vector<remote_shard*>& remotes) -> caf::error {
+    auto configured = configure_shard_fleet(cfg, remotes, *secret);
+    if (!configured) return configured.error();
+    edges = std::move(*configured);
     auto adjust = [&](edge_options& eo) {
-      eo.shard_edges = *edges;
+      eo.shard_edges = edges;
       eo.prove = [key = *secret](int32_t id) { return prove_device(key, id); };
     };
     auto opened = open_edge(sys, cfg, planner, adjust);
@@ -166,8 +177,20 @@ int coordinate_shard_fleet(cleave_config& cfg, const train_options& opts, int th
                  "waiting for {} device(s)", edge->listener.port, remotes.size(), cfg.min_devices >= 0 ? cfg.min_devices : 1);
     return caf::none;
   };
+  // A shard process started in place of a lost one gets the same job (the
+  // same secret, so the devices' proofs hold); the devices dial the edge the
+  // welcome named again, so it must listen there.
+  hooks.shard_back = [&](size_t s, remote_shard& shard) -> caf::error {
+    auto at = configure_shard(cfg, shard, s, shards.size(), *secret);
+    if (!at) return at.error();
+    if (s < edges.size() && *at != edges[s])
+      return fail("PS shard " + std::to_string(s) + " came back with its device edge at " + *at + ", not at " + edges[s]
+                  + " where the devices look for it: start it again with --edge=" + edges[s]);
+    spdlog::info("ps: PS shard {} feeds devices at {} again", s, *at);
+    return caf::none;
+  };
   spdlog::info("ps: coordinating {} PS shard process(es) that feed devices", shards.size());
-  const int rc = train_with_shard_processes(sys, cfg, opts, threads, shards, before);
+  const int rc = train_with_shard_processes(sys, cfg, opts, threads, shards, hooks);
   tell_devices_run_over(sys, planner());
   if (edge) edge->close();
   stop(supervisor);

@@ -60,8 +60,10 @@ class shard_fleet final : public shard_devices {
 // The coordinator's side, run once its shards are reached: each gets the
 // fleet request; returns their edges' addresses ("host:port"; a shard that
 // listens on every interface is dialled at the host the coordinator reached
-// it on).
+// it on). configure_shard does it for shard s of `count`.
 class remote_shard;
+caf::expected<std::string> configure_shard(const cleave_config& cfg, remote_shard& shard, size_t s, size_t count,
+                                           const std::string& secret);
 caf::expected<std::vector<std::string>> configure_shard_fleet(const cleave_config& cfg,
                                                               const std::vector<remote_shard*>& shards,
                                                               const std::string& secret);

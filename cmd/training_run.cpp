@@ -305,7 +305,8 @@ namespace {
 // and connects to it; the trainer then rolls back. Shards that answered
 // wrongly but are still connected are no loss to wait for: their error stands.
 caf::error wait_for_lost_shards(const std::vector<remote_shard*>& remotes, const std::string& why, double wait,
-                                caf::timespan connect_timeout) {
+                                caf::timespan connect_timeout,
+                                const std::function<caf::error(size_t, remote_shard&)>& shard_back) {
   std::vector<size_t> lost;
   for (size_t s = 0; s < remotes.size(); ++s)
     if (remotes[s]->lost()) lost.push_back(s);
@@ -324,6 +325,8 @@ caf::error wait_for_lost_shards(const std::vector<remote_shard*>& remotes, const
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
     spdlog::warn("ps: PS shard {} at {} is back", s, remotes[s]->address());
+    if (shard_back)
+      if (auto err = shard_back(s, *remotes[s])) return err;
   }
   return caf::none;
 }
@@ -346,7 +349,7 @@ int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, 
 
 int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                                int threads, const std::vector<std::pair<std::string, uint16_t>>& at,
-                               const std::function<caf::error(const std::vector<remote_shard*>&)>& before_training) {
+                               const shard_process_hooks& hooks) {
   const auto connect_timeout = std::chrono::seconds(5);
   const auto call_timeout = std::chrono::duration_cast<caf::timespan>(
     std::chrono::duration<double>(std::max(60.0, cfg.tile_timeout)));
@@ -359,8 +362,8 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
     remotes.push_back(shard->get());
     list.shards.push_back(std::move(*shard));
   }
-  if (before_training)
-    if (auto err = before_training(remotes)) return runtime_error(describe(err));
+  if (hooks.before_training)
+    if (auto err = hooks.before_training(remotes)) return runtime_error(describe(err));
   auto ps = std::make_unique<sharded_ps>(std::move(list));
   const sharded_ps* store = ps.get();
   // With a checkpoint directory every shard writes its own slices there.
@@ -381,7 +384,8 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
       for (int again = 0; err && again < 3 && std::any_of(remotes.begin(), remotes.end(),
                                                           [](remote_shard* r) { return r->lost(); });
            ++again) {
-        if (auto gone = wait_for_lost_shards(remotes, describe(err), cfg.shard_wait_seconds, connect_timeout))
+        if (auto gone = wait_for_lost_shards(remotes, describe(err), cfg.shard_wait_seconds, connect_timeout,
+                                                 hooks.shard_back))
           return gone;
         err = own->restore(ck, params, opts.checkpoint_dir);
       }
@@ -397,7 +401,7 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
     for (auto* r : remotes) after_training.push_back(r->traffic());
   };
   extras.recover_shards = [&](const std::string& why) {
-    return wait_for_lost_shards(remotes, why, cfg.shard_wait_seconds, connect_timeout);
+    return wait_for_lost_shards(remotes, why, cfg.shard_wait_seconds, connect_timeout, hooks.shard_back);
   };
   // Each shard's bytes each way as this process counted them (frames with
   // their headers): in all, and per step of training (its products,

@@ -49,11 +49,18 @@ int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, 
 // shard files the shards write and load themselves
 // (actors/ps/shard_checkpoints.hpp). The report's per_shard gives each
 // shard's bytes each way and its peak memory.
-// `before_training` runs once the shards are reached, before their slices
-// are placed (a fleet's coordinator configures their device edges there).
+// `hooks` let a coordinator whose shards feed devices set up their device
+// edges: once the shards are reached, and again for a shard process that
+// replaced a lost one.
+struct shard_process_hooks {
+  // Once every shard is reached, before their slices are placed.
+  std::function<caf::error(const std::vector<remote_shard*>&)> before_training;
+  // A lost shard that listens again (`shard`: its index), before the rollback attaches it.
+  std::function<caf::error(size_t shard, remote_shard&)> shard_back;
+};
 int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                                int threads, const std::vector<std::pair<std::string, uint16_t>>& shards,
-                               const std::function<caf::error(const std::vector<remote_shard*>&)>& before_training = {});
+                               const shard_process_hooks& hooks = {});
 
 // The devices the planner knows are told the run is over (waiting at most
 // 2 s for their answers).

@@ -6,7 +6,7 @@
 // error, never a crash or an allocation past the frame. Through a real
 // gateway: a join with the proof is welcomed, one without it or with a
 // forged one is refused before the planner sees it, and a device whose
-// shard edge cannot be reached skips it.
+// shard edge cannot be reached serves the others and dials it again.
 
 #include <chrono>
 #include <cstring>
@@ -40,7 +40,7 @@ TEST(shard_fleet, welcome_names_the_shards_edges) {
   EXPECT_EQ(back->shard_edges, w.shard_edges);
   EXPECT_EQ(back->proof, w.proof);
   // Without shards the welcome is the v1 welcome, byte for byte.
-  auto plain = encode(edge_welcome_msg{3, 0.1, "cert"});
+  auto plain = encode(edge_welcome_msg{3, 0.1, "cert", {}, {}});
   EXPECT_EQ(plain.size(), 4u + 8 + 2 + 4);
   // Every truncation is refused.
   for (size_t n = plain.size() + 1; n < bytes.size(); ++n) EXPECT_FALSE(decode_welcome(bytes.data(), n)) << n;
@@ -210,11 +210,22 @@ TEST(shard_fleet, a_shard_edge_admits_only_the_jobs_devices) {
   device_options dopt;
   dopt.profile = test_profile();
   dopt.paced = false;
-  shard_links links(sys, dopt, {});
+  shard_links links(sys, dopt, {}, std::chrono::milliseconds(50));
   links.open({"127.0.0.1:" + std::to_string(closed), "not-an-address",
               "127.0.0.1:" + std::to_string(listener->port)}, 5, prove_device(*secret, 5));
-  EXPECT_EQ(links.size(), 1u) << "the reachable shard is served";
+  EXPECT_EQ(links.size(), 2u) << "two edges are host:port";
+  EXPECT_EQ(links.connected(), 1u) << "the reachable shard is served";
+  // A shard that starts listening there later (one started in place of a
+  // lost shard) is dialled again.
+  auto late = transport::spawn_bulk_listener(sys, closed, gateway, edge_channel_options(eo, bo));
+  ASSERT_TRUE(late) << "port " << closed << " was taken meanwhile";
+  for (int i = 0; i < 100 && links.connected() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    links.tend();
+  }
+  EXPECT_EQ(links.connected(), 2u) << "the late shard's edge was dialled again";
   links.close();
+  caf::anon_send_exit(late->channel, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(listener->channel, caf::exit_reason::user_shutdown);
   for (auto& a : {gateway, planner, detector}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

@@ -5,9 +5,15 @@
 // shard's tasks are answered on that shard's connection and the shard's
 // detector hears the device there. The join carries the welcome's proof
 // (actors/gateway/job_proof.hpp) in place of a token. A shard that cannot be
-// reached costs one warn line: the device serves the others.
+// reached, or whose connection closes, costs one warn line: the device
+// serves the others and dials that edge again every redial interval (a shard
+// process started in place of a lost one listens at the same edge). The
+// shards' devices share the operand cache the device declares, evenly.
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -15,6 +21,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/device/block_cache.hpp"
 #include "actors/device/device_actor.hpp"
 #include "actors/transport/bulk_channel.hpp"
 #include "schema/edge_codec.hpp"
@@ -39,23 +46,43 @@ class shard_edges_slot {
 
 class shard_links {
  public:
-  shard_links(caf::actor_system& sys, device_options dopt, transport::bulk_options channel)
-      : sys_(sys), dopt_(std::move(dopt)), channel_(std::move(channel)) {}
+  shard_links(caf::actor_system& sys, device_options dopt, transport::bulk_options channel,
+              std::chrono::milliseconds redial = std::chrono::seconds(1))
+      : sys_(sys), dopt_(std::move(dopt)), channel_(std::move(channel)), redial_(redial) {}
   ~shard_links() { close(); }
   shard_links(const shard_links&) = delete;
   shard_links& operator=(const shard_links&) = delete;
 
   // Connects to every edge (blocking for each TCP connect, 10 s at most).
   void open(const std::vector<std::string>& edges, int32_t id, const std::string& proof);
+  // Dials again the edges whose connection closed or was never made, once
+  // per redial interval each; call it from the thread that serves the device.
+  void tend();
   // Ends every link and its device actor (the shards hear a leave).
   void close();
+  // Edges the welcome named, and how many are connected now.
   size_t size() const { return links_.size(); }
+  size_t connected() const;
 
  private:
+  using clock = std::chrono::steady_clock;
+  struct link_slot {
+    size_t shard = 0;
+    std::string host;
+    uint16_t port = 0;
+    caf::actor link, device;
+    std::shared_ptr<std::atomic<bool>> down;  // set when the link's actor ends
+    clock::time_point next_dial{};
+    bool warned = false;  // one warn line per loss
+  };
+  void dial(link_slot& slot);
+
   caf::actor_system& sys_;
   device_options dopt_;
   transport::bulk_options channel_;
-  std::vector<std::pair<caf::actor, caf::actor>> links_;  // link, device
+  std::chrono::milliseconds redial_;
+  std::string token_;
+  std::vector<link_slot> links_;
 };
 
 }  // namespace cleave
