@@ -108,11 +108,11 @@ int run_ps_coordinator(cleave_config& cfg, const train_options& opts, int thread
   if (opts.model.kind == "xc")
     return usage_error("--model=xc keeps its output layer as model-lets, not PS shards: --shards is for mlp and gpt");
   // Devices join the coordinator's edge (--listen) and take tiles from the
-  // shards' edges; emulated devices, a planner process, the console and
-  // pacing here are not in this build (a shard paces its own link).
-  if (!cfg.planner.empty() || !cfg.fleet.empty() || cfg.devices > 0 || cfg.pace_ps_link || !cfg.admin.empty())
+  // shards' edges; emulated devices, a planner process and pacing here are
+  // not in this build (a shard paces its own link).
+  if (!cfg.planner.empty() || !cfg.fleet.empty() || cfg.devices > 0 || cfg.pace_ps_link)
     return usage_error("--role=ps with --shards takes device processes at --listen (fed by shards started with "
-                       "--edge); --planner, --fleet, --devices, --pace-ps-link and --admin are not in this build "
+                       "--edge); --planner, --fleet, --devices and --pace-ps-link are not in this build "
                        "(give --pace-ps-link to the shard processes)");
   if (!cfg.listen.empty()) return coordinate_shard_fleet(cfg, opts, threads, *shards);
   if (cfg.min_devices > 0) return usage_error("--min-devices with --shards needs --listen (the device edge)");
@@ -120,7 +120,13 @@ int run_ps_coordinator(cleave_config& cfg, const train_options& opts, int thread
                                     "--listen they secure the device edge");
   caf::actor_system sys{cfg};
   spdlog::info("ps: coordinating {} PS shard process(es), no devices", shards->size());
-  return train_with_shard_processes(sys, cfg, opts, threads, *shards);
+  shard_process_hooks hooks;
+  auto console = start_console(sys, cfg, [] { return caf::actor{}; }, [] { return caf::actor{}; });
+  if (!console) return runtime_error(describe(console.error()));
+  hooks.console = *console;
+  const int rc = train_with_shard_processes(sys, cfg, opts, threads, *shards, hooks);
+  if (*console) caf::anon_send_exit(*console, caf::exit_reason::user_shutdown);
+  return rc;
 }
 
 int run_ps(cleave_config& cfg, const train_options& opts, int threads) {

@@ -189,8 +189,17 @@ int coordinate_shard_fleet(cleave_config& cfg, const train_options& opts, int th
     spdlog::info("ps: PS shard {} feeds devices at {} again", s, *at);
     return caf::none;
   };
+  // The console shows the devices the coordinator welcomed and each shard's
+  // side of the run (its stats, asked for as the run goes).
+  auto console = start_console(sys, cfg, planner, [&system] { return registered(system, "detector"); });
+  if (!console) {
+    stop(supervisor);
+    return runtime_error(describe(console.error()));
+  }
+  hooks.console = *console;
   spdlog::info("ps: coordinating {} PS shard process(es) that feed devices", shards.size());
   const int rc = train_with_shard_processes(sys, cfg, opts, threads, shards, hooks);
+  if (*console) caf::anon_send_exit(*console, caf::exit_reason::user_shutdown);
   tell_devices_run_over(sys, planner());
   if (edge) edge->close();
   stop(supervisor);

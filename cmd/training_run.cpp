@@ -164,7 +164,14 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
                                {"devices", devices}};
       const auto per_shard = shard_accounts();
       add_runtime_report(status, combine_shards(per_shard), cfg.ps_shards, step);
-      status["shards"] = shard_report(per_shard, store.shard_bytes(), step);
+      if (extras.shard_report) {
+        // Shard processes: what each says of itself, as the report gives it.
+        auto rows = extras.shard_report(step);
+        for (auto& row : rows) row["step"] = step;
+        status["shards"] = std::move(rows);
+      } else {
+        status["shards"] = shard_report(per_shard, store.shard_bytes(), step);
+      }
       caf::anon_send(console, console_status_atom::value, status.dump());
     };
   std::optional<control_inbox> controls;
@@ -428,7 +435,7 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
         one["shard_peak_rss_bytes"] = st->peak_rss_bytes;
         one["shard_bytes_in"] = st->bytes_in;
         one["shard_bytes_out"] = st->bytes_out;
-        if (st->devices) add_shard_device_stats(one, *st, steps);
+        add_shard_device_stats(one, *st, steps);
       } else {
         spdlog::warn("PS shard {} gave no statistics: {}", s, describe(st.error()));
       }
@@ -436,7 +443,7 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
     }
     return out;
   };
-  return train(cfg, opts, threads, 0, {}, {}, {}, std::move(extras));
+  return train(cfg, opts, threads, 0, {}, {}, hooks.console, std::move(extras));
 }
 
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,

@@ -17,8 +17,9 @@ namespace cleave {
 
 class remote_shard;
 
-// A shard process's device side (its stats with a device edge) into its
-// per_shard entry, as in-process shards report theirs (cmd/shard_fleet.cpp).
+// A shard process's device side (its stats with a device edge; zeros
+// without one) into its per_shard entry, as in-process shards report theirs
+// (cmd/shard_fleet.cpp).
 void add_shard_device_stats(nlohmann::json& one, const shard_stats& st, int64_t steps);
 
 // Everything a fleet run is wired to besides the flags.
@@ -57,6 +58,9 @@ struct shard_process_hooks {
   std::function<caf::error(const std::vector<remote_shard*>&)> before_training;
   // A lost shard that listens again (`shard`: its index), before the rollback attaches it.
   std::function<caf::error(size_t shard, remote_shard&)> shard_back;
+  // The admin console (--admin; null without): the run's status with each
+  // shard's per_shard entry, its stats asked for at most twice a second.
+  caf::actor console;
 };
 int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                                int threads, const std::vector<std::pair<std::string, uint16_t>>& shards,

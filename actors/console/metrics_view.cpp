@@ -127,6 +127,8 @@ constexpr scalar_family shard_families[] = {
   {"tiles", "cleave_ps_shard_tiles_total", "counter", "Tiles devices completed for the shard."},
   {"memory_bytes", "cleave_ps_shard_memory_bytes", "gauge",
    "Bytes the shard keeps for its parameter slices, their gradients and AdamW moments."},
+  {"shard_peak_rss_bytes", "cleave_ps_shard_peak_resident_bytes", "gauge",
+   "Peak resident memory of the shard's own process (--role=ps-shard only)."},
   {"egress_seconds", "cleave_ps_shard_egress_wait_seconds_total", "counter",
    "Seconds tasks waited on the shard's paced egress (--pace-ps-link)."},
   {"ingress_seconds", "cleave_ps_shard_ingress_wait_seconds_total", "counter",

@@ -14,7 +14,8 @@ PER_DEVICE = {"id": (INT, True), "profile": (STR, True), "tiles": (INT, True),
               "cache_hits": (INT, True), "refused": (INT, True), "flops": (NUM, True)}
 SHARD = {"shard": (INT, True), "step": (INT, True), "bytes_down": (INT, True), "bytes_up": (INT, True),
          "tiles": (INT, True), "memory_bytes": (INT, True), "issue_seconds": (NUM, True),
-         "wait_seconds": (NUM, True), "egress_seconds": (NUM, True), "ingress_seconds": (NUM, True)}
+         "wait_seconds": (NUM, True), "egress_seconds": (NUM, True), "ingress_seconds": (NUM, True),
+         "shard_peak_rss_bytes": (INT, False)}
 TRAINING = {"step": (INT, True), "loss": (NUM, True), "seconds": (NUM, True), "model": (STR, True),
             "devices": (INT, True), "ps_shards": (INT, True), "tiles": (INT, True),
             "bytes_down": (INT, True), "bytes_up": (INT, True), "cache_hit_rate": (NUM, True),

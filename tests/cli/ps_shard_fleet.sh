@@ -4,16 +4,18 @@
 # welcomes devices), two --role=ps-shard processes each with its own device
 # edge (--edge) and four device processes train mlp and gpt small (context
 # 64, batch 8) for 50 steps. Every per-step loss is the in-process
-# --devices=0 run's within 1e-4 relative; mlp's is also checked against the
-# in-process --ps-shards=2 run on the same four devices (the same tile cut:
-# it prints "equal" when bit for bit, as it was at commit time). Both shards sent
-# tiles to devices (per_shard: tiles, bytes down and up, from each shard's
-# stats). In the mlp run one device is killed after step 10: both shards
-# drop it and move its tiles, and the losses hold. A join to a shard's edge without the coordinator's proof is
-# refused with the reason. gpt's planner is told a 1 GB/s PS link (mlp's
-# 1e12, as multiprocess.sh) so that its operands stay near 1.4 GB a shard
-# over loopback and the whole test near 40 s on this 2-core host.
+# --devices=0 run's within 1e-4 relative, and the in-process --ps-shards=2
+# run's on the same four devices bit for bit (the same tile cut). Both
+# shards sent tiles to devices (per_shard: tiles, bytes down and up, from
+# each shard's stats). In the mlp run one device is killed after step 10:
+# both shards drop it and move its tiles, and the losses hold. A join to a
+# shard's edge without the coordinator's proof is refused with the reason.
+# The gpt run's console shows both shards' tiles and memory, and passes the
+# console's schema. gpt's planner is told a 1 GB/s PS link (mlp's 1e12, as
+# multiprocess.sh) so that its operands stay near 1.4 GB a shard over
+# loopback and the whole test near a minute on this 2-core host.
 source "$(dirname "$0")/lib.sh"
+export CONSOLE_HTTP=$(cd "$(dirname "$0")" && pwd)  # console_http.py, console_state_schema.py
 CLEAVE=$(realpath "$CLEAVE")
 cd "$WORK"
 
@@ -49,10 +51,10 @@ try:
         data += chunk
 except OSError:
     pass
-print(data[-300:].decode("latin-1"))
+print(data[-300:].decode("latin-1").replace("\0", ""))
 PY
 }
-SCHEMA=$(grep -o "message_schema_version = [0-9]*" "$(dirname "$(realpath "$0")")/../../schema/messages.hpp" | grep -o "[0-9]*$")
+SCHEMA=$(grep -o "message_schema_version = [0-9]*" "$CONSOLE_HTTP/../../schema/messages.hpp" | grep -o "[0-9]*$")
 
 compare() {  # compare MODEL: the processes' losses against the references
   python3 - "$1" <<'PY'
@@ -70,6 +72,9 @@ for name in ("ref", "inproc"):
         continue
     w = worst(ref)
     if w > 1e-4: problems.append(f"losses differ from the {name} run by {w:.2e} relative")
+    # The same fleet in one process cuts the same tiles: the same bits.
+    if name == "inproc" and ref["losses"] != got["losses"]:
+        problems.append(f"losses differ from the in-process --ps-shards=2 fleet's (worst {w:.1e})")
     notes.append(f"{name}: " + ("equal" if ref["losses"] == got["losses"] else f"worst {w:.1e}"))
 shards = got.get("per_shard", [])
 if len(shards) != 2: problems.append(f"per_shard has {len(shards)} entries")
@@ -88,13 +93,13 @@ for model in mlp gpt; do
   else flags+=(--ps-egress=1e12 --ps-flops=1e9); fi
   "$CLEAVE" --role=all --devices=0 "${flags[@]}" --log-level=warn --report=$model-ref.json \
     || fail "$model reference run failed"
-  if [[ $model == mlp ]]; then
-    "$CLEAVE" --role=all --ps-shards=2 --devices=4 --profile=fast "${flags[@]}" --log-level=warn \
-      --report=$model-inproc.json || fail "$model in-process fleet run failed"
-  fi
+  "$CLEAVE" --role=all --ps-shards=2 --devices=4 --profile=fast "${flags[@]}" --log-level=warn \
+    --report=$model-inproc.json || fail "$model in-process fleet run failed"
   start_shard a; start_shard b
+  admin=()
+  [[ $model == gpt ]] && admin=(--admin=127.0.0.1:0)
   timeout 300 "$CLEAVE" --role=ps --shards=127.0.0.1:$port_a,127.0.0.1:$port_b --listen=127.0.0.1:0 \
-    --min-devices=4 "${flags[@]}" --report=$model-procs.json > $model-coord.log 2>&1 &
+    --min-devices=4 "${flags[@]}" "${admin[@]}" --report=$model-procs.json > $model-coord.log 2>&1 &
   coordinator=$!
   port=$(wait_port $model-coord.log)
   [[ -n $port ]] || { fail "$model: the coordinator did not open its edge: $(tail -3 $model-coord.log)"; continue; }
@@ -114,6 +119,35 @@ for model in mlp gpt; do
     kill -9 "${devices[3]}"
     wait "${devices[3]}" 2>/dev/null
     unset 'devices[3]'
+  fi
+  if [[ $model == gpt ]]; then
+    # The console shows each shard process's side as the run goes: tiles,
+    # bytes, its slices' memory and its process's resident memory.
+    out=$(python3 - "$(console_port $model-coord.log)" <<'PY'
+import json, os, sys, time
+sys.path.insert(0, os.environ["CONSOLE_HTTP"])
+from console_http import get
+from console_state_schema import check
+port, doc, problems = int(sys.argv[1]), None, []
+for _ in range(200):
+    doc = json.loads(get(port, "/api/state")[1])
+    shards = (doc.get("training") or {}).get("shards") or []
+    if len(shards) == 2 and all(s["tiles"] > 0 for s in shards): break
+    time.sleep(0.1)
+else:
+    problems.append(f"the console never showed both shards sending tiles: {shards}")
+problems += check(doc)
+if not all(s.get("shard_peak_rss_bytes", 0) > 0 and s["memory_bytes"] > 0 for s in shards):
+    problems.append(f"a shard without its memory: {shards}")
+metrics = get(port, "/metrics")[1].decode()
+if metrics.count("cleave_ps_shard_peak_resident_bytes{") != 2:
+    problems.append("/metrics lacks each shard's resident memory")
+print("; ".join(problems) or "ok: console shows " + ", ".join(
+    f"shard {s['shard']} {s['tiles']} tiles, {s['shard_peak_rss_bytes'] >> 20} MiB resident" for s in shards))
+PY
+)
+    [[ $out == ok* ]] || fail "gpt console: $out"
+    echo "$out"
   fi
   wait $coordinator || fail "$model over shard processes: $(tail -3 $model-coord.log)"
   if [[ $model == mlp ]]; then

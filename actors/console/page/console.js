@@ -247,7 +247,9 @@ function render_ps(doc) {
   for (const s of ((doc.training && doc.training.shards) || []))
     shards.appendChild(cell_row([String(s.shard), String(s.step), fixed(s.bytes_down / 1e6, 1),
                                  fixed(s.bytes_up / 1e6, 1), String(s.tiles),
-                                 fixed(s.memory_bytes / 1e6, 2), fixed(s.wait_seconds || 0, 1),
+                                 fixed(s.memory_bytes / 1e6, 2),
+                                 s.shard_peak_rss_bytes ? fixed(s.shard_peak_rss_bytes / 1e6, 0) : "\u2013",
+                                 fixed(s.wait_seconds || 0, 1),
                                  fixed((s.egress_seconds || 0) + (s.ingress_seconds || 0), 1)], []));
   $("shards").replaceChild(shards, $("shards").tBodies[0]);
   const plans = document.createElement("tbody");
