@@ -206,7 +206,7 @@ int coordinate_shard_fleet(cleave_config& cfg, const train_options& opts, int th
   return rc;
 }
 
-void add_shard_device_stats(nlohmann::json& one, const shard_stats& st, int64_t /*steps*/) {
+void add_shard_device_stats(nlohmann::json& one, const shard_stats& st) {
   one["bytes_down"] = st.bytes_down;
   one["bytes_up"] = st.bytes_up;
   one["tiles"] = st.tiles;

@@ -98,6 +98,15 @@ struct train_extras {
   std::function<caf::error(checkpoint&, std::deque<parameter>&)> restore_shards;
 };
 
+// Each shard's share of the training steps' wall time (`trained_seconds`):
+// the seconds it spent issuing tiles and waiting on its devices.
+void add_step_shares(nlohmann::json& doc, double trained_seconds) {
+  if (!doc.contains("per_shard") || !(trained_seconds > 0)) return;
+  for (auto& one : doc["per_shard"])
+    if (one.contains("wait_seconds"))
+      one["step_share"] = (one.value("issue_seconds", 0.0) + one.value("wait_seconds", 0.0)) / trained_seconds;
+}
+
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
           const std::vector<distributed_gemm*>& fleet, const caf::actor& churn = {},
           const caf::actor& console = {}, train_extras extras = {}) {
@@ -124,7 +133,6 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     for (auto* engine : fleet) per_shard.push_back(engine->accounts());
     return per_shard;
   };
-  auto fleet_accounts = [&] { return combine_shards(shard_accounts()); };
   if (!fleet.empty() || churn) {
     t.before_step = [&](int64_t step) {
       if (churn) caf::anon_send(churn, churn_atom::value, step + 1);
@@ -144,10 +152,14 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
                                            : [dir = opts.checkpoint_dir](checkpoint& ck, std::deque<parameter>&) {
                                                return read_set_moments(dir, ck);
                                              };
+  // Each shard's accounts as training ends: the report's per_shard leaves
+  // the evaluation out, as its step shares do.
+  std::vector<runtime_accounts> trained_per_shard;
   if (!fleet.empty()) {
     t.after_training = [&] {
       for (auto* engine : fleet) engine->finish_step();
-      training = fleet_accounts();
+      trained_per_shard = shard_accounts();
+      training = combine_shards(trained_per_shard);
       if (shards) training.totals.allgather_seconds += shards->exchange_seconds();
     };
   }
@@ -193,8 +205,10 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   if (extras.shard_report) doc["per_shard"] = extras.shard_report(res->steps - res->resumed_from_step);
   if (!fleet.empty()) {
     add_runtime_report(doc, training, cfg.ps_shards, res->steps - res->resumed_from_step);
-    doc["per_shard"] = shard_report(shard_accounts(), store.shard_bytes(), res->steps);
+    doc["per_shard"] = shard_report(trained_per_shard.empty() ? shard_accounts() : trained_per_shard,
+                                    store.shard_bytes(), res->steps);
   }
+  add_step_shares(doc, res->mean_step_seconds * static_cast<double>(res->steps - res->resumed_from_step));
   if (churn) doc["churn"] = churn_summary(churn.home_system(), churn);
   if (data_parallel)
     doc["data_parallel"] = data_parallel_report(*data_parallel, res->parameters, res->mean_step_seconds);
@@ -404,8 +418,13 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
       return err;
     };
   }
+  std::vector<std::optional<shard_stats>> trained_stats;  // each shard's own counts as training ends
   extras.training_done = [&] {
-    for (auto* r : remotes) after_training.push_back(r->traffic());
+    for (auto* r : remotes) {
+      after_training.push_back(r->traffic());
+      auto st = r->stats();
+      trained_stats.push_back(st ? std::optional<shard_stats>{*st} : std::nullopt);
+    }
   };
   extras.recover_shards = [&](const std::string& why) {
     return wait_for_lost_shards(remotes, why, cfg.shard_wait_seconds, connect_timeout, hooks.shard_back);
@@ -435,7 +454,8 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
         one["shard_peak_rss_bytes"] = st->peak_rss_bytes;
         one["shard_bytes_in"] = st->bytes_in;
         one["shard_bytes_out"] = st->bytes_out;
-        add_shard_device_stats(one, *st, steps);
+        const bool trained_known = s < trained_stats.size() && trained_stats[s];
+        add_shard_device_stats(one, trained_known ? *trained_stats[s] : *st);
       } else {
         spdlog::warn("PS shard {} gave no statistics: {}", s, describe(st.error()));
       }

@@ -20,7 +20,7 @@ class remote_shard;
 // A shard process's device side (its stats with a device edge; zeros
 // without one) into its per_shard entry, as in-process shards report theirs
 // (cmd/shard_fleet.cpp).
-void add_shard_device_stats(nlohmann::json& one, const shard_stats& st, int64_t steps);
+void add_shard_device_stats(nlohmann::json& one, const shard_stats& st);
 
 // Everything a fleet run is wired to besides the flags.
 struct fleet_run {

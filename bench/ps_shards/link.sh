@@ -7,19 +7,21 @@
 # count the median step over ROUNDS interleaved rounds, the speed-up over one
 # shard, what each shard's link carried per step, and beside it the cost
 # model's predicted step for the same fleet and shard count (--role=plan,
-# which counts a link per shard).
-# Usage: [ROUNDS=3] [EGRESS=2e8] [DEVICES=16] [STEPS=6] [FLAGS=...] bench/ps_shards/link.sh [path/to/cleave]   (not part of CI)
+# which counts a link per shard). INGRESS paces what the shard receives
+# (default: as EGRESS).
+# Usage: [ROUNDS=3] [EGRESS=2e8] [INGRESS=...] [DEVICES=16] [STEPS=6] [FLAGS=...] bench/ps_shards/link.sh [path/to/cleave]   (not part of CI)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 CLEAVE=$(realpath "${1:-$here/../../build/cmd/cleave}")
 ROUNDS=${ROUNDS:-3}
 EGRESS=${EGRESS:-2e8}
+INGRESS=${INGRESS:-$EGRESS}
 DEVICES=${DEVICES:-16}
 STEPS=${STEPS:-6}
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 cd "$work"
-model=(--model=gpt --ps-flops=1e9 --ps-egress="$EGRESS" ${FLAGS:-})
+model=(--model=gpt --ps-flops=1e9 --ps-egress="$EGRESS" --ps-ingress="$INGRESS" ${FLAGS:-})
 
 port_of() {  # port_of LOG: the port the process logged it listens on (waits up to 20 s)
   for _ in $(seq 1 1000); do
@@ -34,7 +36,7 @@ run() {  # run SHARDS ROUND
   local shards=$1 round=$2 list="" pids=()
   for s in $(seq 1 "$shards"); do
     "$CLEAVE" --role=ps-shard --listen=127.0.0.1:0 --edge=127.0.0.1:0 --threads=1 --pace-ps-link \
-      --ps-egress="$EGRESS" --log-level=info > "shard-$s.log" 2>&1 &
+      --ps-egress="$EGRESS" --ps-ingress="$INGRESS" --log-level=info > "shard-$s.log" 2>&1 &
     pids+=($!)
     list+="${list:+,}127.0.0.1:$(port_of "shard-$s.log")"
   done
@@ -71,10 +73,14 @@ for shards in (1, 2, 4):
     first = first or step
     pred = json.load(open(f"{work}/plan-{shards}.json"))["step_seconds"]
     down = statistics.median(max(s.get("bytes_down", 0) for s in d["per_shard"]) / steps for d in reps)
+    up = statistics.median(max(s.get("bytes_up", 0) for s in d["per_shard"]) / steps for d in reps)
+    ingress_wait = statistics.median(max(s.get("ingress_seconds", 0) for s in d["per_shard"]) / steps for d in reps)
+    rss = statistics.median(max(s.get("shard_peak_rss_bytes", 0) for s in d["per_shard"]) for d in reps)
     tiles = statistics.median(sum(s.get("tiles", 0) for s in d["per_shard"]) / steps for d in reps)
     egress_wait = statistics.median(max(s.get("egress_seconds", 0) for s in d["per_shard"]) / steps for d in reps)
     print(f"{shards} shard process(es): step {step:.3f} s (rounds {', '.join('%.3f' % d['median_step_seconds'] for d in reps)}), "
           f"speed-up over 1 shard {first / step:.2f}x; predicted {pred:.3f} s (measured/predicted {step / pred:.2f}); "
           f"{tiles:.0f} tiles per step; {down / 1e6:.1f} MB down the busiest shard link per step "
-          f"({down / egress:.3f} s at {egress:.0e} B/s, waited on it {egress_wait:.3f} s)")
+          f"({down / egress:.3f} s at {egress:.0e} B/s, waited on it {egress_wait:.3f} s); "
+          f"{up / 1e6:.1f} MB up (results waited {ingress_wait:.3f} s); shard peak RSS {rss / 2**20:.0f} MiB")
 PY

@@ -81,6 +81,8 @@ if len(shards) != 2: problems.append(f"per_shard has {len(shards)} entries")
 for s in shards:
     if not (s.get("tiles", 0) > 0 and s.get("bytes_down", 0) > 0 and s.get("bytes_up", 0) > 0):
         problems.append(f"shard {s.get('shard')} sent no tiles to devices")
+    if not 0 < s.get("step_share", 0) <= 1.05:
+        problems.append(f"shard {s.get('shard')}'s share of the step is {s.get('step_share')}")
 print("; ".join(problems) or "ok: " + ", ".join(notes) + "; " + ", ".join(
     f"shard {s['shard']} {s['tiles']} tiles, {s['bytes_down'] / 1e6:.0f} MB down, {s['bytes_up'] / 1e6:.0f} MB up"
     for s in shards))

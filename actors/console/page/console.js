@@ -244,12 +244,14 @@ function cell_row(cells, left) {
 
 function render_ps(doc) {
   const shards = document.createElement("tbody");
+  const trained = (doc.training && doc.training.seconds) || 0;
   for (const s of ((doc.training && doc.training.shards) || []))
     shards.appendChild(cell_row([String(s.shard), String(s.step), fixed(s.bytes_down / 1e6, 1),
                                  fixed(s.bytes_up / 1e6, 1), String(s.tiles),
                                  fixed(s.memory_bytes / 1e6, 2),
                                  s.shard_peak_rss_bytes ? fixed(s.shard_peak_rss_bytes / 1e6, 0) : "\u2013",
                                  fixed(s.wait_seconds || 0, 1),
+                                 trained > 0 ? fixed(100 * ((s.issue_seconds || 0) + (s.wait_seconds || 0)) / trained, 0) + "%" : "\u2013",
                                  fixed((s.egress_seconds || 0) + (s.ingress_seconds || 0), 1)], []));
   $("shards").replaceChild(shards, $("shards").tBodies[0]);
   const plans = document.createElement("tbody");
