@@ -41,6 +41,11 @@ caf::expected<std::vector<char>> shard_fleet::configure(const char* data, size_t
   cfg_.dead_phi = m->dead_phi;
   cfg_.max_tiles_per_device = m->max_tiles_per_device;
   cfg_.ps_shards = static_cast<int>(m->shards);
+  cfg_.tile_timeout = m->tile_timeout;
+  cfg_.speculate = m->speculate;
+  cfg_.replicate = m->replicate;
+  cfg_.trust_results = m->trust_results;
+  cfg_.quarantine_after = m->quarantine_after;
   supervisor_ = start_supervisor(sys_, control_plane(cfg_, m->min_devices));
   {
     std::lock_guard<std::mutex> guard{*secret_mu_};
@@ -65,19 +70,9 @@ caf::expected<std::vector<char>> shard_fleet::configure(const char* data, size_t
   edge_ = *edge;
   const auto at = parse_endpoint(edge_at_, "edge", true);
   answer_ = (at ? at->first : std::string{}) + ":" + std::to_string(edge_->listener.port);
-  engine_options eo;
-  eo.schedule.tile_timeout_seconds = m->tile_timeout;
-  eo.schedule.speculate_factor = m->speculate;
-  eo.replicate = m->replicate;
-  eo.trust_results = m->trust_results;
-  eo.trust.quarantine_after = m->quarantine_after;
+  auto eo = engine_opts(cfg_);
   eo.find_planner = planner;
   eo.shard = m->shard;
-  eo.shards = m->shards;
-  if (cfg_.pace_ps_link) {
-    eo.paced_egress = cfg_.ps_egress;
-    eo.paced_ingress = cfg_.ps_ingress > 0 ? cfg_.ps_ingress : cfg_.ps_egress;
-  }
   engine_ = std::make_unique<distributed_gemm>(sys_, planner(), eo);
   job_ = std::move(*m);
   spdlog::info("ps-shard: shard {} of {}; devices join its edge on port {}{}", job_->shard, job_->shards,
@@ -184,8 +179,9 @@ int coordinate_shard_fleet(cleave_config& cfg, const train_options& opts, int th
     auto at = configure_shard(cfg, shard, s, shards.size(), *secret);
     if (!at) return at.error();
     if (s < edges.size() && *at != edges[s])
-      return fail("PS shard " + std::to_string(s) + " came back with its device edge at " + *at + ", not at " + edges[s]
-                  + " where the devices look for it: start it again with --edge=" + edges[s]);
+      return caf::make_error(caf::sec::invalid_argument,
+                             "PS shard " + std::to_string(s) + " came back with its device edge at " + *at + ", not at "
+                               + edges[s] + " where the devices look for it: start it again with --edge=" + edges[s]);
     spdlog::info("ps: PS shard {} feeds devices at {} again", s, *at);
     return caf::none;
   };

@@ -24,6 +24,7 @@
 #include "actors/simulator/baselines/live_data_parallel.hpp"
 #include "kernels/random.hpp"
 #include "cmd/roles.hpp"
+#include "cmd/wiring.hpp"
 #include "schema/errors.hpp"
 #include "schema/json_file.hpp"
 #include "training/elapsed.hpp"
@@ -337,17 +338,31 @@ caf::error wait_for_lost_shards(const std::vector<remote_shard*>& remotes, const
     spdlog::warn("ps: PS shard {} at {} is lost ({}); waiting up to {:.0f} s for a shard process to listen there "
                  "again (--shard-wait-seconds), then rolling back to the newest checkpoint",
                  s, remotes[s]->address(), why, wait);
+    // Why a process that answered there cannot take the shard's place
+    // (shard_back's invalid_argument), kept for the final error: the next
+    // attempt drops that connection, so a process started right can take
+    // its place. Other failures (a process still dying can take a
+    // connection and drop it) are waited through.
+    caf::error refused;
     for (;;) {
       auto err = remotes[s]->reconnect(connect_timeout);
+      if (!err && shard_back) {
+        if (auto back = shard_back(s, *remotes[s])) {
+          if (back == caf::sec::invalid_argument && !refused) {
+            spdlog::warn("ps: PS shard {}: {}; still waiting", s, describe(back));
+            refused = back;
+          }
+          err = std::move(back);
+        }
+      }
       if (!err) break;
       if (clock_type::now() >= deadline)
         return fail("PS shard " + std::to_string(s) + " at " + remotes[s]->address() + " did not come back within "
-                    + fmt::format("{:.0f}", wait) + " s (--shard-wait-seconds): " + describe(err) + "; it was lost: " + why);
+                    + fmt::format("{:.0f}", wait) + " s (--shard-wait-seconds): " + describe(refused ? refused : err)
+                    + "; it was lost: " + why);
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
     spdlog::warn("ps: PS shard {} at {} is back", s, remotes[s]->address());
-    if (shard_back)
-      if (auto err = shard_back(s, *remotes[s])) return err;
   }
   return caf::none;
 }
@@ -469,19 +484,8 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
 int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                    int threads, const fleet_run& run) {
   if (opts.model.kind == "xc") return train_xc_on_fleet(sys, cfg, opts, threads, run);
-  engine_options eopts;
-  eopts.schedule.tile_timeout_seconds = cfg.tile_timeout;
-  eopts.schedule.speculate_factor = cfg.speculate;
-  eopts.replicate = cfg.replicate;
-  eopts.trust_results = cfg.trust_results;
-  eopts.trust.quarantine_after = cfg.quarantine_after;
-  eopts.stop_on_failure = cfg.failure_policy == "restart";
+  auto eopts = engine_opts(cfg);
   eopts.find_planner = run.find_planner;
-  eopts.shards = static_cast<uint32_t>(cfg.ps_shards);
-  if (cfg.pace_ps_link) {
-    eopts.paced_egress = cfg.ps_egress;
-    eopts.paced_ingress = cfg.ps_ingress > 0 ? cfg.ps_ingress : cfg.ps_egress;
-  }
   std::vector<std::unique_ptr<distributed_gemm>> engines;
   std::vector<distributed_gemm*> fleet;
   for (uint32_t s = 0; s < eopts.shards; ++s) {

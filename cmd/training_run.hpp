@@ -56,7 +56,9 @@ int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, 
 struct shard_process_hooks {
   // Once every shard is reached, before their slices are placed.
   std::function<caf::error(const std::vector<remote_shard*>&)> before_training;
-  // A lost shard that listens again (`shard`: its index), before the rollback attaches it.
+  // A lost shard that listens again (`shard`: its index), before the
+  // rollback attaches it. caf::sec::invalid_argument: that process cannot
+  // take the shard's place (it is waited for again until the wait is over).
   std::function<caf::error(size_t shard, remote_shard&)> shard_back;
   // The admin console (--admin; null without): the run's status with each
   // shard's per_shard entry, its stats asked for at most twice a second.

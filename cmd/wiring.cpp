@@ -41,6 +41,22 @@ caf::actor registered(caf::actor_system& sys, const char* name) {
   return caf::actor_cast<caf::actor>(sys.registry().get(caf::atom_from_string(name)));
 }
 
+engine_options engine_opts(const cleave_config& cfg) {
+  engine_options eo;
+  eo.schedule.tile_timeout_seconds = cfg.tile_timeout;
+  eo.schedule.speculate_factor = cfg.speculate;
+  eo.replicate = cfg.replicate;
+  eo.trust_results = cfg.trust_results;
+  eo.trust.quarantine_after = cfg.quarantine_after;
+  eo.stop_on_failure = cfg.failure_policy == "restart";
+  eo.shards = static_cast<uint32_t>(cfg.ps_shards);
+  if (cfg.pace_ps_link) {
+    eo.paced_egress = cfg.ps_egress;
+    eo.paced_ingress = cfg.ps_ingress > 0 ? cfg.ps_ingress : cfg.ps_egress;
+  }
+  return eo;
+}
+
 planner_options planner_opts(const cleave_config& cfg, int min_devices) {
   planner_options o;
   o.cost.ps_flops = cfg.ps_flops;

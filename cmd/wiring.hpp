@@ -13,6 +13,7 @@
 
 #include "actors/detector/detector_actor.hpp"
 #include "actors/planner/planner_actor.hpp"
+#include "actors/ps/engine/distributed_gemm.hpp"
 #include "actors/supervisor/supervisor.hpp"
 #include "actors/gateway/edge_gateway.hpp"
 #include "actors/transport/bulk_channel.hpp"
@@ -25,6 +26,11 @@ namespace cleave {
 caf::actor registered(caf::actor_system& sys, const char* name);
 
 planner_options planner_opts(const cleave_config& cfg, int min_devices);
+
+// A distributed engine's options from the flags (the tile schedule,
+// verification, failure policy, shard count and paced link); the caller
+// adds how it finds its planner and which shard it is.
+engine_options engine_opts(const cleave_config& cfg);
 // The planner's options for a fleet that is planned (--role=plan) or
 // simulated (--role=simulate), not run: every PS shard on a host of its own
 // (ps_links = --ps-shards), the detector's least silence as the cost of a

@@ -177,7 +177,7 @@ timeout --preserve-status -s INT 2.5 "$CLEAVE" --role=status --watch --connect=1
 pages=$(grep -o $'\e\[2J' "$WORK/watch.txt" | wc -l)
 ((rc == 0 && pages >= 2)) && echo "ok: --watch redraws ($pages pages) and stops on SIGINT" \
   || fail "--watch: exit $rc, $pages page(s)"
-closed=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+closed=$(free_port)
 "$CLEAVE" --role=status --connect=127.0.0.1:$closed > /dev/null 2> "$WORK/closed.err"; rc=$?
 if ((rc == 0)) || ! grep -q "cannot connect to 127.0.0.1:$closed" "$WORK/closed.err" \
    || (($(wc -l < "$WORK/closed.err") != 1)); then

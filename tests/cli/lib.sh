@@ -25,6 +25,18 @@ logged_port() {
   done
 }
 
+# free_port: a loopback port nobody listens on (as of now).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# wait_for_checkpoint DIR: until a checkpoint is in DIR (up to 30 s).
+wait_for_checkpoint() {
+  for _ in $(seq 1 600); do
+    compgen -G "$1/checkpoint-*.clvck" > /dev/null && return
+    sleep 0.05
+  done
+  fail "no checkpoint in $1"
+}
+
 # wait_port LOG: the port a process logged it listens on.
 wait_port() { logged_port "$1" "listening on port "; }
 

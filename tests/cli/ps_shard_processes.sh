@@ -97,7 +97,7 @@ PY
 
 # A coordinator pointed at a closed port fails at once, naming the shard.
 start_shard a
-closed=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+closed=$(free_port)
 start=$(date +%s.%N)
 out=$(timeout 20 "$CLEAVE" --role=ps --shards=127.0.0.1:$port_a,127.0.0.1:$closed --model=mlp --steps=2 2>&1) \
   && fail "a coordinator with an unreachable shard succeeded"

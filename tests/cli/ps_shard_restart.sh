@@ -29,15 +29,6 @@ start_shard() {
   printf -v "port_$1" %s "$p"
 }
 
-# wait_for_checkpoint DIR: until the coordinator wrote its first checkpoint (up to 20 s).
-wait_for_checkpoint() {
-  for _ in $(seq 1 400); do
-    compgen -G "$1/checkpoint-*.clvck" > /dev/null && return
-    sleep 0.05
-  done
-  fail "no checkpoint in $1"
-}
-
 for model in mlp gpt; do
   run=("${flags[@]}")
   # gpt small at context 64 and batch 8 (as ps_shard_processes.sh), 40 steps: about 10 s here.
