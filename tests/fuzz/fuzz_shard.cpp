@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* raw, size_t raw_size) {
         for (const auto& p : *m) {
           FUZZ_CHECK(within_caps(p.a) && within_caps(p.b) && within_caps(p.c_in));
           refs.push_back({p.kind, p.weight, p.trans_a, p.trans_b, p.trans_w, p.beta, p.a.view(), p.b.view(),
-                          p.c_in.view()});
+                          p.c_in.view(), p.layer, p.role});
         }
         same_bytes(encode_shard_products(refs), data, size);
       }
