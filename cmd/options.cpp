@@ -326,27 +326,12 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   return o;
 }
 
-caf::expected<std::pair<std::string, uint16_t>> parse_endpoint(const std::string& text,
-                                                               const char* flag,
-                                                               bool allow_no_host) {
-  const auto colon = text.rfind(':');
-  std::string host = colon == std::string::npos ? "" : text.substr(0, colon);
-  const std::string port_text = colon == std::string::npos ? text : text.substr(colon + 1);
-  char* end = nullptr;
-  const long port = std::strtol(port_text.c_str(), &end, 10);
-  if (port_text.empty() || *end != '\0' || port < 0 || port > 65535)
-    return fail(std::string{"--"} + flag + ": '" + text + "' has no valid port (0-65535)");
-  if (host.empty() && !allow_no_host)
-    return fail(std::string{"--"} + flag + ": '" + text + "' needs host:port");
-  return std::make_pair(host, static_cast<uint16_t>(port));
-}
-
 caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_shard_list(const std::string& text) {
   std::vector<std::pair<std::string, uint16_t>> out;
   size_t at = 0;
   while (at <= text.size()) {
     const size_t comma = std::min(text.find(',', at), text.size());
-    auto one = parse_endpoint(text.substr(at, comma - at), "shards", false);
+    auto one = parse_endpoint(text.substr(at, comma - at), "--shards", false);
     if (!one) return one.error();
     if (one->second == 0) return fail("--shards: '" + text.substr(at, comma - at) + "' needs a port above 0");
     out.push_back(*one);

@@ -8,6 +8,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/expected.hpp>
 
+#include "schema/endpoint.hpp"
 #include "training/trainer.hpp"
 
 namespace cleave {
@@ -134,10 +135,6 @@ caf::error resolve_defaults(cleave_config& cfg);
 // line naming the flag.
 caf::expected<train_options> to_train_options(const cleave_config& cfg);
 
-// Splits "host:port" (host optional when allow_no_host); checks the port.
-caf::expected<std::pair<std::string, uint16_t>> parse_endpoint(const std::string& text,
-                                                               const char* flag,
-                                                               bool allow_no_host);
 
 // --shards=host:port,host:port,...: every entry a host and a port, at most
 // cleave_config::max_ps_shards of them.

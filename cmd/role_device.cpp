@@ -103,7 +103,7 @@ int run_device(cleave_config& cfg, int threads) {
     if (!parsed) return usage_error("--lie=" + cfg.lie + ": " + describe(parsed.error()));
     lies = std::move(*parsed);
   }
-  auto endpoint = parse_endpoint(cfg.connect, "connect", false);
+  auto endpoint = parse_endpoint(cfg.connect, "--connect", false);
   if (!endpoint) return usage_error(describe(endpoint.error()));
   auto profile = preset_profile(cfg.profile.empty() ? "vm" : cfg.profile);
   if (!profile) return usage_error(describe(profile.error()));

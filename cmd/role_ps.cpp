@@ -58,7 +58,7 @@ int train_behind_edge(caf::actor_system& sys, cleave_config& cfg, const train_op
 // process that restarts at the same address is found again by the shards'
 // engines when they lose it, and by the device proxies when devices join.
 int run_with_planner_process(cleave_config& cfg, const train_options& opts, int threads, int min_devices) {
-  auto at = parse_endpoint(cfg.planner, "planner", false);
+  auto at = parse_endpoint(cfg.planner, "--planner", false);
   if (!at) return usage_error(describe(at.error()));
   caf::actor_system sys{cfg};
   auto planner = remote_service(sys, cfg, *at);
@@ -131,7 +131,7 @@ int run_ps_coordinator(cleave_config& cfg, const train_options& opts, int thread
 
 int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
   const int min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;
-  if (auto endpoint = parse_endpoint(cfg.listen, "listen", true); !endpoint)
+  if (auto endpoint = parse_endpoint(cfg.listen, "--listen", true); !endpoint)
     return usage_error(describe(endpoint.error()));
   if (!cfg.planner.empty()) return run_with_planner_process(cfg, opts, threads, min_devices);
   caf::actor_system sys{cfg};

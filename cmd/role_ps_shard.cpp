@@ -35,14 +35,14 @@ namespace cleave {
 
 int run_ps_shard(cleave_config& cfg) {
   if (cfg.listen.empty()) return usage_error("--role=ps-shard needs --listen=[host:]port (its coordinator dials it)");
-  auto endpoint = parse_endpoint(cfg.listen, "listen", true);
+  auto endpoint = parse_endpoint(cfg.listen, "--listen", true);
   if (!endpoint) return usage_error(describe(endpoint.error()));
   if (cfg.tls() && cfg.edge.empty())
     return usage_error("--tls-* on a PS shard's link is not in this build (phase 1: plaintext, on a trusted network); "
                        "with --edge they secure the shard's device edge");
   if (!cfg.join_tokens.empty()) return usage_error("--join-tokens is for the ps's edge: a shard admits the devices it welcomed");
   if (!cfg.edge.empty()) {
-    if (auto at = parse_endpoint(cfg.edge, "edge", true); !at) return usage_error(describe(at.error()));
+    if (auto at = parse_endpoint(cfg.edge, "--edge", true); !at) return usage_error(describe(at.error()));
     // Bad certificate files are a usage error now, not at the coordinator's request.
     if (auto tls = edge_tls(cfg, transport::tls_side::server); !tls)
       return usage_error("TLS for the device edge: " + describe(tls.error()));

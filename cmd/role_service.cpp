@@ -13,7 +13,7 @@
 namespace cleave {
 
 int run_service(cleave_config& cfg) {
-  auto endpoint = parse_endpoint(cfg.listen, "listen", true);
+  auto endpoint = parse_endpoint(cfg.listen, "--listen", true);
   if (!endpoint) return usage_error(describe(endpoint.error()));
   caf::actor_system sys{cfg};
   std::vector<child_spec> children;
@@ -22,7 +22,7 @@ int run_service(cleave_config& cfg) {
                           return sup->spawn(detector_actor, d);
                         }});
   } else {
-    auto at = parse_endpoint(cfg.detector, "detector", false);
+    auto at = parse_endpoint(cfg.detector, "--detector", false);
     if (!at) return usage_error("--role=planner needs --detector=host:port: " + describe(at.error()));
     auto detector = remote_service(sys, cfg, *at);
     if (!detector)

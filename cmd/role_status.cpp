@@ -39,7 +39,7 @@ std::string clock_now() {
 
 int run_status(const cleave_config& cfg) {
   if (cfg.connect.empty()) return usage_error("--role=status needs --connect=HOST:PORT (an --admin console)");
-  auto at = parse_endpoint(cfg.connect, "connect", false);
+  auto at = parse_endpoint(cfg.connect, "--connect", false);
   if (!at) return usage_error(describe(at.error()));
   if (at->second == 0) return usage_error("--connect: port 0 is not a console's port");
   const auto& [host, port] = *at;

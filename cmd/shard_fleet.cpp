@@ -68,7 +68,7 @@ caf::expected<std::vector<char>> shard_fleet::configure(const char* data, size_t
     return edge.error();
   }
   edge_ = *edge;
-  const auto at = parse_endpoint(edge_at_, "edge", true);
+  const auto at = parse_endpoint(edge_at_, "--edge", true);
   answer_ = (at ? at->first : std::string{}) + ":" + std::to_string(edge_->listener.port);
   auto eo = engine_opts(cfg_);
   eo.find_planner = planner;
@@ -124,7 +124,7 @@ caf::expected<std::string> configure_shard(const cleave_config& cfg, remote_shar
   if (!frame) return fail(who + ": " + describe(frame.error()));
   auto edge = decode_shard_edge(frame->payload.data(), frame->payload.size());
   if (!edge) return fail(who + ": " + describe(edge.error()));
-  auto at = parse_endpoint(*edge, "edge", true);
+  auto at = parse_endpoint(*edge, "--edge", true);
   if (!at) return fail(who + " names its edge '" + *edge + "': " + describe(at.error()));
   const auto& host = at->first;
   const bool anywhere = host.empty() || host == "0.0.0.0" || host == "::";

@@ -126,7 +126,7 @@ caf::expected<caf::actor> start_console(caf::actor_system& sys, const cleave_con
     if (!cfg.admin_token.empty()) return fail("--admin-token needs --admin (the console it guards)");
     return caf::actor{};
   }
-  auto at = parse_endpoint(cfg.admin, "admin", true);
+  auto at = parse_endpoint(cfg.admin, "--admin", true);
   if (!at) return at.error();
   console_endpoint_options eo;
   if (!cfg.admin_token.empty()) {
@@ -152,7 +152,7 @@ caf::expected<edge_endpoint> open_edge(caf::actor_system& sys, const cleave_conf
                                        const std::function<void(edge_options&)>& adjust,
                                        const std::string& address) {
   const std::string& listen = address.empty() ? cfg.listen : address;
-  auto at = parse_endpoint(listen, address.empty() ? "listen" : "edge", true);
+  auto at = parse_endpoint(listen, address.empty() ? "--listen" : "--edge", true);
   if (!at) return at.error();
   edge_options eo;
   eo.planner = std::move(planner);

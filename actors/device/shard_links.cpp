@@ -6,6 +6,7 @@
 
 #include "actors/device/edge_link.hpp"
 #include "actors/gateway/job_proof.hpp"
+#include "schema/endpoint.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {
@@ -38,21 +39,17 @@ void shard_links::open(const std::vector<std::string>& edges, int32_t id, const 
     dopt_.cache_bytes = std::max<uint64_t>(1, default_cache_bytes(dopt_.profile.memory_bytes) / edges.size());
   for (size_t s = 0; s < edges.size(); ++s) {
     const auto& at = edges[s];
-    const auto colon = at.rfind(':');
-    int port = -1;
-    if (colon != std::string::npos && colon + 1 < at.size() && at.size() - colon <= 6) {
-      port = 0;
-      for (size_t i = colon + 1; i < at.size() && port >= 0; ++i)
-        port = at[i] >= '0' && at[i] <= '9' ? port * 10 + (at[i] - '0') : -1;
-    }
-    if (colon == std::string::npos || colon == 0 || port <= 0 || port > 65535) {
-      spdlog::warn("device: the welcome names PS shard {}'s edge as '{}', not host:port; serving the others", s, at);
+    const auto endpoint = parse_endpoint(at, "the welcome's edge of PS shard " + std::to_string(s), false);
+    if (!endpoint || endpoint->second == 0) {
+      spdlog::warn("device: {}; serving the other shards",
+                   endpoint ? "the welcome names PS shard " + std::to_string(s) + "'s edge at port 0"
+                            : describe(endpoint.error()));
       continue;
     }
     link_slot slot;
     slot.shard = s;
-    slot.host = at.substr(0, colon);
-    slot.port = static_cast<uint16_t>(port);
+    slot.host = endpoint->first;
+    slot.port = endpoint->second;
     links_.push_back(std::move(slot));
     dial(links_.back());
   }
