@@ -98,6 +98,8 @@ int main(int argc, char** argv) {
   if (!(cfg.tile_timeout > 0) || !(cfg.heartbeat > 0) || !(cfg.ps_flops > 0) || !(cfg.ps_egress > 0))
     return usage_error("--tile-timeout, --heartbeat, --ps-flops and --ps-egress must be positive");
   if (!(cfg.ps_ingress >= 0)) return usage_error("--ps-ingress must be >= 0 (0: as --ps-egress)");
+  if (!(cfg.ps_tile_seconds >= 0 && cfg.ps_tile_seconds <= 1))
+    return usage_error("--ps-tile-seconds must be in [0, 1]");
   if (!cfg.shards.empty() && cfg.role != "ps")
     return usage_error("--shards is for --role=ps (the coordinator of --role=ps-shard processes)");
   if (cfg.pace_ps_link && cfg.role != "all" && cfg.role != "ps" && !(cfg.role == "ps-shard" && !cfg.edge.empty()))

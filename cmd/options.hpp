@@ -90,6 +90,7 @@ class cleave_config : public caf::actor_system_config {
   int min_devices = -1;        // default: --devices for role all, 1 for role ps
   double tile_timeout = 30;    // seconds before a tile is given to someone else
   double ps_flops = 5e10;      // the PS's own GEMM rate, for the cost model
+  double ps_tile_seconds = 3e-5;  // the PS's own work per tile, for the cost model
   static constexpr double default_ps_egress = 1.25e9;
   double ps_egress = default_ps_egress;   // bytes/s the PS can send to the fleet (--role=plan and simulate: per shard)
   bool pipelined_devices = false;     // --role=plan: devices overlap transfers with compute

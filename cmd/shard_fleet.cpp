@@ -32,6 +32,7 @@ caf::expected<std::vector<char>> shard_fleet::configure(const char* data, size_t
   // The job's figures, so that this shard's planner plans as the in-process
   // shard s of S would; a link this shard paces itself is its own.
   cfg_.ps_flops = m->ps_flops;
+  cfg_.ps_tile_seconds = m->ps_tile_seconds;
   if (!cfg_.pace_ps_link) {
     cfg_.ps_egress = m->ps_egress;
     cfg_.ps_ingress = m->ps_ingress;
@@ -107,6 +108,7 @@ caf::expected<std::string> configure_shard(const cleave_config& cfg, remote_shar
   m.shards = static_cast<uint32_t>(count);
   m.min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;
   m.ps_flops = cfg.ps_flops;
+  m.ps_tile_seconds = cfg.ps_tile_seconds;
   m.ps_egress = cfg.ps_egress;
   m.ps_ingress = cfg.ps_ingress;
   m.heartbeat = cfg.heartbeat;

@@ -60,6 +60,7 @@ engine_options engine_opts(const cleave_config& cfg) {
 planner_options planner_opts(const cleave_config& cfg, int min_devices) {
   planner_options o;
   o.cost.ps_flops = cfg.ps_flops;
+  o.cost.ps_tile_seconds = cfg.ps_tile_seconds;
   o.cost.ps_egress = cfg.ps_egress;
   o.cost.ps_ingress = cfg.ps_ingress > 0 ? cfg.ps_ingress : cfg.ps_egress;
   // Paced shards each have a link of their own; unpaced ones share the process's.

@@ -11,7 +11,7 @@ namespace cleave {
 namespace {
 
 constexpr size_t secret_bytes = 32;  // job_proof.hpp's job_secret_bytes
-constexpr size_t fleet_bytes = 4 + 4 + 4 + 9 * 8 + 4 + 4 + 1 + 2 + secret_bytes;
+constexpr size_t fleet_bytes = 4 + 4 + 4 + 10 * 8 + 4 + 4 + 1 + 2 + secret_bytes;
 constexpr int32_t max_quorum = 1 << 20;
 
 }  // namespace
@@ -23,7 +23,7 @@ std::vector<char> encode(const shard_fleet_msg& m) {
   w.put(m.shards);
   w.put(m.min_devices);
   for (double v : {m.ps_flops, m.ps_egress, m.ps_ingress, m.heartbeat, m.suspect_phi, m.dead_phi, m.tile_timeout,
-                   m.speculate, m.replicate})
+                   m.speculate, m.replicate, m.ps_tile_seconds})
     w.put(v);
   w.put(m.max_tiles_per_device);
   w.put(m.quarantine_after);
@@ -41,7 +41,7 @@ caf::expected<shard_fleet_msg> decode_shard_fleet(const char* data, size_t size)
   r.get(m.shards);
   r.get(m.min_devices);
   for (double* v : {&m.ps_flops, &m.ps_egress, &m.ps_ingress, &m.heartbeat, &m.suspect_phi, &m.dead_phi,
-                    &m.tile_timeout, &m.speculate, &m.replicate})
+                    &m.tile_timeout, &m.speculate, &m.replicate, &m.ps_tile_seconds})
     if (!r.get(*v) || !std::isfinite(*v) || *v < 0) return fail("fleet request: a figure that is not a finite non-negative number");
   r.get(m.max_tiles_per_device);
   r.get(m.quarantine_after);
@@ -53,7 +53,7 @@ caf::expected<shard_fleet_msg> decode_shard_fleet(const char* data, size_t size)
     return fail("fleet request: shard " + std::to_string(m.shard) + " of " + std::to_string(m.shards));
   if (m.min_devices < 0 || m.min_devices > max_quorum) return fail("fleet request: a quorum out of range");
   if (!(m.ps_flops > 0 && m.ps_egress > 0 && m.heartbeat > 0 && m.heartbeat <= 60 && m.tile_timeout > 0
-        && m.replicate <= 1))
+        && m.replicate <= 1 && m.ps_tile_seconds <= 1))
     return fail("fleet request: a figure out of range");
   if (m.max_tiles_per_device < 1 || m.max_tiles_per_device > 1 << 16 || m.quarantine_after < 1)
     return fail("fleet request: tiles per device or the quarantine threshold out of range");

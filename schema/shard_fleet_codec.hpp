@@ -24,6 +24,7 @@ struct shard_fleet_msg {
   double ps_flops = 0, ps_egress = 0, ps_ingress = 0;
   double heartbeat = 0.1, suspect_phi = 3, dead_phi = 8;
   double tile_timeout = 30, speculate = 3, replicate = 0;
+  double ps_tile_seconds = 0;
   int32_t max_tiles_per_device = 4, quarantine_after = 3;
   bool trust_results = false;
   std::string secret;  // job_secret_bytes

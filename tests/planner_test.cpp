@@ -755,3 +755,44 @@ TEST(plan_bound, split_plans_name_the_limit_of_their_predicted_time) {
   auto again = replace_plan(p, fleet(4, prof(1e13, 8e9, 1e6, 1e10, 0)), compute_bound_cfg());
   EXPECT_EQ(again.bound, plan_bound::device_downlink);
 }
+
+// The PS's work per tile: the overhead fleet's proj forward (gpt small at
+// batch 16 on devices at 1e11 FLOP/s, 10 GB/s links) is bound by the PS's
+// egress, which the same bytes cross whether A is cut into 8 strips or 64.
+// With tiles free, 64 devices got 64 strips on the 8 devices the egress
+// leaves busy; counting the PS's work per tile, 64 devices plan as 8 do.
+TEST(ps_tile_seconds, a_finer_grid_must_save_more_than_its_tiles_cost) {
+  const gemm_problem g{2048, 256, 1024};
+  const auto device = prof(1e11, 8e9, 1e10, 1e10, 0);
+  planner_config free_tiles;
+  free_tiles.ps_egress = free_tiles.ps_ingress = 1e10;
+  free_tiles.max_tiles_per_device = 1;
+  planner_config costly = free_tiles;
+  costly.ps_tile_seconds = 3e-5;
+  const plan fine = make_plan(g, fleet(64, device), free_tiles);
+  const plan few = make_plan(g, fleet(64, device), costly);
+  ASSERT_FALSE(fine.local || few.local) << fine.reason << " / " << few.reason;
+  EXPECT_LT(few.tiles.size(), fine.tiles.size()) << few.reason << " / " << fine.reason;
+  EXPECT_EQ(few.tiles.size(), make_plan(g, fleet(8, device), costly).tiles.size());
+  // The prediction carries the tiles' cost, and beats the fine grid's under it.
+  EXPECT_NEAR(few.predicted_seconds,
+              split_seconds(0, few.bytes_down, few.bytes_up, 0, costly) + 3e-5 * few.tiles.size(),
+              1e-12 + 1e-9 * few.predicted_seconds);
+  EXPECT_LT(few.predicted_seconds, fine.predicted_seconds + 3e-5 * fine.tiles.size());
+}
+
+TEST(ps_tile_seconds, a_plan_bound_by_the_ps_work_per_tile_says_so) {
+  const gemm_problem g{4096, 4096, 4096};
+  planner_config cfg = compute_bound_cfg();
+  cfg.ps_flops = 1e9;          // local: 137 s
+  cfg.ps_tile_seconds = 0.05;  // more than the whole product takes the fleet
+  const auto p = make_plan(g, fleet(16, prof(1e13, 8e9, 1e10, 1e10, 0)), cfg);
+  ASSERT_FALSE(p.local) << p.reason;
+  EXPECT_EQ(p.bound, plan_bound::ps_tiles) << p.reason;
+  EXPECT_NE(p.reason.find("bound by PS per tile"), std::string::npos) << p.reason;
+  EXPECT_GE(p.predicted_seconds, 0.05 * static_cast<double>(p.tiles.size()));
+  // The fleet alone would take 2 x 4096^3 / 1.6e14 = 0.86 ms: one more tile
+  // costs more than any split saves, so the grid is as coarse as memory allows.
+  const auto fewer_devices = make_plan(g, fleet(2, prof(1e13, 8e9, 1e10, 1e10, 0)), cfg);
+  EXPECT_EQ(p.tiles.size(), fewer_devices.tiles.size()) << p.reason << " / " << fewer_devices.reason;
+}

@@ -43,12 +43,20 @@ tile_cost predict_tile(const tile& t, const device_profile& p, bool a_cached, bo
 
 uint64_t tile_working_set(const tile& t) { return t.a_bytes() + t.b_bytes() + t.c_bytes(); }
 
+double split_seconds(double max_finish, uint64_t bytes_down, uint64_t bytes_up, size_t tiles,
+                     const planner_config& cfg) {
+  return std::max({max_finish, static_cast<double>(bytes_down) / cfg.ps_egress,
+                   static_cast<double>(bytes_up) / cfg.ps_ingress})
+         + static_cast<double>(tiles) * cfg.ps_tile_seconds;
+}
+
 plan_parts parts_of(const plan& p, const std::vector<device_view>& devices,
                     const planner_config& cfg) {
   plan_parts out;
   if (p.local) return out;
   out.ps_egress = static_cast<double>(p.bytes_down) / cfg.ps_egress;
   out.ps_ingress = static_cast<double>(p.bytes_up) / cfg.ps_ingress;
+  out.ps_tiles = static_cast<double>(p.tiles.size()) * cfg.ps_tile_seconds;
   double finish = 0;
   for (const auto& a : p.tiles)
     if (a.device >= 0 && a.predicted_finish >= finish) {
@@ -97,8 +105,7 @@ double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
     s.up = std::max(s.compute, s.up) + static_cast<double>(a.t.c_bytes()) / d.uplink;
     finish = std::max(finish, s.up + d.latency);
   }
-  return std::max({finish, static_cast<double>(p.bytes_down) / cfg.ps_egress,
-                   static_cast<double>(p.bytes_up) / cfg.ps_ingress});
+  return split_seconds(finish, p.bytes_down, p.bytes_up, p.tiles.size(), cfg);
 }
 
 double ps_link_seconds(const plan& p, const std::vector<device_view>& devices,
@@ -140,8 +147,7 @@ double ps_link_seconds(const plan& p, const std::vector<device_view>& devices,
     ingress_free = std::max(ingress_free, u.begins) + static_cast<double>(u.bytes) / cfg.ps_ingress;
     last = std::max({last, u.ends, ingress_free});
   }
-  return std::max({last, static_cast<double>(p.bytes_down) / cfg.ps_egress,
-                   static_cast<double>(p.bytes_up) / cfg.ps_ingress});
+  return split_seconds(last, p.bytes_down, p.bytes_up, p.tiles.size(), cfg);
 }
 
 plan_bound split_bound(const plan& p, const std::vector<device_view>& devices,
@@ -150,6 +156,8 @@ plan_bound split_bound(const plan& p, const std::vector<device_view>& devices,
   double finish = 0;
   for (const auto& a : p.tiles)
     if (a.device >= 0) finish = std::max(finish, a.predicted_finish);
+  if (parts.ps_tiles > finish && parts.ps_tiles > parts.ps_egress && parts.ps_tiles > parts.ps_ingress)
+    return plan_bound::ps_tiles;
   if (parts.ps_egress >= finish && parts.ps_egress >= parts.ps_ingress) return plan_bound::ps_egress;
   if (parts.ps_ingress >= finish) return plan_bound::ps_ingress;
   const double most = std::max({parts.compute, parts.down, parts.up, parts.latency});

@@ -35,7 +35,14 @@ struct planner_config {
   double ps_egress = 1.25e9;
   double ps_ingress = 1.25e9;
   int32_t ps_links = 1;
-  double ps_memory_bandwidth = 2e10;  // bytes/s of the PS's memory, for its row-wise ops
+  double ps_memory_bandwidth = 2e10;
+  // The PS's own seconds per tile of a split plan, whatever the tile's size:
+  // one thread issues each task and takes, checks and folds each result, and
+  // what it spends on a tile is not spent on anything else. A plan of T tiles
+  // is predicted T x ps_tile_seconds longer than its devices and links alone
+  // would take, so a finer grid must save more than its extra tiles cost
+  // (0: tiles are free).
+  double ps_tile_seconds = 0;  // bytes/s of the PS's memory, for its row-wise ops
   // Seconds from a device's failure to its tile being reassigned (the
   // failure detector's delay): what a lost tile costs on top of its time.
   double detection_seconds = 1.0;
@@ -93,6 +100,12 @@ inline double tile_seconds(double latency, double inv_downlink, double inv_flops
          static_cast<double>(up) * inv_uplink;
 }
 
+// A split plan's predicted time: its last device's finish, or the PS's link
+// (bytes_down / ps_egress, bytes_up / ps_ingress) when that takes longer,
+// plus the PS's own work on its tiles (tiles x ps_tile_seconds).
+double split_seconds(double max_finish, uint64_t bytes_down, uint64_t bytes_up, size_t tiles,
+                     const planner_config& cfg);
+
 // Where a split plan's time goes, on the devices it was planned for (one
 // planner's view: after fair_share and expected_profile): the PS link's
 // seconds for all the plan's bytes, and the parts of the tiles of the device
@@ -100,6 +113,7 @@ inline double tile_seconds(double latency, double inv_downlink, double inv_flops
 // All zero for a local plan.
 struct plan_parts {
   double ps_egress = 0, ps_ingress = 0;  // bytes_down / ps_egress, bytes_up / ps_ingress
+  double ps_tiles = 0;                   // tiles x ps_tile_seconds
   int32_t last_device = -1;
   double compute = 0, down = 0, up = 0, latency = 0;  // the last device's tiles
 };
@@ -129,7 +143,8 @@ double ps_link_seconds(const plan& p, const std::vector<device_view>& devices,
 
 // What limits a split plan's predicted time, on the devices it was planned
 // for: the PS's egress or ingress when bytes_down / ps_egress or bytes_up /
-// ps_ingress is its predicted time; otherwise the largest part (compute,
+// ps_ingress is its predicted time, the PS's work per tile when that is more
+// than the rest; otherwise the largest part (compute,
 // downlink, uplink or latency) of the tiles of the device that finishes last.
 plan_bound split_bound(const plan& p, const std::vector<device_view>& devices,
                        const planner_config& cfg);

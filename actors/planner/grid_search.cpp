@@ -101,7 +101,7 @@ std::vector<dim_split> dim_candidates(int64_t size, int64_t align, int64_t max_p
 constexpr plan_bound bound_kinds[] = {plan_bound::compute,         plan_bound::ps_egress,
                                       plan_bound::ps_ingress,      plan_bound::device_downlink,
                                       plan_bound::device_uplink,   plan_bound::one_tile,
-                                      plan_bound::latency};
+                                      plan_bound::latency,         plan_bound::ps_tiles};
 
 // Min-heap entry (lazy deletion: valid while ver matches the device's).
 struct entry {
@@ -152,6 +152,9 @@ class grid_sim {
         static_cast<uint64_t>(dm.smax * dk.smax + dk.smax * dn.smax + dm.smax * dn.smax);
     eligible_.clear();
     const int64_t tiles = gm * gn * gk;
+    // What the devices and the links may take: the PS's work per tile comes on top.
+    bound -= static_cast<double>(tiles) * cfg_.ps_tile_seconds;
+    if (!(bound > 0)) return res;
     for (uint32_t d = 0; d < devs_.size(); ++d)
       if (devs_[d].memory >= ws && dominators_[d] < tiles) eligible_.push_back(d);
     if (eligible_.empty()) return res;
@@ -308,9 +311,8 @@ class grid_sim {
             push(hb, {s.avail + devs_[d].cost(ab, fl, cb), d, s.ver});
           }
     }
-    res.predicted = std::max({res.max_finish, static_cast<double>(res.bytes_down) / cfg_.ps_egress,
-                              static_cast<double>(res.bytes_up) / cfg_.ps_ingress});
-    if (!(res.predicted < bound)) return result{};
+    res.predicted = split_seconds(res.max_finish, res.bytes_down, res.bytes_up, out.size(), cfg_);
+    if (!(res.predicted - static_cast<double>(tiles) * cfg_.ps_tile_seconds < bound)) return result{};
     return res;
   }
 
@@ -559,8 +561,9 @@ class grid_search {
     int w = 0;
     for (int b = 1; b < 4; ++b)
       if (lbs[b] > lbs[w]) w = b;
-    f.lb = lbs[w];
-    f.kind = kinds[w];
+    const double per_tiles = T_ * cfg_.ps_tile_seconds;
+    f.lb = lbs[w] + per_tiles;
+    f.kind = per_tiles > lbs[w] ? 7 : kinds[w];
     if (f.lb < lowest_lb_) {
       lowest_lb_ = f.lb;
       lowest_kind_ = f.kind;

@@ -77,8 +77,7 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_
     p.grid_k = forward.grid_m;
   }
   p.devices_used = static_cast<int32_t>(avail.size());
-  p.predicted_seconds = std::max({max_finish, static_cast<double>(p.bytes_down) / cfg.ps_egress,
-                                  static_cast<double>(p.bytes_up) / cfg.ps_ingress});
+  p.predicted_seconds = split_seconds(max_finish, p.bytes_down, p.bytes_up, p.tiles.size(), cfg);
   p.bound = split_bound(p, alive, cfg);
   p.reason = std::string("mirror of forward ") + std::to_string(forward.grid_m) + "x" +
              std::to_string(forward.grid_n) + " placement (" +
@@ -142,8 +141,7 @@ plan replace_plan(const plan& p, const std::vector<device_view>& fleet,
     out.bytes_up += best_cost.bytes_up;
   }
   out.devices_used = static_cast<int32_t>(used.size());
-  out.predicted_seconds = std::max({max_finish, static_cast<double>(out.bytes_down) / cfg.ps_egress,
-                                    static_cast<double>(out.bytes_up) / cfg.ps_ingress});
+  out.predicted_seconds = split_seconds(max_finish, out.bytes_down, out.bytes_up, out.tiles.size(), cfg);
   out.bound = split_bound(out, devices, cfg);
   // The reason keeps what the plan was first made for, once.
   const std::string marker = "; first planned as: ";

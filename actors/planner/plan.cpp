@@ -18,6 +18,7 @@ const char* to_string(plan_bound b) {
     case plan_bound::device_uplink: return "device uplink";
     case plan_bound::one_tile: return "one tile";
     case plan_bound::latency: return "latency";
+    case plan_bound::ps_tiles: return "PS per tile";
   }
   return "unknown";
 }

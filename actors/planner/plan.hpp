@@ -40,6 +40,7 @@ enum class plan_bound : uint8_t {
   device_uplink,    // devices' uplinks
   one_tile,         // a single tile on the fastest device
   latency,          // round trips
+  ps_tiles,         // the PS's own work per tile
 };
 
 const char* to_string(plan_bound b);

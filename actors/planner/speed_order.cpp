@@ -88,8 +88,7 @@ void give_faster_devices_more(plan& p, const std::vector<device_view>& devices,
     max_finish = std::max(max_finish, t);
   }
   p.devices_used = used;
-  p.predicted_seconds = std::max({max_finish, static_cast<double>(p.bytes_down) / cfg.ps_egress,
-                                  static_cast<double>(p.bytes_up) / cfg.ps_ingress});
+  p.predicted_seconds = split_seconds(max_finish, p.bytes_down, p.bytes_up, p.tiles.size(), cfg);
   p.bound = split_bound(p, devices, cfg);
   p.reason = split_reason(p);
 }

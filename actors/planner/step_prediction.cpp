@@ -35,6 +35,10 @@ void add_parts(step_parts& parts, const product_prediction& pp) {
     return;
   }
   const plan_parts& q = pp.parts;
+  if (pp.p.bound == plan_bound::ps_tiles) {
+    parts.ps_tiles += t;
+    return;
+  }
   if (q.ps_egress >= pp.seconds && q.ps_egress >= q.ps_ingress) {
     parts.ps_egress += t;
     return;
@@ -57,7 +61,7 @@ void add_parts(step_parts& parts, const product_prediction& pp) {
 }  // namespace
 
 double step_parts::total() const {
-  return device_compute + device_down + device_up + latency + ps_egress + ps_ingress +
+  return device_compute + device_down + device_up + latency + ps_egress + ps_ingress + ps_tiles +
          ps_local_compute + ps_memory_ops;
 }
 

@@ -27,7 +27,7 @@ nlohmann::json parts_json(const step_parts& p) {
   return {{"device_compute", p.device_compute}, {"device_down", p.device_down},
           {"device_up", p.device_up},           {"latency", p.latency},
           {"ps_egress", p.ps_egress},           {"ps_ingress", p.ps_ingress},
-          {"ps_local_compute", p.ps_local_compute}, {"ps_memory_ops", p.ps_memory_ops}};
+          {"ps_tiles", p.ps_tiles},             {"ps_local_compute", p.ps_local_compute}, {"ps_memory_ops", p.ps_memory_ops}};
 }
 
 }  // namespace
@@ -118,10 +118,10 @@ std::string step_report_text(const model_config& cfg, int64_t batch, const step_
   }
   const step_parts& p = s.parts;
   out += line("step: %.4g s = device compute %.4g + device down %.4g + device up %.4g + latency "
-              "%.4g + PS egress %.4g + PS ingress %.4g + PS local compute %.4g + PS memory-bound "
-              "ops %.4g\n",
+              "%.4g + PS egress %.4g + PS ingress %.4g + PS per tile %.4g + PS local compute %.4g + "
+              "PS memory-bound ops %.4g\n",
               s.seconds, p.device_compute, p.device_down, p.device_up, p.latency, p.ps_egress,
-              p.ps_ingress, p.ps_local_compute, p.ps_memory_ops);
+              p.ps_ingress, p.ps_tiles, p.ps_local_compute, p.ps_memory_ops);
   uint64_t down_max = 0;
   for (const auto& d : s.devices) down_max = std::max(down_max, d.bytes_down);
   out += line("devices used: %d of %d; bytes per step: %.4g down from each PS shard, %.4g to the "

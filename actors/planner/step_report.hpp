@@ -4,7 +4,7 @@
 //
 // JSON: {"model", "batch", "shards", "devices_offered", "devices_used",
 //  "step_seconds", "parts": {device_compute, device_down, device_up, latency,
-//  ps_egress, ps_ingress, ps_local_compute, ps_memory_ops}, "gemm_flops",
+//  ps_egress, ps_ingress, ps_tiles, ps_local_compute, ps_memory_ops}, "gemm_flops",
 //  "products": [{name, m, n, k, role, count, slice: {m, n, k}, split, grid:
 //  [m, n, k], tiles, devices_used, mirrored, bound, seconds, total_seconds,
 //  down, compute, up, latency, ps_egress, ps_ingress, bytes_down, bytes_up,

@@ -18,6 +18,7 @@ expect_refusal "unknown role 'bogus'" --role=bogus
 expect_refusal "invalid value in '--epochs=abc'" --epochs=abc
 expect_refusal "unknown flag '--frobnicate=1'" --frobnicate=1
 expect_refusal "--batch must be positive" --batch=-3
+expect_refusal "--ps-tile-seconds must be in [0, 1]" --devices=2 --ps-tile-seconds=-1e-5
 expect_refusal "unknown model 'resnet'" --model=resnet
 expect_refusal "unknown gpt shape" --model=gpt --shape=opt-999b
 expect_refusal "--hidden" --hidden=128,x
@@ -98,10 +99,11 @@ for run in rate-a rate-b; do
   [[ $same == True ]] || fail "$run: losses differ from the churn-free run"
 done
 
-# A --byzantine device lies from the start and says so when it goes (the
-# PS does not verify tiles yet: this only shows the lies are told).
+# A --byzantine device lies from the start and says so when it goes
+# (cli.liars checks that the PS catches it). Tiles cost the PS nothing here,
+# so that the planner splits the small mlp's products over both devices.
 printf '{"liars": [{"device": 1, "lies": [{"kind": "scale", "rate": 0.5}]}]}' > "$WORK/byz.json"
-out=$("$CLEAVE" --devices=2 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --hidden=64 --steps=3 \
+out=$("$CLEAVE" --devices=2 --profile=fast --ps-egress=1e12 --ps-flops=1e9 --ps-tile-seconds=0 --hidden=64 --steps=3 \
         --byzantine="$WORK/byz.json" 2>&1) || fail "--byzantine run failed: $out"
 [[ $out == *"--byzantine: 1 of 2 emulated devices lie: 1 (scale)"* ]] || fail "--byzantine not logged: $out"
 [[ $out =~ "emulated device 1 told "[1-9][0-9]*" lies (scale "[1-9] ]] \
