@@ -486,3 +486,27 @@ TEST(fleet_file, counts_describe_a_large_fleet_up_to_the_planning_cap) {
   ASSERT_FALSE(sum);
   EXPECT_NE(describe(sum.error()).find("more than " + std::to_string(max_described_fleet) + " devices"), std::string::npos);
 }
+
+// The PS's work per tile is a part of its own: each split product's tiles x
+// ps_tile_seconds x its count, and the rest of the product's time goes where
+// it went before (here, on a slow PS link, to the egress).
+TEST(step_prediction, the_ps_work_per_tile_is_a_part_of_the_step) {
+  auto cfg = gpt_preset("opt-125m", 256, 128);
+  ASSERT_TRUE(cfg);
+  const auto devices = fleet(64, prof(3e12, 4e9, 1e10, 1e10, 0.001));
+  planner_config pc;
+  pc.ps_flops = 1e9;  // slow enough that the large products split
+  pc.ps_egress = pc.ps_ingress = 1e8;
+  pc.ps_tile_seconds = 1e-3;
+  const auto s = predict_step(*cfg, 16, devices, pc, 1);
+  double per_tile = 0, split = 0;
+  for (const auto& pp : s.products) {
+    if (pp.p.local) continue;
+    ++split;
+    per_tile += static_cast<double>(pp.p.tiles.size()) * 1e-3 * static_cast<double>(pp.gemm.count);
+  }
+  ASSERT_GT(split, 0);
+  EXPECT_NEAR(s.parts.ps_tiles, per_tile, 1e-9 * per_tile);
+  EXPECT_GT(s.parts.ps_egress, 0);
+  EXPECT_NEAR(s.seconds, s.parts.total(), 1e-9 * s.seconds);
+}

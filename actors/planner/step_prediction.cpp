@@ -26,24 +26,28 @@ gemm_problem slice_of(const step_gemm& g, int32_t shards) {
 }
 
 // Adds one occurrence of a product, `count` times, to the step's parts: a
-// split product's time goes to the PS's link when that is its prediction,
-// else to the last device's parts in proportion.
+// split product's PS work per tile goes to ps_tiles, and the rest of its time
+// to the PS's link when that is the rest of its prediction, else to the last
+// device's parts in proportion.
 void add_parts(step_parts& parts, const product_prediction& pp) {
-  const double t = pp.total_seconds();
+  double t = pp.total_seconds();
   if (pp.p.local) {
     parts.ps_local_compute += t;
     return;
   }
   const plan_parts& q = pp.parts;
-  if (pp.p.bound == plan_bound::ps_tiles) {
-    parts.ps_tiles += t;
-    return;
-  }
-  if (q.ps_egress >= pp.seconds && q.ps_egress >= q.ps_ingress) {
+  const double count = static_cast<double>(pp.gemm.count);
+  const double per_tile = std::min(t, q.ps_tiles * count);
+  parts.ps_tiles += per_tile;
+  t -= per_tile;
+  // The links' and the devices' time, less a rounding's worth: (x + y) - y
+  // may come back an ulp below x.
+  const double rest = (pp.seconds - q.ps_tiles) * (1 - 1e-12);
+  if (q.ps_egress >= rest && q.ps_egress >= q.ps_ingress) {
     parts.ps_egress += t;
     return;
   }
-  if (q.ps_ingress >= pp.seconds) {
+  if (q.ps_ingress >= rest) {
     parts.ps_ingress += t;
     return;
   }

@@ -43,7 +43,7 @@ struct step_parts {
   double latency = 0;         // ... and round trips (of the device that finishes last)
   double ps_egress = 0;       // split products bound by the PS's links, sending
   double ps_ingress = 0;      // ... and receiving
-  double ps_tiles = 0;        // split products bound by the PS's work per tile
+  double ps_tiles = 0;        // split products' PS work per tile
   double ps_local_compute = 0;  // products kept on the PS
   double ps_memory_ops = 0;     // row-wise ops and the optimizer
   double total() const;

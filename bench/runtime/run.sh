@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runtime benchmarks, each a ratio measured within this one run:
 #  (a) framework overhead: gpt small on 16 and 64 emulated devices faster
-#      than this host, against the single-process reference (--devices=0);
+#      than this host, against the single-process reference (--devices=0),
+#      and 64 again planned as if tiles cost the PS nothing;
 #  (b) traffic scaling: bytes each device receives per step at 4, 16, 64 devices;
 #  (d) heterogeneity: half fast, half 4x slower devices; the whole step
 #      against its prediction, the wait on devices against the cost model's,
@@ -27,6 +28,9 @@ for round in $(seq "$ROUNDS"); do
   "$CLEAVE" --role=all --devices=0 "${gpt[@]}" --steps=12 --report="$work/o0-$round.json"
   "$CLEAVE" --role=all --fleet="$here/overhead_fleet.json" "${over[@]}" "${gpt[@]}" --steps=12 --report="$work/o16-$round.json"
   "$CLEAVE" --role=all --fleet="$work/overhead64.json" "${over[@]}" "${gpt[@]}" --steps=12 --report="$work/o64-$round.json"
+  # The plans of a cost model whose tiles cost the PS nothing, for comparison.
+  "$CLEAVE" --role=all --fleet="$work/overhead64.json" "${over[@]}" --ps-tile-seconds=0 "${gpt[@]}" --steps=12 \
+    --report="$work/o64free-$round.json"
 done
 python3 - "$work" "$ROUNDS" <<'PY'
 import json, statistics, sys
@@ -34,11 +38,12 @@ work, rounds = sys.argv[1], int(sys.argv[2])
 load = lambda f: json.load(open(f"{work}/{f}.json"))
 refs = [load(f"o0-{r}")["median_step_seconds"] for r in range(1, rounds + 1)]
 print(f"   reference: median {statistics.median(refs):.3f} s/step, range {min(refs):.3f}-{max(refs):.3f}")
-for n in (16, 64):
+for n in (16, 64, "64free"):
     reps = [load(f"o{n}-{r}") for r in range(1, rounds + 1)]
     ratios = [d["median_step_seconds"] / ref for d, ref in zip(reps, refs)]
     used = statistics.median(sum(1 for x in d["per_device"] if x["tiles"]) for d in reps)
-    print(f"   {n} devices: ratio median {statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f} "
+    name = "64 devices, tiles free to the PS (--ps-tile-seconds=0)" if n == "64free" else f"{n} devices"
+    print(f"   {name}: ratio median {statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f} "
           f"(rounds {', '.join('%.3f' % r for r in ratios)}); tiles/step {reps[0]['tiles'] / reps[0]['steps']:.0f}, "
           f"devices used {used:.0f}")
     split = {k: statistics.median(d["step_split_seconds"][k] for d in reps) for k in reps[0]["step_split_seconds"]}
