@@ -6,7 +6,10 @@
 // leaves.
 // Every frame is capped and checked before anything is sized
 // (actors/transport, schema/shard_codec.hpp): a peer that sends garbage is
-// refused and closed, and the shard goes on serving.
+// refused and closed, and the shard goes on serving. With --tls-* the link
+// is TLS 1.3 against the job's CA, and only a certificate that could serve
+// (the coordinator's, not a device's) attaches; --edge's devices are
+// checked as at the ps's edge.
 //
 // With --checkpoint-dir the shard writes its own slices there when its
 // coordinator checkpoints, and loads them back when the coordinator resumes
@@ -37,9 +40,8 @@ int run_ps_shard(cleave_config& cfg) {
   if (cfg.listen.empty()) return usage_error("--role=ps-shard needs --listen=[host:]port (its coordinator dials it)");
   auto endpoint = parse_endpoint(cfg.listen, "--listen", true);
   if (!endpoint) return usage_error(describe(endpoint.error()));
-  if (cfg.tls() && cfg.edge.empty())
-    return usage_error("--tls-* on a PS shard's link is not in this build (phase 1: plaintext, on a trusted network); "
-                       "with --edge they secure the shard's device edge");
+  auto link_tls = shard_link_tls(cfg);
+  if (!link_tls) return usage_error("TLS for the link to the coordinator: " + describe(link_tls.error()));
   if (!cfg.join_tokens.empty()) return usage_error("--join-tokens is for the ps's edge: a shard admits the devices it welcomed");
   if (!cfg.edge.empty()) {
     if (auto at = parse_endpoint(cfg.edge, "--edge", true); !at) return usage_error(describe(at.error()));
@@ -73,13 +75,16 @@ int run_ps_shard(cleave_config& cfg) {
                       : sys.spawn(shard_server, cfg.checkpoint_dir);
   auto ended = std::make_shared<std::atomic<bool>>(false);
   server->attach_functor([ended] { ended->store(true); });
-  auto listener = transport::spawn_bulk_listener(sys, endpoint->second, server,
-                                                 shard_channel_options(endpoint->first));
+  auto link = shard_channel_options(endpoint->first);
+  link.tls = *link_tls;
+  if (!link.tls) warn_if_exposed(endpoint->first, "the PS shard's link");
+  auto listener = transport::spawn_bulk_listener(sys, endpoint->second, server, link);
   if (!listener) {
     caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
     return runtime_error("cannot listen on " + cfg.listen + ": " + describe(listener.error()));
   }
-  spdlog::info("ps-shard: listening on port {} (framed: one coordinator's requests)", listener->port);
+  spdlog::info("ps-shard: listening on port {} (framed: one coordinator's requests{})", listener->port,
+               link.tls ? ", under TLS" : "");
   stop_on_signals();
   while (!stop_requested() && !ended->load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   spdlog::info("ps-shard: {}; peak RSS {:.1f} MiB", ended->load() ? "done" : "stopping",

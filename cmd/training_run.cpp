@@ -389,10 +389,14 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
   const auto connect_timeout = std::chrono::seconds(5);
   const auto call_timeout = std::chrono::duration_cast<caf::timespan>(
     std::chrono::duration<double>(std::max(60.0, cfg.tile_timeout)));
+  // With --tls-* the links to the shards are TLS too: this process's
+  // certificate (a server's, which may act as a client) against theirs.
+  auto tls = edge_tls(cfg, transport::tls_side::client);
+  if (!tls) return usage_error("TLS for the links to the PS shards: " + describe(tls.error()));
   sharded_ps::shard_list list;
   std::vector<remote_shard*> remotes;
   for (const auto& [host, port] : at) {
-    auto shard = remote_shard::connect(sys, host, port, connect_timeout, call_timeout);
+    auto shard = remote_shard::connect(sys, host, port, connect_timeout, call_timeout, *tls);
     if (!shard) return runtime_error(describe(shard.error()));
     spdlog::info("ps: PS shard {} at {}:{}", remotes.size(), host, port);
     remotes.push_back(shard->get());

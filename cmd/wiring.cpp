@@ -229,6 +229,12 @@ caf::expected<std::shared_ptr<const transport::tls_context>> edge_tls(const clea
   return transport::make_tls_context(files, side, require_peer_cert);
 }
 
+caf::expected<std::shared_ptr<const transport::tls_context>> shard_link_tls(const cleave_config& cfg) {
+  if (!cfg.tls()) return std::shared_ptr<const transport::tls_context>{};
+  return transport::make_tls_context({cfg.tls_cert, cfg.tls_key, cfg.tls_ca, cfg.tls_crl},
+                                     transport::tls_side::server, true, true);
+}
+
 caf::expected<caf::actor> reach(double patience, const std::function<caf::expected<caf::actor>()>& attempt) {
   const bool bounded = std::isfinite(patience);
   const auto give_up = std::chrono::steady_clock::now()

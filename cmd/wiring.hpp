@@ -98,5 +98,9 @@ caf::expected<caf::actor> reach(caf::actor_system& sys, const cleave_config& cfg
 caf::expected<std::shared_ptr<const transport::tls_context>> edge_tls(const cleave_config& cfg,
                                                                       transport::tls_side side,
                                                                       bool require_peer_cert = true);
+// A PS shard's link to its coordinator under TLS (null without --tls-*): a
+// server that takes only peers whose certificate could serve (the job's
+// own processes), never a device's.
+caf::expected<std::shared_ptr<const transport::tls_context>> shard_link_tls(const cleave_config& cfg);
 
 }  // namespace cleave

@@ -23,9 +23,11 @@ void copy_to(const tensor& from, mut_view<float> to) {
 
 caf::expected<std::unique_ptr<transport::frame_client>> remote_shard::open(caf::actor_system& sys,
                                                                              const std::string& host, uint16_t port,
-                                                                             caf::timespan connect_timeout) {
+                                                                             caf::timespan connect_timeout,
+                                                                             std::shared_ptr<const transport::tls_context> tls) {
   transport::bulk_options opts;
   opts.connect_timeout = connect_timeout;
+  opts.tls = std::move(tls);
   opts.max_payload_for_kind = [max = opts.max_payload](uint16_t kind) { return shard_frame_cap(kind, max); };
   auto client = transport::frame_client::connect(sys, host, port, opts);
   if (!client) return fail("cannot reach the PS shard at " + host + ":" + std::to_string(port) + ": " + describe(client.error()));
@@ -34,14 +36,16 @@ caf::expected<std::unique_ptr<transport::frame_client>> remote_shard::open(caf::
 
 caf::expected<std::unique_ptr<remote_shard>> remote_shard::connect(caf::actor_system& sys, const std::string& host,
                                                                    uint16_t port, caf::timespan connect_timeout,
-                                                                   caf::timespan call_timeout) {
-  auto client = open(sys, host, port, connect_timeout);
+                                                                   caf::timespan call_timeout,
+                                                                   std::shared_ptr<const transport::tls_context> tls) {
+  auto client = open(sys, host, port, connect_timeout, tls);
   if (!client) return client.error();
-  return std::unique_ptr<remote_shard>(new remote_shard(sys, std::move(*client), host, port, call_timeout));
+  return std::unique_ptr<remote_shard>(
+    new remote_shard(sys, std::move(*client), host, port, call_timeout, std::move(tls)));
 }
 
 caf::error remote_shard::reconnect(caf::timespan connect_timeout) {
-  auto client = open(sys_, host_, port_, connect_timeout);
+  auto client = open(sys_, host_, port_, connect_timeout, tls_);
   if (!client) return client.error();
   before_client_ = traffic();
   client_ = std::move(*client);
@@ -50,7 +54,12 @@ caf::error remote_shard::reconnect(caf::timespan connect_timeout) {
 
 caf::expected<transport::bulk_frame> remote_shard::exchange(shard_kind kind, std::vector<char> payload) {
   auto frame = client_->call(static_cast<uint16_t>(kind), ++tag_, std::move(payload), call_timeout_);
-  if (!frame) return fail("the PS shard at " + address_ + ": " + describe(frame.error()));
+  if (!frame) {
+    // A shard under TLS closes a plaintext link at its first bytes.
+    const bool first_answer = client_->bytes_received() == 0;
+    return fail("the PS shard at " + address_ + ": " + describe(frame.error())
+                + (first_answer && !tls_ ? " (a shard started with --tls-* takes only a coordinator with --tls-*)" : ""));
+  }
   if (frame->kind == static_cast<uint16_t>(shard_kind::refused)) {
     auto why = decode_shard_refusal(frame->payload.data(), frame->payload.size());
     return fail("the PS shard at " + address_ + " refused: " + (why ? *why : describe(why.error())));

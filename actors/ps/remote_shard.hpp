@@ -23,11 +23,14 @@ struct remote_shard_traffic {
 
 class remote_shard final : public ps_shard {
  public:
-  // Connects to the shard process at address ("host:port"); the connect
+  // Connects to the shard process at address ("host:port"), under TLS when
+  // `tls` (a client context: the shard must show a certificate of the job's
+  // CA for that host, and takes ours only if it could serve); the connect
   // gives up after connect_timeout, a call after call_timeout.
   static caf::expected<std::unique_ptr<remote_shard>> connect(caf::actor_system& sys, const std::string& host,
                                                               uint16_t port, caf::timespan connect_timeout,
-                                                              caf::timespan call_timeout);
+                                                              caf::timespan call_timeout,
+                                                              std::shared_ptr<const transport::tls_context> tls);
 
   caf::error attach(const std::vector<parameter*>& params, const std::vector<shard_slice>& mine) override;
   caf::error zero_grads() override;
@@ -74,11 +77,12 @@ class remote_shard final : public ps_shard {
 
  private:
   remote_shard(caf::actor_system& sys, std::unique_ptr<transport::frame_client> client, std::string host,
-               uint16_t port, caf::timespan call_timeout)
+               uint16_t port, caf::timespan call_timeout, std::shared_ptr<const transport::tls_context> tls)
       : sys_(sys), client_(std::move(client)), host_(std::move(host)), port_(port),
-        address_(host_ + ":" + std::to_string(port)), call_timeout_(call_timeout) {}
+        address_(host_ + ":" + std::to_string(port)), call_timeout_(call_timeout), tls_(std::move(tls)) {}
   static caf::expected<std::unique_ptr<transport::frame_client>> open(caf::actor_system& sys, const std::string& host,
-                                                                      uint16_t port, caf::timespan connect_timeout);
+                                                                      uint16_t port, caf::timespan connect_timeout,
+                                                                      std::shared_ptr<const transport::tls_context> tls);
   // One request and its answer, which must be of kind `expected`; either
   // may travel in parts (schema/shard_parts.hpp).
   caf::expected<transport::bulk_frame> call(shard_kind kind, std::vector<char> payload, shard_kind expected);
@@ -99,6 +103,7 @@ class remote_shard final : public ps_shard {
   uint16_t port_;
   std::string address_;
   caf::timespan call_timeout_;
+  std::shared_ptr<const transport::tls_context> tls_;  // null: plaintext
   uint64_t tag_ = 0;
   std::vector<shard_slice> mine_;
   std::vector<std::pair<int64_t, int64_t>> slice_shapes_;  // by parameter id

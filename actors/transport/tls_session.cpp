@@ -236,7 +236,7 @@ struct tls_session_access {
 tls_context::~tls_context() { SSL_CTX_free(ctx_); }
 
 caf::expected<std::shared_ptr<const tls_context>> make_tls_context(const tls_files& files, tls_side side,
-                                                                   bool require_peer_cert) {
+                                                                   bool require_peer_cert, bool peer_must_serve) {
   ERR_clear_error();
   // A client may go without a certificate (for servers that do not require
   // one): both cert and key empty.
@@ -330,6 +330,9 @@ caf::expected<std::shared_ptr<const tls_context>> make_tls_context(const tls_fil
   int mode = SSL_VERIFY_PEER;
   if (side == tls_side::server) {
     if (require_peer_cert) mode |= SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+    // The peer's chain is checked for this purpose instead of a client's.
+    if (peer_must_serve && X509_VERIFY_PARAM_set_purpose(SSL_CTX_get0_param(ctx.get()), X509_PURPOSE_SSL_SERVER) != 1)
+      return fail("TLS: cannot require a server certificate of peers: " + take_openssl_errors());
     // Tell clients which CA we accept (they may hold several certificates).
     if (auto names = SSL_load_client_CA_file(files.ca.c_str())) SSL_CTX_set_client_CA_list(ctx.get(), names);
   }

@@ -58,7 +58,7 @@ class tls_context {
 
  private:
   friend caf::expected<std::shared_ptr<const tls_context>> make_tls_context(const tls_files&, tls_side,
-                                                                            bool);
+                                                                            bool, bool);
   tls_context(SSL_CTX* ctx, tls_side side, std::string name)
       : ctx_(ctx), side_(side), name_(std::move(name)) {}
   SSL_CTX* ctx_;
@@ -72,9 +72,12 @@ class tls_context {
 // client certificate unless require_peer_cert is false (then a certificate
 // is still verified when a client offers one). Client: verifies the server;
 // with cert and key both empty it presents no certificate (only servers with
-// require_peer_cert == false accept it).
+// require_peer_cert == false accept it). A server with peer_must_serve takes
+// only clients whose certificate could serve too (the job's own servers:
+// a PS shard's link to its coordinator), never a device's client-only one.
 caf::expected<std::shared_ptr<const tls_context>> make_tls_context(const tls_files& files, tls_side side,
-                                                                   bool require_peer_cert = true);
+                                                                   bool require_peer_cert = true,
+                                                                   bool peer_must_serve = false);
 
 // One connection's TLS state. Not thread-safe (one broker owns it).
 class tls_session {
