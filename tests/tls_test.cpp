@@ -276,6 +276,37 @@ TEST(TlsSession, ClientWithoutCertificateRefused) {
   EXPECT_EQ(server2.peer_name(), "");
 }
 
+// A PS shard's link (peer_must_serve): the job's servers attach, a device's
+// client-only certificate does not, though the same CA signed it.
+TEST(TlsSession, ALinkBetweenServersRefusesADeviceCertificate) {
+  auto link = make_tls_context(pki().server_files(), tls_side::server, true, /*peer_must_serve=*/true);
+  ASSERT_TRUE(link) << describe(link.error());
+  auto device = ctx_or_die(pki().device_files("dev1"), tls_side::client);
+  tls_session server(*link), client(device);
+  wire_pair w(client, server);
+  w.run();
+  ASSERT_TRUE(w.server_err);
+  EXPECT_NE(describe(w.server_err).find("certificate not valid for this role"), std::string::npos)
+    << describe(w.server_err);
+  EXPECT_FALSE(server.handshake_done());
+
+  auto coordinator = ctx_or_die(pki().server_files(), tls_side::client);
+  tls_session server2(*link), client2(coordinator);
+  wire_pair w2(client2, server2);
+  w2.run();
+  ASSERT_FALSE(w2.server_err) << describe(w2.server_err);
+  ASSERT_FALSE(w2.client_err) << describe(w2.client_err);
+  EXPECT_TRUE(server2.handshake_done());
+  EXPECT_EQ(server2.peer_name(), "ps");
+
+  // The device edge (a server without it) takes the same device.
+  tls_session edge(ctx_or_die(pki().server_files(), tls_side::server)), client3(device);
+  wire_pair w3(client3, edge);
+  w3.run();
+  EXPECT_FALSE(w3.server_err) << describe(w3.server_err);
+  EXPECT_TRUE(edge.handshake_done());
+}
+
 TEST(TlsSession, CertificateFromAnotherCaRefused) {
   auto sctx = ctx_or_die(pki().server_files(), tls_side::server);
   // The intruder trusts our CA (it knows whom it dials) but its own
