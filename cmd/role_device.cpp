@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <thread>
 
@@ -35,8 +36,11 @@ namespace {
 // A welcome that names shard processes' edges connects the device to them
 // too (shard_links.hpp), for as long as it serves the ps, dialling again any
 // whose connection closes.
+// Before the shards are dialled, before_shards may change their links (a
+// certificate enrolled on this connection).
 caf::error serve(caf::actor_system& sys, const device_options& dopt, const caf::actor& link,
-                 shard_edges_slot& welcome, shard_links& shards) {
+                 shard_edges_slot& welcome, shard_links& shards,
+                 const std::function<void(shard_links&)>& before_shards) {
   auto device = sys.spawn(device_actor, dopt, link);
   caf::scoped_actor self{sys};
   self->monitor(device);
@@ -53,8 +57,12 @@ caf::error serve(caf::actor_system& sys, const device_options& dopt, const caf::
       },
       caf::after(std::chrono::milliseconds(shards.size() == 0 ? 20 : 200)) >> [] {});
     if (gone) break;
-    if (welcome.take(edges, id, proof)) shards.open(edges, id, proof);
-    else shards.tend();
+    if (welcome.take(edges, id, proof)) {
+      before_shards(shards);
+      shards.open(edges, id, proof);
+    } else {
+      shards.tend();
+    }
   }
   shards.close();
   if (!gone) self->send_exit(device, caf::exit_reason::user_shutdown);
@@ -166,7 +174,17 @@ int run_device(cleave_config& cfg, int threads) {
                  cfg.connect, profile->name);
     lopt.welcomed->store(false);
     shard_links shards(sys, dopt, lopt.channel);
-    const auto why = serve(sys, dopt, *link, *welcome, shards);
+    // The ps signs an enrolling device's certificate before it welcomes it:
+    // the shards' edges, which take no join token, see that certificate.
+    auto with_new_certificate = [&](shard_links& s) {
+      if (lopt.csr.empty() || !std::filesystem::exists(cfg.tls_cert)) return;
+      if (auto tls = edge_tls(cfg, transport::tls_side::client))
+        s.use_tls(*tls);
+      else
+        spdlog::warn("device: the certificate the ps signed does not load ({}); the shards will refuse this device",
+                     describe(tls.error()));
+    };
+    const auto why = serve(sys, dopt, *link, *welcome, shards, with_new_certificate);
     if (stop_requested()) break;
     if (is_edge_refusal(why)) return runtime_error(describe(why));
     const bool run_over = why == caf::exit_reason::normal;

@@ -53,6 +53,9 @@ class shard_links {
   shard_links(const shard_links&) = delete;
   shard_links& operator=(const shard_links&) = delete;
 
+  // The TLS context of the links dialled from now on (a device that traded
+  // its join token for a certificate shows the shards that certificate).
+  void use_tls(std::shared_ptr<const transport::tls_context> tls) { channel_.tls = std::move(tls); }
   // Connects to every edge (blocking for each TCP connect, 10 s at most).
   void open(const std::vector<std::string>& edges, int32_t id, const std::string& proof);
   // Dials again the edges whose connection closed or was never made, once

@@ -55,10 +55,11 @@ caf::error remote_shard::reconnect(caf::timespan connect_timeout) {
 caf::expected<transport::bulk_frame> remote_shard::exchange(shard_kind kind, std::vector<char> payload) {
   auto frame = client_->call(static_cast<uint16_t>(kind), ++tag_, std::move(payload), call_timeout_);
   if (!frame) {
-    // A shard under TLS closes a plaintext link at its first bytes.
-    const bool first_answer = client_->bytes_received() == 0;
-    return fail("the PS shard at " + address_ + ": " + describe(frame.error())
-                + (first_answer && !tls_ ? " (a shard started with --tls-* takes only a coordinator with --tls-*)" : ""));
+    // A link whose two ends disagree about TLS closes before the first answer.
+    const char* hint = client_->bytes_received() > 0 ? ""
+                       : tls_ ? " (a coordinator with --tls-* takes only shards started with --tls-*)"
+                              : " (a shard started with --tls-* takes only a coordinator with --tls-*)";
+    return fail("the PS shard at " + address_ + ": " + describe(frame.error()) + hint);
   }
   if (frame->kind == static_cast<uint16_t>(shard_kind::refused)) {
     auto why = decode_shard_refusal(frame->payload.data(), frame->payload.size());

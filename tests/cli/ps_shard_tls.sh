@@ -6,7 +6,9 @@
 # with its reason in the shard's log, while the shard goes on serving: a
 # coordinator without TLS, a device's certificate (client-only: it cannot
 # attach to a shard's link), and another CA's certificate. A coordinator with
-# TLS facing a plaintext shard stops and says so.
+# TLS facing a plaintext shard stops and says so. Last, shards that feed
+# devices: a device with a join token and no certificate enrols at the
+# coordinator's edge and serves both shards' edges on the same connection.
 source "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 ca_sh="$root/deploy/ca.sh"
@@ -79,7 +81,36 @@ PY
 start_shard plain
 timeout 30 "$CLEAVE" --role=ps --shards=127.0.0.1:$port_plain $(tls ca/coord) "${train[@]}" > downgrade.out 2>&1 \
   && fail "a TLS coordinator trained over a plaintext shard"
-grep -qi "tls" downgrade.out && echo "ok: a TLS coordinator refuses a plaintext shard: $(grep -i -m1 tls downgrade.out)" \
+grep -q "takes only shards started with --tls-\*" downgrade.out \
+  && echo "ok: a TLS coordinator refuses a plaintext shard: $(tail -1 downgrade.out)" \
   || fail "the coordinator did not say the shard spoke no TLS: $(tail -3 downgrade.out)"
 kill $pid_plain 2>/dev/null; wait $pid_plain 2>/dev/null
+
+# Shards that feed devices, all under TLS: a device with a join token and no
+# certificate trades the token at the coordinator's edge, and shows the
+# certificate it got to both shards' edges on the same connection.
+bash "$ca_sh" tokens ca 1 > /dev/null
+token=$(grep -v '^#' ca/tokens | head -1)
+start_shard ea $(tls ca/shard_a) --edge=127.0.0.1:0
+start_shard eb $(tls ca/shard_b) --edge=127.0.0.1:0
+cost=(--ps-egress=1e12 --ps-flops=1e9)  # the planner splits the mlp's products
+timeout 120 "$CLEAVE" --role=ps --shards=127.0.0.1:$port_ea,127.0.0.1:$port_eb --listen=127.0.0.1:0 \
+  $(tls ca/coord) --tls-ca-key=ca/ca.key --join-tokens=ca/tokens --min-devices=1 "${cost[@]}" "${train[@]}" \
+  --log-level=info \
+  --report=enrolled.json > coord.log 2>&1 &
+coordinator=$!
+port=$(wait_port coord.log)
+[[ -n $port ]] || fail "the coordinator did not open its edge: $(tail -3 coord.log)"
+mkdir -p newdev
+"$CLEAVE" --role=device --connect=127.0.0.1:$port --profile=fast --threads=1 --reconnect-seconds=0 \
+  --join-token="$token" --device-name=field-phone-9 --tls-cert=newdev/me.pem --tls-key=newdev/me.key \
+  --tls-ca=ca/ca.pem > newdev.log 2>&1 &
+device=$!
+wait $coordinator || fail "the coordinator with an enrolling device failed: $(tail -3 coord.log)"
+wait $device 2>/dev/null
+[[ -s newdev/me.pem ]] || fail "the device got no certificate: $(tail -3 newdev.log)"
+tiles=$(python3 -c "import json,sys; print(' '.join(str(s.get('tiles', 0)) for s in json.load(open(sys.argv[1]))['per_shard']))" enrolled.json)
+read -r ta tb <<< "$tiles"
+((ta > 0 && tb > 0)) && echo "ok: an enrolled device serves both shards on its first connection (tiles $ta and $tb)" \
+  || fail "a device that enrolled did not serve both shards (tiles: $tiles): $(grep -h -i 'refused\|warn' ea.log eb.log newdev.log | head -3)"
 finish
