@@ -1,6 +1,7 @@
 # Shared by the CLI tests: a scratch dir removed on exit, and assertions.
 set -u
 CLEAVE=${1:?usage: $0 path/to/cleave}
+CLI_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 WORK=$(mktemp -d)
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$WORK"' EXIT
 failures=0
@@ -78,4 +79,13 @@ def write(path, n, seed, features=300, labels=40):
 write(sys.argv[1] + "/train.txt", 2000, 1)
 write(sys.argv[1] + "/test.txt", 300, 2)
 PY
+}
+
+# job_cas: in the current directory, the job's CA (ca/) and another one
+# (other/) made by deploy/ca.sh; sets ca_sh. Exits when openssl is missing.
+job_cas() {
+  ca_sh="$CLI_DIR/../../deploy/ca.sh"
+  command -v openssl > /dev/null || { echo "FAIL: openssl is missing"; exit 1; }
+  bash "$ca_sh" init ca > /dev/null
+  bash "$ca_sh" init other > /dev/null
 }

@@ -10,13 +10,9 @@
 # devices: a device with a join token and no certificate enrols at the
 # coordinator's edge and serves both shards' edges on the same connection.
 source "$(dirname "$0")/lib.sh"
-root=$(cd "$(dirname "$0")/../.." && pwd)
-ca_sh="$root/deploy/ca.sh"
-command -v openssl > /dev/null || { echo "FAIL: openssl is missing"; exit 1; }
 CLEAVE=$(realpath "$CLEAVE")
 cd "$WORK"
-bash "$ca_sh" init ca > /dev/null
-bash "$ca_sh" init other > /dev/null
+job_cas
 for s in coord shard_a shard_b; do bash "$ca_sh" issue ca $s server > /dev/null; done
 bash "$ca_sh" issue ca phone device > /dev/null
 bash "$ca_sh" issue other foreign server > /dev/null

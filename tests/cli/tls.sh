@@ -9,14 +9,9 @@
 # refuses to start. Then detector, planner and ps as separate processes speak
 # BASP under CAF's mutual TLS and train with the same devices.
 source "$(dirname "$0")/lib.sh"
-root=$(cd "$(dirname "$0")/../.." && pwd)
-ca_sh="$root/deploy/ca.sh"
-command -v openssl > /dev/null || { echo "FAIL: openssl is missing"; exit 1; }
-
 CLEAVE=$(realpath "$CLEAVE")
 cd "$WORK"
-bash "$ca_sh" init ca > /dev/null
-bash "$ca_sh" init other > /dev/null
+job_cas
 for s in ps planner detector; do bash "$ca_sh" issue ca $s server > /dev/null; done
 for d in dev1 dev2 dev3 dev4 stolen; do bash "$ca_sh" issue ca $d device > /dev/null; done
 bash "$ca_sh" issue other foreign device > /dev/null
