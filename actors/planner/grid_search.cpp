@@ -102,6 +102,8 @@ constexpr plan_bound bound_kinds[] = {plan_bound::compute,         plan_bound::p
                                       plan_bound::ps_ingress,      plan_bound::device_downlink,
                                       plan_bound::device_uplink,   plan_bound::one_tile,
                                       plan_bound::latency,         plan_bound::ps_tiles};
+constexpr int ps_tiles_kind = 7;
+static_assert(bound_kinds[ps_tiles_kind] == plan_bound::ps_tiles);
 
 // Min-heap entry (lazy deletion: valid while ver matches the device's).
 struct entry {
@@ -563,7 +565,7 @@ class grid_search {
       if (lbs[b] > lbs[w]) w = b;
     const double per_tiles = T_ * cfg_.ps_tile_seconds;
     f.lb = lbs[w] + per_tiles;
-    f.kind = per_tiles > lbs[w] ? 7 : kinds[w];
+    f.kind = per_tiles > lbs[w] ? ps_tiles_kind : kinds[w];
     if (f.lb < lowest_lb_) {
       lowest_lb_ = f.lb;
       lowest_kind_ = f.kind;
