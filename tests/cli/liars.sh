@@ -10,7 +10,9 @@
 #     finishes with the in-process trajectory.
 source "$(dirname "$0")/lib.sh"
 
-cost=(--ps-egress=1e12 --ps-flops=1e9)  # make the planner split the small GEMMs
+# Make the planner split the small GEMMs, over many devices: with tiles free
+# to the PS it spreads them as widely as it can, so the liars get tiles.
+cost=(--ps-egress=1e12 --ps-flops=1e9 --ps-tile-seconds=0)
 
 # honest_and_caught NAME REPORT_HONEST REPORT_LIARS LIAR_IDS: the verdict on one pair of runs.
 honest_and_caught() {
