@@ -4,7 +4,7 @@
 #   bash deploy/setup.sh run [cleave flags...]   install, build, train the embedded default
 #                                                (every role in one process, 16 emulated devices)
 #   bash deploy/setup.sh test                    install, build, run the whole test suite
-#   bash deploy/setup.sh build                   install and build only
+#   bash deploy/setup.sh build                   install and build everything (binary, tests, benchmarks)
 #
 # Installing needs root (or sudo). Without apt (another distribution, no
 # root), install the equivalents of the packages below by hand and run with
@@ -40,8 +40,11 @@ TEST_PACKAGES=(
   "wordnet-base|gcide-nextword's WordNet glosses"
   "wamerican-insane|spell-670k's 663k words (/usr/share/dict/american-english-insane)"
   "docker-compose|validates deploy/docker-compose.yml in the tests"
+  "iproute2|ip: the multi-host tests' network namespaces and veth links"
+  "iptables|the multi-host tests' packet loss (the statistic match)"
   "clang|builds the fuzz targets (tests/fuzz/) with ASan and UBSan"
   "libfuzzer-14-dev|libFuzzer for clang 14: the fuzz targets' engine"
+  "libclang-rt-14-dev|clang 14's sanitizer and libFuzzer runtimes, which the fuzz targets link"
   "prometheus|promtool checks the console's /metrics in the tests"
   "chromium|the console page's browser test (headless)"
   "nodejs|runs the browser test's driver and checks the page's script"
@@ -110,6 +113,8 @@ install_browser_driver() {
     "$PLAYWRIGHT_CORE" >/dev/null
 }
 
+# build [TARGET]: the one target (the demo needs only the binary), or
+# everything: the binary, the tests and the benchmarks.
 build() {
   # A default build targets this machine's CPU (-march=native) and runs only
   # on the same CPU family; CLEAVE_PORTABLE=1 builds for any x86-64.
@@ -117,8 +122,13 @@ build() {
   [[ ${CLEAVE_PORTABLE:-0} == 1 ]] && portable=ON
   echo "setup: configuring build/ (Release, CLEAVE_PORTABLE=$portable)"
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCLEAVE_PORTABLE=$portable >/dev/null
-  echo "setup: building build/cmd/cleave, the tests and the benchmarks on $(nproc) core(s)"
-  cmake --build build -j"$(nproc)"
+  if [[ -n ${1:-} ]]; then
+    echo "setup: building build/cmd/$1 on $(nproc) core(s)"
+    cmake --build build -j"$(nproc)" --target "$1"
+  else
+    echo "setup: building build/cmd/cleave, the tests and the benchmarks on $(nproc) core(s)"
+    cmake --build build -j"$(nproc)"
+  fi
 }
 
 cmd=${1:-run}
@@ -127,7 +137,7 @@ case $cmd in
   packages) list_packages ;;
   build) install_packages "${PACKAGES[@]}"; build ;;
   run)
-    install_packages "${PACKAGES[@]}"; build
+    install_packages "${PACKAGES[@]}"; build cleave
     echo "setup: running the demo: gpt small on 64 emulated devices, with churn and a liar (report.json at the end)"
     exec ./build/cmd/cleave --role=all --report=report.json "$@" ;;
   test)

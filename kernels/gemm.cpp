@@ -18,6 +18,14 @@ namespace {
 
 std::atomic<int> g_threads{0};  // 0: not set yet, use the OpenMP default
 
+// Pinned before main() in every process that links the kernels, so results
+// depend only on the instruction sets and the thread count, and tiles
+// computed on different CPUs agree.
+const bool blocking_pinned = [] {
+  Eigen::setCpuCacheSizes(gemm_blocking_caches.l1, gemm_blocking_caches.l2, gemm_blocking_caches.l3);
+  return true;
+}();
+
 [[noreturn]] void shape_error(int64_t ar, int64_t ac, bool ta, int64_t br, int64_t bc, bool tb,
                               int64_t cr, int64_t cc) {
   throw std::invalid_argument("gemm: shape mismatch: op(A)=" + std::to_string(ta ? ac : ar) +
@@ -109,6 +117,32 @@ void set_compute_threads(int n) {
 }
 
 void set_gemm_threads(int n) { Eigen::setNbThreads(n > 0 ? n : 1); }
+
+std::string gemm_instruction_sets() {
+  // Eigen's own SimdInstructionSetsInUse() names AVX2 and FMA builds "AVX",
+  // yet their products differ from AVX's; the compiler's macros tell them apart.
+  std::string names;
+  const auto add = [&names](const char* name) { names += (names.empty() ? "" : " ") + std::string(name); };
+#ifdef __AVX__
+  add("avx");
+#endif
+#ifdef __AVX2__
+  add("avx2");
+#endif
+#ifdef __AVX512BW__
+  add("avx512bw");
+#endif
+#ifdef __AVX512F__
+  add("avx512f");
+#endif
+#ifdef __AVX512VL__
+  add("avx512vl");
+#endif
+#ifdef __FMA__
+  add("fma");
+#endif
+  return names;
+}
 
 int compute_threads() {
   const int n = g_threads.load(std::memory_order_relaxed);

@@ -7,7 +7,9 @@
 // for devices. Keeping the tag lets the runtime reuse operand blocks between
 // the forward product and the two backward products of the same layer.
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/tensor.hpp"
@@ -94,5 +96,21 @@ int compute_threads();
 // runtime sets 1: its parallelism comes from many tiles running at once on
 // the actor scheduler's threads, and nested teams would oversubscribe cores.
 void set_gemm_threads(int n);
+
+// The cache sizes (bytes) Eigen sizes its GEMM blocks from, pinned for every
+// process (gemm.cpp): the K blocking sets the summation order, so the same
+// product gave other bits on a CPU with other caches. They are those of the
+// machine that recorded the golden losses (tests/golden/): 48 KiB L1d,
+// 2 MiB L2, 480 MiB L3 as the CPUID leaf Eigen reads reports them.
+struct gemm_cache_sizes {
+  std::ptrdiff_t l1, l2, l3;
+};
+inline constexpr gemm_cache_sizes gemm_blocking_caches{48 << 10, 2 << 20, 480 << 20};
+
+// The SIMD instruction sets the kernels were compiled for, sorted and space
+// separated ("avx avx2 fma"; empty for SSE2 only). With the blocking pinned
+// (gemm.cpp) and the thread count given, these and the compiler decide a
+// product's bits.
+std::string gemm_instruction_sets();
 
 }  // namespace cleave

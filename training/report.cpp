@@ -1,5 +1,7 @@
 #include "training/report.hpp"
 
+#include "kernels/gemm.hpp"
+
 namespace cleave {
 
 nlohmann::json make_report(const train_options& opts, const train_result& res, int devices,
@@ -10,6 +12,7 @@ nlohmann::json make_report(const train_options& opts, const train_result& res, i
   j["dataset"] = opts.dataset;
   j["devices"] = devices;
   j["threads"] = threads;
+  j["simd"] = gemm_instruction_sets();
   j["parameters"] = res.parameters;
   j["batch"] = opts.batch;
   j["seed"] = opts.seed;

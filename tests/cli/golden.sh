@@ -2,38 +2,44 @@
 # Pins the first 20 steps' losses of three runs to the bits recorded in
 # tests/golden/: the mlp on 16 fast devices (one PS shard and two) and the
 # gpt small in one process. Code that only moves or restructures must give
-# the same bits. The bits depend on the instruction set the build targets
-# (-march=native picks Eigen's kernels), so golden files are kept per set
-# of SIMD flags (tests/golden/<flags>/, as the machine that wrote them had
-# them): a machine finds its own and compares bit for bit. A machine whose
-# flags have no files compares to 1e-5 relative against another set's, and
-# says so; there the 2-shard mlp may drift further (its slices' GEMMs take
-# other kernels), so record the machine's own set with --record.
+# the same bits. The kernels pin Eigen's GEMM blocking (kernels/gemm.cpp)
+# and the runs name their threads, so the bits depend only on the SIMD
+# instruction sets the binary was compiled for (-march=native picks them;
+# the report's "simd" names them) and the compiler. Golden
+# files are kept per instruction-set list (tests/golden/<sets>/): a binary
+# finds its own and compares bit for bit. A binary whose sets have no files
+# compares to 1e-5 relative against another set's, and says so; there the
+# 2-shard mlp may drift further (its slices' GEMMs take other kernels), so
+# record the set with --record.
 #
 #   bash tests/cli/golden.sh build/cmd/cleave            check
-#   bash tests/cli/golden.sh build/cmd/cleave --record   write this machine's golden files anew
+#   bash tests/cli/golden.sh build/cmd/cleave --record   write this binary's golden files anew
 source "$(dirname "$0")/lib.sh"
 GOLDEN=$(cd "$(dirname "$0")/../golden" && pwd)
 record=${2:-}
 
-simd_flags() { grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx512f|avx512bw|avx512vl|avx2|fma|avx)$' | sort | tr '\n' ' '; }
-SIMD=$(simd_flags)
-OWN="$GOLDEN/$(echo $SIMD | tr ' ' '-')"
-[[ -n ${SIMD// /} ]] || OWN="$GOLDEN/none"
+# golden_dir REPORT: the folder of the instruction sets the report names
+# ("avx avx2 fma" -> avx-avx2-fma; none for SSE2 only).
+golden_dir() {
+  python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["simd"].replace(" ", "-") or "none")' "$1"
+}
 
-# golden_file NAME: this machine's file, or else another set's.
+# golden_file OWN NAME: this binary's file, or else another set's.
 golden_file() {
-  if [[ -f $OWN/$1.json ]]; then echo "$OWN/$1.json"; return; fi
-  compgen -G "$GOLDEN/*/$1.json" | head -1
+  if [[ -f $1/$2.json ]]; then echo "$1/$2.json"; return; fi
+  compgen -G "$GOLDEN/*/$2.json" | head -1
 }
 
 check() {  # check NAME [cleave flags...]
   local name=$1; shift
   "$CLEAVE" --steps=20 --threads=2 --log-level=warn "$@" --report="$WORK/$name.json" \
     || { fail "$name: run failed"; return; }
+  local own simd
+  own="$GOLDEN/$(golden_dir "$WORK/$name.json")" || { fail "$name: the report names no SIMD sets"; return; }
+  simd=$(basename "$own")
   if [[ $record == --record ]]; then
-    mkdir -p "$OWN"
-    python3 - "$WORK/$name.json" "$OWN/$name.json" "$SIMD" "$*" <<'PY'
+    mkdir -p "$own"
+    python3 - "$WORK/$name.json" "$own/$name.json" "$simd" "$*" <<'PY'
 import json, sys
 got = json.load(open(sys.argv[1]))
 json.dump({"flags": sys.argv[4], "simd": sys.argv[3], "tiles": got.get("tiles", 0),
@@ -43,9 +49,9 @@ PY
     return
   fi
   local verdict gold
-  gold=$(golden_file "$name")
+  gold=$(golden_file "$own" "$name")
   [[ -n $gold ]] || { fail "$name: no golden file in $GOLDEN"; return; }
-  verdict=$(python3 - "$WORK/$name.json" "$gold" "$SIMD" <<'PY'
+  verdict=$(python3 - "$WORK/$name.json" "$gold" "$simd" <<'PY'
 import json, sys
 got, gold = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 if len(got["losses"]) != 20: print(f"{len(got['losses'])} steps, expected 20"); sys.exit()
@@ -59,7 +65,7 @@ if gold["simd"] == sys.argv[3]:
 else:
     worst = max(abs(a - b) / abs(b) for a, b in zip(got["losses"], gold["losses"]))
     print("equal" if worst <= 1e-5 else f"losses differ by {worst:.2e} relative",
-          f"(to 1e-5: recorded on SIMD '{gold['simd']}', this machine has '{sys.argv[3]}')")
+          f"(to 1e-5: recorded on SIMD '{gold['simd']}', this binary has '{sys.argv[3]}')")
 PY
 )
   [[ $verdict == equal* ]] && echo "ok: $name $verdict" || fail "$name: $verdict"
