@@ -17,7 +17,7 @@
 namespace cleave {
 
 int run_plan(const cleave_config& cfg, const train_options& opts) {
-  if (cfg.fleet.empty()) return usage_error("--role=plan needs --fleet=FILE (see README: Planning a step)");
+  if (cfg.fleet.empty()) return usage_error("--role=plan needs --fleet=FILE (see docs/PLANNER.md)");
   if (cfg.batch <= 0) return usage_error("--batch must be positive, got " + std::to_string(cfg.batch));
   if (!(cfg.ps_memory_bandwidth > 0)) return usage_error("--ps-memory-bandwidth must be positive");
   auto fleet = read_fleet_file(cfg.fleet, max_described_fleet);

@@ -1,5 +1,5 @@
 #pragma once
-// Devices fed by shard processes (README "Parameter-server shards", phase 3).
+// Devices fed by shard processes (docs/PS_SHARDS.md, phase 3).
 //
 // Shard side: a `--role=ps-shard --edge=HOST:PORT` process opens a device
 // edge of its own when its coordinator's `fleet` request comes (the same

@@ -1,6 +1,6 @@
 #pragma once
 // A device process's links to the shard processes' device edges that its
-// welcome named (README "Parameter-server shards"). Each is an edge_link of
+// welcome named (docs/PS_SHARDS.md). Each is an edge_link of
 // its own carrying a device actor of its own (same profile, same GEMM), so a
 // shard's tasks are answered on that shard's connection and the shard's
 // detector hears the device there. The join carries the welcome's proof

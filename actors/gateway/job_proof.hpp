@@ -1,6 +1,6 @@
 #pragma once
 // How a shard process's device edge knows a device was welcomed by this job
-// (README "Parameter-server shards"): the coordinator draws a secret per
+// (docs/PS_SHARDS.md): the coordinator draws a secret per
 // run and hands it to every shard it attaches; its welcome gives each device
 // an HMAC-SHA256 of the id it was welcomed under, keyed by that secret; the
 // device shows it in the join it sends a shard (the join's token field, as

@@ -1,6 +1,6 @@
 #pragma once
 // Checkpoints of a coordinator over `--role=ps-shard` processes that write
-// their own slices (README "Parameter-server shards"). A set is the shards'
+// their own slices (docs/PS_SHARDS.md). A set is the shards'
 // files, each written atomically by its shard, and the coordinator's file,
 // written last and naming them with their checksums: the set is complete
 // iff the coordinator's file exists and every file it names does with that

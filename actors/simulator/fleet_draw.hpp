@@ -5,8 +5,8 @@
 // the preset's times an independent log-normal factor (median 1, sigma
 // 0.5: about two thirds of devices within 0.6x-1.65x of the preset), and
 // its memory is the preset's times 0.5, 1 or 2 with equal odds. The medians
-// are the shipped presets; the spreads are assumptions (README: "The
-// simulator"), not measurements.
+// are the shipped presets; the spreads are assumptions (docs/SIMULATOR.md,
+// "Seeded fleets"), not measurements.
 
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The paper's scale sweep in the simulator and its figures (bench/scale/sweep.py).
-# Usage: bench/scale/run.sh [path/to/cleave] [out-dir]; copies the figures the
-# README shows into docs/scale/.
+# Usage: bench/scale/run.sh [path/to/cleave] [out-dir]; copies the figures
+# docs/RESULTS.md shows into docs/scale/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -12,4 +12,4 @@ PY="${PYTHON:-/usr/bin/python3}"
 "$PY" "$here/sweep.py" --cleave "$cleave" --out "$out" --devices "${DEVICES:-16,64,256,1024,4096,16384}"
 mkdir -p "$repo/docs/scale"
 cp "$out"/{step_time,traffic,recovery,time_split}.svg "$out/summary.json" "$repo/docs/scale/"
-echo "figures in $out; the README's copies in docs/scale/"
+echo "figures in $out; the copies docs/RESULTS.md shows in docs/scale/"

@@ -11,7 +11,7 @@ and 30B), reads each run's JSON report and draws:
   traffic.{png,svg}      per-device and per-shard PS traffic vs device count
   recovery.{png,svg}     recovery time vs failure rate, Cleave vs baselines
   time_split.{png,svg}   Cleave's step split vs device count
-  summary.json           every run's headline figures (what the README quotes)
+  summary.json           every run's headline figures (what docs/RESULTS.md quotes)
 
 Reports are cached in OUT/runs/ by their command line, so a second run only
 redraws. Usage: sweep.py --cleave build/cmd/cleave --out bench/scale/out

@@ -11,7 +11,7 @@
 # communication seconds and bytes per step (copies and placing included),
 # peak RSS, and the ratio dense-DP step / sparse step (D-SLIDE claims 66-80x).
 # Compute is this host's in both (2 cores here, shared by the PS and all 16
-# emulated devices on the sparse side); see README "The D-SLIDE comparison".
+# emulated devices on the sparse side); see docs/SPARSE.md, "The D-SLIDE comparison".
 # Usage: bench/sparse/dslide.sh [path/to/cleave] [xc data dir]   (not in CI)
 # TASK (spell-670k), SPARSE_STEPS (60), DENSE_STEPS (10), REHASH_EVERY (50:
 # the sparse steps include one rehash), EVAL (1000 test samples), FLAGS

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's multi-process example: a ps that hosts its planner and
+# The multi-process example of docs/FLEET.md: a ps that hosts its planner and
 # detector, and three devices that join its device edge (framed, never
 # BASP), each its own process on this machine. At the end of the run the
 # ps tells the devices, and they exit 0; nothing is left running.

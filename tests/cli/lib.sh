@@ -13,6 +13,28 @@ finish() {
   echo "all checks passed"
 }
 
+# doc_commands FILE TEST: the commands of FILE's fenced block that follows the
+# line `<!-- tested by tests/cli/TEST.sh -->`, one a line (backslash
+# continuations joined, comments and blank lines left out); nothing when the
+# page has no such block. A test that runs a page's commands finds them so.
+doc_commands() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+marker = f"<!-- tested by tests/cli/{sys.argv[2]}.sh -->"
+at = next((i for i, l in enumerate(lines) if l.strip() == marker), None)
+if at is None or at + 1 >= len(lines) or not lines[at + 1].startswith("```"): sys.exit(0)
+command = ""
+for line in lines[at + 2:]:
+    if line.startswith("```"): break
+    line = line.split(" #")[0].rstrip() if not line.lstrip().startswith("#") else ""
+    if line.endswith("\\"): command += line[:-1] + " "; continue
+    command += line
+    if command.strip(): print(command.strip())
+    command = ""
+PY
+}
+
 # json FILE EXPR: evaluates a Python expression over the parsed document `d`.
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checkpoint sets of shard processes (README "Parameter-server shards"): a
+# Checkpoint sets of shard processes (docs/PS_SHARDS.md): a
 # coordinator and two --role=ps-shard processes train mlp for 60 steps with
 # a set every 20 (each shard writes its own slices into the shared ck, the
 # coordinator its file last, naming them). From the set of step 40:

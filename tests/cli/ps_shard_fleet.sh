@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Devices fed by shard processes (README "Parameter-server shards", phase
+# Devices fed by shard processes (docs/PS_SHARDS.md, phase
 # 3): a coordinator (--role=ps --shards --listen, hosting the planner that
 # welcomes devices), two --role=ps-shard processes each with its own device
 # edge (--edge) and four device processes train mlp and gpt small (context

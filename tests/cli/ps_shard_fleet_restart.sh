@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A PS shard process that feeds devices, killed mid-run (README
-# "Parameter-server shards"): a coordinator with two --role=ps-shard --edge
+# A PS shard process that feeds devices, killed mid-run (docs/PS_SHARDS.md):
+# a coordinator with two --role=ps-shard --edge
 # processes and four device processes trains mlp for 120 steps with a
 # checkpoint every 10. Shard b is killed with SIGKILL after the first
 # checkpoint and started again a second later at the same --listen and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PS shards as processes (README "Parameter-server shards"): two
+# PS shards as processes (docs/PS_SHARDS.md): two
 # --role=ps-shard processes on loopback and a --role=ps --shards coordinator
 # train mlp and gpt small; every per-step loss equals the in-process
 # --role=all --ps-shards=2 --devices=0 run's, bit for bit, and so does an

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A PS shard process killed mid-run (README "Parameter-server shards"): a
+# A PS shard process killed mid-run (docs/PS_SHARDS.md): a
 # coordinator with two shard processes trains mlp, then gpt small, with a
 # checkpoint every 10 steps, each shard writing its own slices into the
 # shared ck; shard b is killed with SIGKILL after the first checkpoint and

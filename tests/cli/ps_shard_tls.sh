@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PS shard links under TLS (README "Parameter-server shards"): with --tls-*
+# PS shard links under TLS (docs/PS_SHARDS.md): with --tls-*
 # on both ends, a coordinator and two --role=ps-shard processes speak TLS 1.3
 # against the job's CA (deploy/ca.sh) and train mlp to the in-process
 # --ps-shards=2 run's losses, bit for bit. Turned away at the handshake, each

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# The README's multi-process example, run as written: tiles reach the
-# devices, every device process exits 0 within 10 s of the ps, and no
-# cleave process is left behind.
+# The multi-process example of docs/FLEET.md, run as the page writes it: the
+# command of its block marked `tested by tests/cli/readme_example.sh`, from
+# the repository's root, with this build's binary and a scratch report as
+# the example's two optional arguments. Tiles reach the devices, every device
+# process exits 0 within 10 s of the ps, and no cleave process is left behind.
 source "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
-out=$(CLEAVE_PORT=0 timeout 300 bash "$root/deploy/examples/multiprocess.sh" "$CLEAVE" "$WORK/report.json" 2>&1)
+page=$root/docs/FLEET.md
+mapfile -t commands < <(doc_commands "$page" readme_example)
+((${#commands[@]} == 1)) || { fail "$page: expected one command in its tested block, found ${#commands[@]}"; finish; }
+echo "running, from $page: ${commands[0]}"
+out=$(cd "$root" && CLEAVE_PORT=0 timeout 300 bash -c "${commands[0]} \"\$@\"" example "$CLEAVE" "$WORK/report.json" 2>&1)
 rc=$?
 echo "$out"
 ((rc == 0)) || fail "the example exited $rc"

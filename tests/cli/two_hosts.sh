@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's "Two machines" section as written, on two hosts made of
+# The "Two machines" section of docs/FLEET.md as written, on two hosts made of
 # network namespaces joined by a veth pair (10.77.0.1 and 10.77.0.2; made
 # here and removed at the end, traffic never leaves them): A runs the ps with
 # TLS on 0.0.0.0:4100, B two devices with certificates from deploy/ca.sh. The
