@@ -2,7 +2,8 @@
 # Cleave set-up on Debian 12: install what is missing, build, then run.
 #
 #   bash deploy/setup.sh run [cleave flags...]   install, build, train the embedded default
-#                                                (every role in one process, 16 emulated devices)
+#                                                (every role in one process, 64 emulated devices);
+#                                                builds only the binary
 #   bash deploy/setup.sh test                    install, build, run the whole test suite
 #   bash deploy/setup.sh build                   install and build everything (binary, tests, benchmarks)
 #
