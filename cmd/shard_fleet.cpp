@@ -204,15 +204,4 @@ int coordinate_shard_fleet(cleave_config& cfg, const train_options& opts, int th
   return rc;
 }
 
-void add_shard_device_stats(nlohmann::json& one, const shard_stats& st) {
-  one["bytes_down"] = st.bytes_down;
-  one["bytes_up"] = st.bytes_up;
-  one["tiles"] = st.tiles;
-  one["local_gemms"] = st.local_gemms;
-  one["issue_seconds"] = st.issue_seconds;
-  one["wait_seconds"] = st.wait_seconds;
-  one["egress_seconds"] = st.egress_seconds;
-  one["ingress_seconds"] = st.ingress_seconds;
-}
-
 }  // namespace cleave

@@ -21,6 +21,8 @@
 #include "actors/ps/remote_shard.hpp"
 #include "actors/ps/shard_checkpoints.hpp"
 #include "actors/ps/sharded_ps.hpp"
+#include "actors/ps/shards/shard_process_report.hpp"
+#include "actors/ps/shards/shard_recovery.hpp"
 #include "actors/simulator/baselines/live_data_parallel.hpp"
 #include "kernels/random.hpp"
 #include "cmd/roles.hpp"
@@ -320,55 +322,6 @@ int train_xc_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const tr
 
 }  // namespace
 
-namespace {
-
-// A run over shard processes that lost some (`why`): waits up to `wait`
-// seconds for a shard process to listen again at each lost one's address
-// and connects to it; the trainer then rolls back. Shards that answered
-// wrongly but are still connected are no loss to wait for: their error stands.
-caf::error wait_for_lost_shards(const std::vector<remote_shard*>& remotes, const std::string& why, double wait,
-                                caf::timespan connect_timeout,
-                                const std::function<caf::error(size_t, remote_shard&)>& shard_back) {
-  std::vector<size_t> lost;
-  for (size_t s = 0; s < remotes.size(); ++s)
-    if (remotes[s]->lost()) lost.push_back(s);
-  if (lost.empty() || !(wait > 0)) return fail(why);
-  const auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(wait));
-  for (size_t s : lost) {
-    spdlog::warn("ps: PS shard {} at {} is lost ({}); waiting up to {:.0f} s for a shard process to listen there "
-                 "again (--shard-wait-seconds), then rolling back to the newest checkpoint",
-                 s, remotes[s]->address(), why, wait);
-    // Why a process that answered there cannot take the shard's place
-    // (shard_back's invalid_argument), kept for the final error: the next
-    // attempt drops that connection, so a process started right can take
-    // its place. Other failures (a process still dying can take a
-    // connection and drop it) are waited through.
-    caf::error refused;
-    for (;;) {
-      auto err = remotes[s]->reconnect(connect_timeout);
-      if (!err && shard_back) {
-        if (auto back = shard_back(s, *remotes[s])) {
-          if (back == caf::sec::invalid_argument && !refused) {
-            spdlog::warn("ps: PS shard {}: {}; still waiting", s, describe(back));
-            refused = back;
-          }
-          err = std::move(back);
-        }
-      }
-      if (!err) break;
-      if (clock_type::now() >= deadline)
-        return fail("PS shard " + std::to_string(s) + " at " + remotes[s]->address() + " did not come back within "
-                    + fmt::format("{:.0f}", wait) + " s (--shard-wait-seconds): " + describe(refused ? refused : err)
-                    + "; it was lost: " + why);
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
-    spdlog::warn("ps: PS shard {} at {} is back", s, remotes[s]->address());
-  }
-  return caf::none;
-}
-
-}  // namespace
-
 int train_locally(const cleave_config& cfg, const train_options& opts, int threads) {
   return train(cfg, opts, threads, 0, {});
 }
@@ -412,76 +365,19 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
     own = std::make_unique<shard_checkpoints>(*ps, remotes);
     if (auto err = own->check_dirs()) return runtime_error(describe(err));
   }
-  std::vector<remote_shard_traffic> after_training;
+  shard_recovery recovery{remotes, cfg.shard_wait_seconds, connect_timeout, hooks.shard_back};
+  shard_process_report counts(remotes, *store);
   train_extras extras;
   extras.processes = std::move(ps);
   if (own) {
     extras.checkpoint_shards = [&](int64_t step) { return own->write(step); };
     extras.restore_shards = [&](checkpoint& ck, std::deque<parameter>& params) {
-      auto err = own->restore(ck, params, opts.checkpoint_dir);
-      // A shard lost while it loads its file says nothing about the set:
-      // wait for it again and retry the same set, a few times at most.
-      for (int again = 0; err && again < 3 && std::any_of(remotes.begin(), remotes.end(),
-                                                          [](remote_shard* r) { return r->lost(); });
-           ++again) {
-        if (auto gone = wait_for_lost_shards(remotes, describe(err), cfg.shard_wait_seconds, connect_timeout,
-                                                 hooks.shard_back))
-          return gone;
-        err = own->restore(ck, params, opts.checkpoint_dir);
-      }
-      if (!err)
-        spdlog::info("ps: checkpoint set of step {}: {}", ck.step,
-                     ck.shards.count == remotes.size()
-                       ? "every PS shard loaded its own file"
-                       : "the moments put together from its " + std::to_string(ck.shards.count) + " shard files");
-      return err;
+      return restore_shard_set(*own, recovery, ck, params, opts.checkpoint_dir);
     };
   }
-  std::vector<std::optional<shard_stats>> trained_stats;  // each shard's own counts as training ends
-  extras.training_done = [&] {
-    for (auto* r : remotes) {
-      after_training.push_back(r->traffic());
-      auto st = r->stats();
-      trained_stats.push_back(st ? std::optional<shard_stats>{*st} : std::nullopt);
-    }
-  };
-  extras.recover_shards = [&](const std::string& why) {
-    return wait_for_lost_shards(remotes, why, cfg.shard_wait_seconds, connect_timeout, hooks.shard_back);
-  };
-  // Each shard's bytes each way as this process counted them (frames with
-  // their headers): in all, and per step of training (its products,
-  // gradients and updates, without the attach and the evaluation); and the
-  // shard's own peak memory.
-  extras.shard_report = [&](int64_t steps) {
-    auto out = nlohmann::json::array();
-    const auto memory = store->shard_bytes();
-    for (size_t s = 0; s < remotes.size(); ++s) {
-      const auto all = remotes[s]->traffic();
-      const auto attach = remotes[s]->traffic_after_attach();
-      const auto trained = s < after_training.size() ? after_training[s] : all;
-      const double per_step = steps > 0 ? static_cast<double>(steps) : 1.0;
-      nlohmann::json one = {
-        {"shard", s},
-        {"address", remotes[s]->address()},
-        {"bytes_to_shard", all.bytes_sent},
-        {"bytes_from_shard", all.bytes_received},
-        {"attach_bytes", attach.bytes_sent},
-        {"bytes_to_shard_per_step", static_cast<double>(trained.bytes_sent - attach.bytes_sent) / per_step},
-        {"bytes_from_shard_per_step", static_cast<double>(trained.bytes_received - attach.bytes_received) / per_step},
-        {"memory_bytes", memory[s]}};
-      if (auto st = remotes[s]->stats()) {
-        one["shard_peak_rss_bytes"] = st->peak_rss_bytes;
-        one["shard_bytes_in"] = st->bytes_in;
-        one["shard_bytes_out"] = st->bytes_out;
-        const bool trained_known = s < trained_stats.size() && trained_stats[s];
-        add_shard_device_stats(one, trained_known ? *trained_stats[s] : *st);
-      } else {
-        spdlog::warn("PS shard {} gave no statistics: {}", s, describe(st.error()));
-      }
-      out.push_back(std::move(one));
-    }
-    return out;
-  };
+  extras.training_done = [&] { counts.training_done(); };
+  extras.recover_shards = [&](const std::string& why) { return wait_for_lost_shards(recovery, why); };
+  extras.shard_report = [&](int64_t steps) { return counts.per_shard(steps); };
   return train(cfg, opts, threads, 0, {}, {}, hooks.console, std::move(extras));
 }
 
