@@ -6,6 +6,7 @@
 #include "actors/ps/remote_shard.hpp"
 #include "actors/ps/runtime_report.hpp"
 #include "cmd/roles.hpp"
+#include "actors/planner/fleet_roster.hpp"
 #include "cmd/training_run.hpp"
 #include "schema/errors.hpp"
 

@@ -5,13 +5,10 @@
 
 #include <functional>
 
-#include <nlohmann/json.hpp>
-
 #include <caf/all.hpp>
 
 #include "cmd/options.hpp"
 #include "schema/profile.hpp"
-#include "schema/shard_codec.hpp"
 
 namespace cleave {
 
@@ -62,10 +59,6 @@ struct shard_process_hooks {
 int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                                int threads, const std::vector<std::pair<std::string, uint16_t>>& shards,
                                const shard_process_hooks& hooks = {});
-
-// The devices the planner knows are told the run is over (waiting at most
-// 2 s for their answers).
-void tell_devices_run_over(caf::actor_system& sys, const caf::actor& planner);
 
 // Over the planner's fleet. At the end every device the planner knows is
 // told the run is over (waiting at most 2 s for their answers).

@@ -31,6 +31,13 @@ nlohmann::json shard_report(const std::vector<runtime_accounts>& per_shard,
   return out;
 }
 
+void add_step_shares(nlohmann::json& per_shard, double trained_seconds) {
+  if (!(trained_seconds > 0)) return;
+  for (auto& one : per_shard)
+    if (one.contains("wait_seconds"))
+      one["step_share"] = (one.value("issue_seconds", 0.0) + one.value("wait_seconds", 0.0)) / trained_seconds;
+}
+
 void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_shards,
                         int64_t steps) {
   uint64_t down = 0, up = 0, hits = 0, operands = 0, tiles = 0;

@@ -29,4 +29,9 @@ device_traffic traffic_of(const runtime_accounts& acc);
 nlohmann::json shard_report(const std::vector<runtime_accounts>& per_shard,
                             const std::vector<uint64_t>& memory_bytes, int64_t step);
 
+// Each shard's share of the training steps' wall time (`trained_seconds`):
+// the seconds it spent issuing tiles and waiting on its devices. Entries
+// that do not count those (shard processes without devices) get none.
+void add_step_shares(nlohmann::json& per_shard, double trained_seconds);
+
 }  // namespace cleave

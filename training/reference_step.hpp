@@ -1,0 +1,13 @@
+#pragma once
+// The single-process reference's median step on this host (the first step
+// left out), measured on the same model and data as a run, after it: what
+// the demo's step time is held against.
+
+#include "training/trainer.hpp"
+
+namespace cleave {
+
+// 0 if it cannot be measured.
+double reference_step_seconds(const train_options& opts);
+
+}  // namespace cleave
