@@ -57,13 +57,6 @@ struct train_extras {
   std::vector<report_section> report;
 };
 
-// The report's last section in the demo: the single-process reference's
-// step, measured once the run is over.
-nlohmann::json demo_reference(const train_options& opts) {
-  spdlog::info("measuring the single-process reference's step on this host for the summary");
-  return {{"reference_median_step_seconds", reference_step_seconds(opts)}};
-}
-
 // Runs the training loop and writes the report. `fleet` holds one engine per
 // PS shard (empty: the local reference, still with --ps-shards shards);
 // `churn`, if set, is told every step.
@@ -145,7 +138,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     sections.push_back([&](const train_result&) {
       return nlohmann::json{{"churn", churn_report(churn.home_system(), churn)}};
     });
-  if (cfg.demo) sections.push_back([&](const train_result&) { return demo_reference(opts); });
+  if (cfg.demo) sections.push_back(reference_step_section(opts));
   auto doc = assemble_report(*res, sections);
   if (cfg.demo) {
     std::istringstream summary(demo_summary(doc, doc["reference_median_step_seconds"].get<double>()));

@@ -33,4 +33,11 @@ double reference_step_seconds(const train_options& opts) {
   return steps[steps.size() / 2];
 }
 
+report_section reference_step_section(const train_options& opts) {
+  return [opts](const train_result&) {
+    spdlog::info("measuring the single-process reference's step on this host for the summary");
+    return nlohmann::json{{"reference_median_step_seconds", reference_step_seconds(opts)}};
+  };
+}
+
 }  // namespace cleave

@@ -12,9 +12,18 @@
 namespace cleave {
 
 // The engines' accounting over the training steps (taken before the final
-// evaluation), added to `report`.
+// evaluation), added to `report`: each of the sections below.
 void add_runtime_report(nlohmann::json& report, const runtime_accounts& acc, int ps_shards,
                         int64_t steps);
+
+// What the devices moved and computed, in all and per device.
+nlohmann::json fleet_traffic_section(const runtime_accounts& acc, int ps_shards, int64_t steps);
+// The results checked, refused, replicated, and the devices quarantined.
+nlohmann::json verification_section(const runtime_accounts& acc);
+// The failures the engines saw and what they cost.
+nlohmann::json failure_section(const runtime_accounts& acc);
+// Where the step's time went, per step, against the planner's prediction.
+nlohmann::json step_time_section(const runtime_accounts& acc, int64_t steps);
 
 // What devices moved for one account: bytes sent to them and back, tiles.
 struct device_traffic {
