@@ -8,7 +8,6 @@
 #include <spdlog/spdlog.h>
 
 #include "cmd/roles.hpp"
-#include "cmd/shard_fleet.hpp"
 #include "cmd/training_run.hpp"
 #include "cmd/wiring.hpp"
 #include "schema/errors.hpp"
@@ -98,34 +97,6 @@ int run_with_planner_process(cleave_config& cfg, const train_options& opts, int 
 }
 
 }  // namespace
-
-int run_ps_coordinator(cleave_config& cfg, const train_options& opts, int threads) {
-  auto shards = parse_shard_list(cfg.shards);
-  if (!shards) return usage_error(describe(shards.error()));
-  if (cfg.ps_shards > 1)
-    return usage_error("--shards names the shard processes; --ps-shards=" + std::to_string(cfg.ps_shards)
-                       + " makes shards inside this process: use one or the other");
-  if (opts.model.kind == "xc")
-    return usage_error("--model=xc keeps its output layer as model-lets, not PS shards: --shards is for mlp and gpt");
-  // Devices join the coordinator's edge (--listen) and take tiles from the
-  // shards' edges; emulated devices, a planner process and pacing here are
-  // not in this build (a shard paces its own link).
-  if (!cfg.planner.empty() || !cfg.fleet.empty() || cfg.devices > 0 || cfg.pace_ps_link)
-    return usage_error("--role=ps with --shards takes device processes at --listen (fed by shards started with "
-                       "--edge); --planner, --fleet, --devices and --pace-ps-link are not in this build "
-                       "(give --pace-ps-link to the shard processes)");
-  if (!cfg.listen.empty()) return coordinate_shard_fleet(cfg, opts, threads, *shards);
-  if (cfg.min_devices > 0) return usage_error("--min-devices with --shards needs --listen (the device edge)");
-  caf::actor_system sys{cfg};
-  spdlog::info("ps: coordinating {} PS shard process(es), no devices", shards->size());
-  shard_process_hooks hooks;
-  auto console = start_console(sys, cfg, [] { return caf::actor{}; }, [] { return caf::actor{}; });
-  if (!console) return runtime_error(describe(console.error()));
-  hooks.console = *console;
-  const int rc = train_with_shard_processes(sys, cfg, opts, threads, *shards, hooks);
-  if (*console) caf::anon_send_exit(*console, caf::exit_reason::user_shutdown);
-  return rc;
-}
 
 int run_ps(cleave_config& cfg, const train_options& opts, int threads) {
   const int min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;

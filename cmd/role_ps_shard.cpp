@@ -2,7 +2,7 @@
 // listens on --listen for its coordinator (`--role=ps --shards=...`), holds
 // its slice of every parameter with gradients and AdamW moments, computes
 // its products on the local GEMM (or, with --edge, on the devices that join
-// its own device edge: cmd/shard_fleet.hpp), and exits once its coordinator
+// its own device edge: actors/ps/shards/shard_fleet.hpp), and exits once its coordinator
 // leaves.
 // Every frame is capped and checked before anything is sized
 // (actors/transport, schema/shard_codec.hpp): a peer that sends garbage is
@@ -28,13 +28,54 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/ps/shard_server.hpp"
+#include "actors/gateway/job_proof.hpp"
+#include "actors/ps/shards/shard_fleet.hpp"
+#include "cmd/fleet_job.hpp"
 #include "cmd/roles.hpp"
-#include "cmd/shard_fleet.hpp"
 #include "cmd/wiring.hpp"
 #include "schema/errors.hpp"
 #include "schema/shard_checkpoint_file.hpp"
 
 namespace cleave {
+
+namespace {
+
+// --edge's side of the job: a planner and detector of this shard's own,
+// the device edge (`edge`: --edge as given), and the engine over them.
+open_shard_site open_edge_site(caf::actor_system& sys, cleave_config& cfg, std::string edge) {
+  return [&sys, &cfg, edge](const shard_fleet_msg& job) -> caf::expected<shard_fleet_site> {
+    take_fleet_job(cfg, job);
+    auto supervisor = start_supervisor(sys, control_plane(cfg, job.min_devices));
+    auto planner = [&sys] { return registered(sys, "planner"); };
+    auto admit = [secret = job.secret](edge_options& eo) {
+      eo.admit_join = [secret](const edge_join_msg& join) -> caf::error {
+        auto id = check_job_token(secret, join.token);
+        return id ? caf::error{} : id.error();
+      };
+    };
+    auto opened = open_edge(sys, cfg, planner, admit, edge);
+    if (!opened) {
+      stop(supervisor);
+      return opened.error();
+    }
+    const auto at = parse_endpoint(edge, "--edge", true);
+    shard_fleet_site site;
+    site.address = (at ? at->first : std::string{}) + ":" + std::to_string(opened->listener.port);
+    site.close = [endpoint = *opened, supervisor] {
+      endpoint.close();
+      stop(supervisor);
+    };
+    auto eo = engine_opts(cfg);
+    eo.find_planner = planner;
+    eo.shard = job.shard;
+    site.engine = std::make_unique<distributed_gemm>(sys, planner(), eo);
+    spdlog::info("ps-shard: shard {} of {}; devices join its edge on port {}{}", job.shard, job.shards,
+                 opened->listener.port, cfg.pace_ps_link ? " (its link paced)" : "");
+    return site;
+  };
+}
+
+}  // namespace
 
 int run_ps_shard(cleave_config& cfg) {
   if (cfg.listen.empty()) return usage_error("--role=ps-shard needs --listen=[host:]port (its coordinator dials it)");
@@ -68,7 +109,7 @@ int run_ps_shard(cleave_config& cfg) {
   }
   caf::actor_system sys{cfg};
   std::unique_ptr<shard_fleet> fleet;
-  if (!cfg.edge.empty()) fleet = std::make_unique<shard_fleet>(sys, cfg, cfg.edge);
+  if (!cfg.edge.empty()) fleet = std::make_unique<shard_fleet>(open_edge_site(sys, cfg, cfg.edge));
   // With devices, a product blocks its caller while tiles are out: a thread of its own.
   auto server = fleet ? sys.spawn<caf::detached>(shard_server_with_devices, static_cast<shard_devices*>(fleet.get()),
                                                       cfg.checkpoint_dir)

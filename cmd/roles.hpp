@@ -15,7 +15,7 @@ int run_ps(cleave_config& cfg, const train_options& opts, int threads);
 
 // --role=ps with --shards: the coordinator of --role=ps-shard processes
 // (see run_ps_shard); with --listen it also welcomes devices and sends them
-// to the shards' own edges (cmd/shard_fleet.hpp).
+// to the shards' own edges (actors/ps/shards/shard_fleet.hpp).
 int run_ps_coordinator(cleave_config& cfg, const train_options& opts, int threads);
 
 // --role=ps-shard: one PS shard as its own process, serving the coordinator

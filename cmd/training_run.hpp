@@ -5,22 +5,14 @@
 
 #include <functional>
 
-#include <nlohmann/json.hpp>
-
 #include <caf/all.hpp>
 
 #include "cmd/options.hpp"
 #include "schema/profile.hpp"
-#include "schema/shard_codec.hpp"
 
 namespace cleave {
 
 class remote_shard;
-
-// A shard process's device side (its stats with a device edge; zeros
-// without one) into its per_shard entry, as in-process shards report theirs
-// (cmd/shard_fleet.cpp).
-void add_shard_device_stats(nlohmann::json& one, const shard_stats& st);
 
 // Everything a fleet run is wired to besides the flags.
 struct fleet_run {
@@ -48,7 +40,7 @@ int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, 
 // during the run, unless the run checkpoints: then it waits for the shard
 // to come back and rolls back to the newest complete checkpoint set, whose
 // shard files the shards write and load themselves
-// (actors/ps/shard_checkpoints.hpp). The report's per_shard gives each
+// (actors/ps/shards/shard_recovery.hpp). The report's per_shard gives each
 // shard's bytes each way and its peak memory.
 // `hooks` let a coordinator whose shards feed devices set up their device
 // edges: once the shards are reached, and again for a shard process that
@@ -67,10 +59,6 @@ struct shard_process_hooks {
 int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                                int threads, const std::vector<std::pair<std::string, uint16_t>>& shards,
                                const shard_process_hooks& hooks = {});
-
-// The devices the planner knows are told the run is over (waiting at most
-// 2 s for their answers).
-void tell_devices_run_over(caf::actor_system& sys, const caf::actor& planner);
 
 // Over the planner's fleet. At the end every device the planner knows is
 // told the run is over (waiting at most 2 s for their answers).

@@ -57,7 +57,7 @@ enum class shard_kind : uint16_t {
   checkpoint = 0x10A,
   restore = 0x10B,  // small, but a cut of many parameters outgrows small_shard_frame_bytes
   has_checkpoint_dir = 0x10C,
-  fleet = 0x10D,  // a shard that feeds devices (cmd/shard_fleet.hpp)
+  fleet = 0x10D,  // a shard that feeds devices (actors/ps/shards/shard_fleet.hpp)
   // answers
   done = 0x181,
   tensors = 0x182,

@@ -43,4 +43,18 @@ nlohmann::json make_report(const train_options& opts, const train_result& res, i
   return j;
 }
 
+nlohmann::json assemble_report(const train_result& res, const std::vector<report_section>& sections) {
+  auto report = nlohmann::json::object();
+  for (const auto& section : sections) report.update(section(res));
+  return report;
+}
+
+int64_t trained_steps(const train_result& res) {
+  return res.steps - res.resumed_from_step;
+}
+
+double trained_seconds(const train_result& res) {
+  return res.mean_step_seconds * static_cast<double>(trained_steps(res));
+}
+
 }  // namespace cleave

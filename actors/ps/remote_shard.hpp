@@ -70,7 +70,7 @@ class remote_shard final : public ps_shard {
   void drop_restore() { restored_ = false; }
   const std::string& address() const { return address_; }
   const std::string& host() const { return host_; }
-  // A request this class has no call for (a fleet's, cmd/shard_fleet.cpp).
+  // A request this class has no call for (a fleet's, actors/ps/shards/shard_fleet.cpp).
   caf::expected<transport::bulk_frame> request(shard_kind kind, std::vector<char> payload, shard_kind answer) {
     return call(kind, std::move(payload), answer);
   }

@@ -31,8 +31,14 @@ nlohmann::json shard_report(const std::vector<runtime_accounts>& per_shard,
   return out;
 }
 
-void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_shards,
-                        int64_t steps) {
+void add_step_shares(nlohmann::json& per_shard, double trained_seconds) {
+  if (!(trained_seconds > 0)) return;
+  for (auto& one : per_shard)
+    if (one.contains("wait_seconds"))
+      one["step_share"] = (one.value("issue_seconds", 0.0) + one.value("wait_seconds", 0.0)) / trained_seconds;
+}
+
+nlohmann::json fleet_traffic_section(const runtime_accounts& acc, int ps_shards, int64_t steps) {
   uint64_t down = 0, up = 0, hits = 0, operands = 0, tiles = 0;
   auto per_device = nlohmann::json::array();
   for (const auto& [id, a] : acc.devices) {
@@ -48,6 +54,7 @@ void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_s
   }
   const double n_steps = static_cast<double>(std::max<int64_t>(1, steps));
   const double n_devices = static_cast<double>(std::max<size_t>(1, acc.devices.size()));
+  auto j = nlohmann::json::object();
   j["ps_shards"] = ps_shards;
   j["tiles"] = tiles;
   j["bytes_down"] = down;
@@ -58,6 +65,12 @@ void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_s
   // The PS's wall time per tile it issued (cutting, hashing, sending).
   j["ps_seconds_per_tile"] =
     acc.tiles == 0 ? 0.0 : acc.totals.issue_seconds / static_cast<double>(acc.tiles);
+  j["per_device"] = per_device;
+  return j;
+}
+
+nlohmann::json verification_section(const runtime_accounts& acc) {
+  auto j = nlohmann::json::object();
   // Results refused for any cause (malformed, not finite, failed the
   // check, or outvoted with --replicate): each was computed again elsewhere.
   j["tiles_rejected"] = acc.refused;
@@ -69,13 +82,23 @@ void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_s
   j["devices_quarantined"] = v.quarantined.size();
   j["quarantined_devices"] = std::vector<int32_t>(v.quarantined.begin(), v.quarantined.end());
   j["verify_seconds"] = v.seconds;
-  j["per_device"] = per_device;
+  return j;
+}
+
+nlohmann::json failure_section(const runtime_accounts& acc) {
+  auto j = nlohmann::json::object();
   j["failures_detected"] = acc.churn.failures_detected;
   j["tiles_reassigned"] = acc.churn.tiles_reassigned;
   j["speculative_tiles"] = acc.churn.speculative_tiles;
   j["tiles_timed_out"] = acc.churn.tiles_timed_out;
   j["tiles_at_ps"] = acc.churn.tiles_at_ps;
   j["recovery_seconds_total"] = acc.churn.recovery_seconds;
+  return j;
+}
+
+nlohmann::json step_time_section(const runtime_accounts& acc, int64_t steps) {
+  const double n_steps = static_cast<double>(std::max<int64_t>(1, steps));
+  auto j = nlohmann::json::object();
   const auto& t = acc.totals;
   j["step_split_seconds"] = {{"ps_compute", t.ps_compute_seconds / n_steps},
                              {"issue_tiles", t.issue_seconds / n_steps},
@@ -92,6 +115,15 @@ void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_s
     {"predicted_device_seconds", p.predicted_device_seconds / compared},
     {"ps_profile_seconds", acc.ps_profile_seconds},
     {"measured_over_predicted", p.predicted_seconds > 0 ? p.measured_seconds / p.predicted_seconds : 0.0}};
+  return j;
+}
+
+void add_runtime_report(nlohmann::json& j, const runtime_accounts& acc, int ps_shards,
+                        int64_t steps) {
+  j.update(fleet_traffic_section(acc, ps_shards, steps));
+  j.update(verification_section(acc));
+  j.update(failure_section(acc));
+  j.update(step_time_section(acc, steps));
 }
 
 }  // namespace cleave

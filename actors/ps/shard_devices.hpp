@@ -3,7 +3,7 @@
 // shard_service: a distributed engine over the devices connected to that
 // edge, set up by the coordinator's `fleet` request
 // (schema/shard_fleet_codec.hpp). The service stays pure: this interface is
-// all it knows of actors, and cmd/shard_fleet.cpp implements it.
+// all it knows of actors, and actors/ps/shards/shard_fleet.hpp implements it.
 
 #include <cstddef>
 #include <vector>
