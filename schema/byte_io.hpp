@@ -75,6 +75,14 @@ class byte_reader {
     left_ -= n;
     return true;
   }
+  // Passes over n bytes the caller takes from position().
+  bool skip(size_t n) {
+    if (n > left_) return false;
+    p_ += n;
+    left_ -= n;
+    return true;
+  }
+  const char* position() const { return p_; }
   size_t left() const { return left_; }
 
  private:

@@ -1,0 +1,394 @@
+#pragma once
+// One field list per frame. A frame's struct is described once, as the
+// ordered list of its wire fields,
+//
+//   template <class M, class Io>
+//   wire::fields_of<M, tile_miss> wire_fields(M& m, Io& io) {
+//     return io(m.key, m.device, m.operand_key);
+//   }
+//
+// and three walkers read that one list: wire::sizer (the encoded length),
+// wire::writer (the bytes) and wire::reader (the checks, then the value).
+// M is the struct or its const, so the same list serves both ways.
+//
+// Why our own table and not Cap'n Proto (which the checkpoint file uses):
+// the frames' layout is fixed little-endian fields packed back to back, and
+// it must stay byte for byte what devices and shard processes already speak;
+// Cap'n Proto's layout (a segment table, 8-byte words, pointers) is another
+// one, and its reader's traversal limits are not the per-field caps and
+// exact-length checks these decoders make before they size anything.
+//
+// Field kinds:
+//   integers, floats, enums  fixed width, as they lie in memory (little-endian)
+//   bool                     one byte, 0 or 1; any other byte is invalid()
+//   text(s, cap)             a u16 length, then the bytes; cut to cap on the
+//                            way out, refused over cap on the way in
+//   list<N>(v, cap)          a count of type N, then the items; a count over
+//                            cap, or over what the bytes left can hold at the
+//                            items' smallest size, is refused before the
+//                            vector is sized
+//   texts<N>(v, cap, text_cap)  a count, then texts; both cut or refused as text's
+//   list<N>(v, cap, as)      the same, each item's fields being as(item)
+//   each(v, as)              as(item) for every item of v, no count
+//   group(fields...)         several fields as one (what `as` returns)
+//   tail(present, fields...)  fields a later version appended (see tail_field)
+//   a struct with wire_fields  its fields, in place
+//   a custom_field           its own size(), put() and get(), for what a
+//                            table cannot say (a shape checked before its floats)
+//
+// Reading stops at the first field that does not fit the bytes left; why()
+// says which. Values out of range that do not stop the reading (a bool byte
+// of 2) are reported by invalid() once the list is read, so a frame that is
+// both truncated and wrong is called truncated, as before.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <caf/expected.hpp>
+
+#include "schema/byte_io.hpp"
+#include "schema/errors.hpp"
+
+namespace cleave::wire {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "frames copy fields as they lie in memory");
+
+// The return type of T's field list, for M = T and M = const T.
+template <class M, class T>
+using fields_of = std::enable_if_t<std::is_same_v<std::remove_const_t<M>, T>, bool>;
+
+template <class T>
+inline constexpr bool is_fixed = std::is_arithmetic_v<T> || std::is_enum_v<T>;
+
+// A field with its own size(), put(writer&) and get(reader&).
+struct custom_field {};
+template <class T>
+inline constexpr bool is_custom = std::is_base_of_v<custom_field, T>;
+
+template <class S>
+struct text_field {
+  S& s;
+  size_t cap;  // at most what a u16 length can say
+  size_t cut() const { return std::min({s.size(), cap, size_t{UINT16_MAX}}); }
+};
+template <class S>
+text_field<S> text(S& s, size_t cap) { return {s, cap}; }
+
+// The most bytes a text of at most `cap` bytes takes.
+inline constexpr size_t max_text_bytes(size_t cap) { return sizeof(uint16_t) + cap; }
+
+// A count of type N, then that many texts: cut to cap texts of text_cap
+// bytes on the way out, refused over either on the way in.
+template <class N, class V>
+struct texts_field {
+  V& v;
+  size_t cap;
+  size_t text_cap;
+  size_t count() const { return std::min(v.size(), cap); }
+};
+template <class N, class V>
+texts_field<N, V> texts(V& v, size_t cap, size_t text_cap) { return {v, cap, text_cap}; }
+
+// An item as itself: described by its own wire_fields.
+struct itself {
+  template <class T>
+  T& operator()(T& x) const { return x; }
+};
+
+template <class N, class V, class As>
+struct list_field {
+  V& v;
+  size_t cap;
+  As as;  // an item's fields: as(item)
+};
+// A vector of numbers (not bools) travels as one block.
+template <class V, class As>
+inline constexpr bool is_bulk = std::is_same_v<As, itself> && is_fixed<typename V::value_type>
+                                && !std::is_same_v<typename V::value_type, bool>;
+
+template <class N, class V, class As = itself>
+list_field<N, V, As> list(V& v, size_t cap, As as = {}) { return {v, cap, as}; }
+
+// as(item) for each item of v, without a count: v was sized by a list before.
+template <class V, class As>
+struct each_field {
+  V& v;
+  As as;
+};
+template <class V, class As>
+each_field<V, As> each(V& v, As as) { return {v, as}; }
+
+class sizer {
+ public:
+  template <class... F>
+  bool operator()(const F&... f) {
+    (add(f), ...);
+    return true;
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  template <class T>
+  void add(const T& x) {
+    if constexpr (is_fixed<T>) bytes_ += sizeof(T);
+    else if constexpr (is_custom<T>) bytes_ += x.size();
+    else wire_fields(x, *this);
+  }
+  template <class S>
+  void add(const text_field<S>& t) { bytes_ += sizeof(uint16_t) + t.cut(); }
+  template <class N, class V, class As>
+  void add(const list_field<N, V, As>& l) {
+    bytes_ += sizeof(N);
+    if constexpr (is_bulk<V, As>) bytes_ += l.v.size() * sizeof(typename V::value_type);
+    else for (const auto& item : l.v) add(l.as(item));
+  }
+  template <class V, class As>
+  void add(const each_field<V, As>& l) {
+    for (const auto& item : l.v) add(l.as(item));
+  }
+  template <class N, class V>
+  void add(const texts_field<N, V>& l) {
+    bytes_ += sizeof(N);
+    for (size_t i = 0; i < l.count(); ++i) add(text(l.v[i], l.text_cap));
+  }
+
+  size_t bytes_ = 0;
+};
+
+class writer {
+ public:
+  explicit writer(char* out) : w_(out) {}
+  template <class... F>
+  bool operator()(const F&... f) {
+    (put(f), ...);
+    return true;
+  }
+  // For custom fields: the bytes they put as they are.
+  byte_writer& bytes() { return w_; }
+
+ private:
+  template <class T>
+  void put(const T& x) {
+    if constexpr (std::is_same_v<T, bool>) w_.put(static_cast<uint8_t>(x ? 1 : 0));
+    else if constexpr (is_fixed<T>) w_.put(x);
+    else if constexpr (is_custom<T>) x.put(*this);
+    else wire_fields(x, *this);
+  }
+  template <class S>
+  void put(const text_field<S>& t) {
+    w_.put(static_cast<uint16_t>(t.cut()));
+    w_.raw(t.s.data(), t.cut());
+  }
+  template <class N, class V, class As>
+  void put(const list_field<N, V, As>& l) {
+    w_.put(static_cast<N>(l.v.size()));
+    if constexpr (is_bulk<V, As>) w_.raw(l.v.data(), l.v.size() * sizeof(typename V::value_type));
+    else for (const auto& item : l.v) put(l.as(item));
+  }
+  template <class V, class As>
+  void put(const each_field<V, As>& l) {
+    for (const auto& item : l.v) put(l.as(item));
+  }
+  template <class N, class V>
+  void put(const texts_field<N, V>& l) {
+    w_.put(static_cast<N>(l.count()));
+    for (size_t i = 0; i < l.count(); ++i) put(text(l.v[i], l.text_cap));
+  }
+
+  byte_writer w_;
+};
+
+class reader {
+ public:
+  reader(const char* data, size_t size) : r_(data, size) {}
+  template <class... F>
+  bool operator()(F&&... f) {
+    return (get(f) && ...);
+  }
+  size_t left() const { return r_.left(); }
+  // Why the reading stopped.
+  const std::string& why() const { return why_; }
+  // The first value read that is out of its range, or nullptr.
+  const char* invalid() const { return invalid_; }
+  // For custom fields: stop the reading, saying why.
+  bool fail(std::string why) {
+    why_ = std::move(why);
+    return false;
+  }
+  // For custom fields: a value out of its range; the reading goes on.
+  void mark_invalid(const char* what) {
+    if (invalid_ == nullptr) invalid_ = what;
+  }
+  byte_reader& bytes() { return r_; }
+
+ private:
+  template <class T>
+  bool get(T& x) {
+    if constexpr (std::is_same_v<T, bool>) {
+      uint8_t b = 0;
+      if (!r_.get(b)) return fail("truncated");
+      if (b > 1) mark_invalid("a flag that is not 0 or 1");
+      x = b == 1;
+      return true;
+    } else if constexpr (is_fixed<T>) {
+      return r_.get(x) || fail("truncated");
+    } else if constexpr (is_custom<T>) {
+      return x.get(*this);
+    } else {
+      return wire_fields(x, *this);
+    }
+  }
+  template <class S>
+  bool get(text_field<S>& t) {
+    return r_.text(t.s, t.cap) || fail("truncated, or a text over its cap of " + std::to_string(t.cap) + " bytes");
+  }
+  template <class N, class V, class As>
+  bool get(list_field<N, V, As>& l) {
+    N n = 0;
+    if (!r_.get(n)) return fail("truncated count");
+    typename V::value_type empty{};
+    sizer smallest;
+    smallest(l.as(empty));
+    if (n > l.cap || n > r_.left() / std::max<size_t>(smallest.bytes(), 1))
+      return fail("count " + std::to_string(n) + " exceeds the cap or the frame");
+    l.v.resize(n);
+    if constexpr (is_bulk<V, As>) return r_.raw(l.v.data(), n * sizeof(typename V::value_type));
+    for (auto& item : l.v) {
+      auto&& f = l.as(item);
+      if (!get(f)) return false;
+    }
+    return true;
+  }
+  template <class V, class As>
+  bool get(each_field<V, As>& l) {
+    for (auto& item : l.v) {
+      auto&& f = l.as(item);
+      if (!get(f)) return false;
+    }
+    return true;
+  }
+  template <class N, class V>
+  bool get(texts_field<N, V>& l) {
+    N n = 0;
+    if (!r_.get(n)) return fail("truncated count");
+    if (n > l.cap || n > r_.left() / sizeof(uint16_t))
+      return fail("count " + std::to_string(n) + " exceeds the cap or the frame");
+    l.v.resize(n);
+    for (auto& item : l.v) {
+      auto t = text(item, l.text_cap);
+      if (!get(t)) return false;
+    }
+    return true;
+  }
+
+  byte_reader r_;
+  std::string why_;
+  const char* invalid_ = nullptr;
+};
+
+// The frame of `fields`, sized and written from the one list.
+template <class... F>
+std::vector<char> encode(const F&... fields) {
+  sizer s;
+  s(fields...);
+  std::vector<char> out(s.bytes());
+  writer w(out.data());
+  w(fields...);
+  return out;
+}
+
+// Writes `fields` to out, which holds size_of(fields...) bytes.
+template <class... F>
+void write(char* out, const F&... fields) {
+  writer w(out);
+  w(fields...);
+}
+
+template <class... F>
+size_t size_of(const F&... fields) {
+  sizer s;
+  s(fields...);
+  return s.bytes();
+}
+
+// Several fields as one, for a list's items described other than by their
+// own wire_fields (list(v, cap, as) with as returning a group).
+template <class... F>
+struct group_field : custom_field {
+  std::tuple<F...> fields;
+  explicit group_field(F&&... f) : fields(std::forward<F>(f)...) {}
+  size_t size() const { return std::apply([](const auto&... f) { return size_of(f...); }, fields); }
+  void put(writer& w) const { std::apply([&](const auto&... f) { w(f...); }, fields); }
+  bool get(reader& r) { return std::apply([&](auto&... f) { return r(f...); }, fields); }
+};
+template <class... F>
+group_field<F...> group(F&&... fields) { return group_field<F...>(std::forward<F>(fields)...); }
+
+// Fields at a frame's end that not every frame has: written when present()
+// says so, read when bytes are left, and then present() must hold of what
+// was read (a tail that says nothing is not a frame the writer makes).
+// present is a function of the value, or flag(b): a bool the tail's
+// presence sets when reading.
+template <class B>
+struct flag_field {
+  B& b;  // bool, or const bool when writing
+  bool operator()() const { return b; }
+};
+template <class B>
+flag_field<B> flag(B& b) { return {b}; }
+template <class P>
+inline constexpr bool is_flag = false;
+template <class B>
+inline constexpr bool is_flag<flag_field<B>> = true;
+
+template <class Present, class... F>
+struct tail_field : custom_field {
+  Present present;
+  std::tuple<F...> fields;
+  tail_field(Present p, F&&... f) : present(p), fields(std::forward<F>(f)...) {}
+  size_t size() const {
+    return present() ? std::apply([](const auto&... f) { return size_of(f...); }, fields) : 0;
+  }
+  void put(writer& w) const {
+    if (present()) std::apply([&](const auto&... f) { w(f...); }, fields);
+  }
+  bool get(reader& r) {
+    const bool there = r.left() > 0;
+    if constexpr (is_flag<Present>) present.b = there;
+    if (!there) return true;
+    if (!std::apply([&](auto&... f) { return r(f...); }, fields)) return false;
+    return present() || r.fail("an empty tail");
+  }
+};
+template <class Present, class... F>
+tail_field<Present, F...> tail(Present present, F&&... fields) {
+  return tail_field<Present, F...>(present, std::forward<F>(fields)...);
+}
+
+// T read from the whole frame, or why not: "<what>: <the reason>". A value
+// out of its range, or bytes after the last field, make it malformed.
+template <class T>
+caf::expected<T> read_whole(const char* data, size_t size, const std::string& what) {
+  reader r(data, size);
+  T x;
+  if (!r(x)) return fail(what + ": " + r.why());
+  if (r.invalid() != nullptr) return fail(what + ": " + r.invalid());
+  if (r.left() != 0) return fail(what + ": " + std::to_string(r.left()) + " trailing bytes");
+  return x;
+}
+
+// Reads `fields` from exactly `size` bytes: false when they do not fit, a
+// flag is not 0 or 1, or bytes are left over.
+template <class... F>
+bool decode_exact(const char* data, size_t size, F&&... fields) {
+  reader r(data, size);
+  return r(fields...) && r.invalid() == nullptr && r.left() == 0;
+}
+
+}  // namespace cleave::wire
