@@ -30,6 +30,7 @@
 //   texts<N>(v, cap, text_cap)  a count, then texts; both cut or refused as text's
 //   list<N>(v, cap, as)      the same, each item's fields being as(item)
 //   each(v, as)              as(item) for every item of v, no count
+//   counted(v, count)        v's items, count() of them (a count read before)
 //   group(fields...)         several fields as one (what `as` returns)
 //   tail(present, fields...)  fields a later version appended (see tail_field)
 //   a struct with wire_fields  its fields, in place
@@ -45,6 +46,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -124,6 +126,16 @@ struct each_field {
 template <class V, class As>
 each_field<V, As> each(V& v, As as) { return {v, as}; }
 
+// A vector whose count the frame gave before it (count(), of what was read
+// so far), with no count of its own; within the bytes left before it is sized.
+template <class V, class Count>
+struct counted_field {
+  V& v;
+  Count count;
+};
+template <class V, class Count>
+counted_field<V, Count> counted(V& v, Count count) { return {v, count}; }
+
 class sizer {
  public:
   template <class... F>
@@ -152,6 +164,11 @@ class sizer {
   void add(const each_field<V, As>& l) {
     for (const auto& item : l.v) add(l.as(item));
   }
+  template <class V, class Count>
+  void add(const counted_field<V, Count>& l) {
+    if constexpr (is_bulk<V, itself>) bytes_ += l.v.size() * sizeof(typename V::value_type);
+    else for (const auto& item : l.v) add(item);
+  }
   template <class N, class V>
   void add(const texts_field<N, V>& l) {
     bytes_ += sizeof(N);
@@ -164,6 +181,10 @@ class sizer {
 class writer {
  public:
   explicit writer(char* out) : w_(out) {}
+  // A writer that gathers: large() bytes stay where they are and become
+  // parts of their own between the runs of the other bytes, which go to
+  // `out` (sized for those alone); finish() adds the last run.
+  writer(char* out, std::vector<std::string_view>& parts) : w_(out), parts_(&parts), run_(out) {}
   template <class... F>
   bool operator()(const F&... f) {
     (put(f), ...);
@@ -171,6 +192,17 @@ class writer {
   }
   // For custom fields: the bytes they put as they are.
   byte_writer& bytes() { return w_; }
+  // For custom fields: bytes a gathering writer need not copy (a tensor's floats).
+  void large(const void* data, size_t n) {
+    if (parts_ == nullptr) return w_.raw(data, n);
+    finish();
+    parts_->emplace_back(static_cast<const char*>(data), n);
+  }
+  void finish() {
+    if (parts_ == nullptr) return;
+    parts_->emplace_back(run_, static_cast<size_t>(w_.position() - run_));
+    run_ = w_.position();
+  }
 
  private:
   template <class T>
@@ -195,6 +227,11 @@ class writer {
   void put(const each_field<V, As>& l) {
     for (const auto& item : l.v) put(l.as(item));
   }
+  template <class V, class Count>
+  void put(const counted_field<V, Count>& l) {
+    if constexpr (is_bulk<V, itself>) w_.raw(l.v.data(), l.v.size() * sizeof(typename V::value_type));
+    else for (const auto& item : l.v) put(item);
+  }
   template <class N, class V>
   void put(const texts_field<N, V>& l) {
     w_.put(static_cast<N>(l.count()));
@@ -202,6 +239,8 @@ class writer {
   }
 
   byte_writer w_;
+  std::vector<std::string_view>* parts_ = nullptr;
+  const char* run_ = nullptr;
 };
 
 class reader {
@@ -272,6 +311,24 @@ class reader {
       if (!get(f)) return false;
     }
     return true;
+  }
+  template <class V, class Count>
+  bool get(counted_field<V, Count>& l) {
+    const uint64_t n = l.count();
+    typename V::value_type empty{};
+    if (n > r_.left() / std::max<size_t>(size_of_one(empty), 1))
+      return fail("count " + std::to_string(n) + " exceeds the frame");
+    l.v.resize(n);
+    if constexpr (is_bulk<V, itself>) return r_.raw(l.v.data(), n * sizeof(typename V::value_type));
+    for (auto& item : l.v)
+      if (!get(item)) return false;
+    return true;
+  }
+  template <class T>
+  static size_t size_of_one(const T& x) {
+    sizer s;
+    s(x);
+    return s.bytes();
   }
   template <class N, class V>
   bool get(texts_field<N, V>& l) {
