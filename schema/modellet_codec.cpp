@@ -95,9 +95,6 @@ struct forward_wire {
   std::vector<int32_t> ids;
 };
 
-template <class C, class H>
-struct sample_counts;
-
 template <class F>
 inline constexpr bool is_forward_wire = false;
 template <class H>
@@ -106,23 +103,10 @@ inline constexpr bool is_forward_wire<forward_wire<H>> = true;
 template <class M, class Io>
 std::enable_if_t<is_forward_wire<std::remove_const_t<M>>, bool> wire_fields(M& f, Io& io) {
   using H = std::remove_reference_t<decltype(f.h)>;
-  using C = std::remove_reference_t<decltype((f.counts))>;
-  return io(f.step, batch_rows<H>(f.h, 1), sample_counts<C, H>(f.counts, f.h),
+  return io(f.step, batch_rows<H>(f.h, 1), wire::counted(f.counts, [&f] { return f.h.rows(); }),
             wire::list<uint32_t>(f.ids, no_cap_but_the_frame));
 }
 
-template <class C, class H>
-struct sample_counts : wire::custom_field {
-  C& counts;
-  H& h;  // one count per row, the rows being read before the counts
-  sample_counts(C& c, H& rows) : counts(c), h(rows) {}
-  size_t size() const { return counts.size() * sizeof(uint32_t); }
-  void put(wire::writer& w) const { w.bytes().raw(counts.data(), size()); }
-  bool get(wire::reader& r) {
-    counts.resize(static_cast<size_t>(h.rows()));  // fits: checked with the activations
-    return r.bytes().raw(counts.data(), size()) || r.fail("truncated label counts");
-  }
-};
 
 }  // namespace
 
@@ -161,6 +145,40 @@ wire::fields_of<M, ml_hidden_grad_msg> wire_fields(M& m, Io& io) {
 template <class M, class Io>
 wire::fields_of<M, ml_update_msg> wire_fields(M& m, Io& io) {
   return io(m.t, m.cfg.lr, m.cfg.beta1, m.cfg.beta2, m.cfg.eps, m.cfg.weight_decay, m.cfg.clip_norm, m.grad_scale);
+}
+
+namespace {
+
+// ml_scores on the wire: each sample's count of pairs, the ids as gaps
+// (put_varint), the logits, each sample's softmax stats.
+template <class S>
+struct scores_wire {
+  std::vector<uint32_t> counts;
+  std::vector<char> id_bytes;
+  S& s;
+};
+
+template <class F>
+inline constexpr bool is_scores_wire = false;
+template <class S>
+inline constexpr bool is_scores_wire<scores_wire<S>> = true;
+
+template <class M, class Io>
+std::enable_if_t<is_scores_wire<std::remove_const_t<M>>, bool> wire_fields(M& f, Io& io) {
+  const auto pairs = [&f] {
+    uint64_t n = 0;
+    for (uint32_t c : f.counts) n += c;
+    return n;
+  };
+  return io(wire::list<uint32_t>(f.counts, max_modellet_samples), wire::list<uint32_t>(f.id_bytes, no_cap_but_the_frame),
+            wire::counted(f.s.logits, pairs), wire::counted(f.s.stats, [&f] { return f.counts.size(); }));
+}
+
+}  // namespace
+
+template <class M, class Io>
+wire::fields_of<M, softmax_stats> wire_fields(M& st, Io& io) {
+  return io(st.max, st.sum);
 }
 
 std::vector<char> encode(const ml_place_msg& m) { return wire::encode(m); }
@@ -228,56 +246,38 @@ void put_varint(std::vector<char>& out, uint32_t v) {
 }
 
 std::vector<char> encode(const modellet_scores& s) {
-  const auto n = static_cast<size_t>(s.samples());
-  std::vector<char> ids;
-  ids.reserve(s.ids.size() * 2);
-  for (size_t r = 0; r < n; ++r) {
+  scores_wire<const modellet_scores> f{{}, {}, s};
+  f.id_bytes.reserve(s.ids.size() * 2);
+  for (int64_t r = 0; r < s.samples(); ++r) {
+    f.counts.push_back(static_cast<uint32_t>(s.offsets[r + 1] - s.offsets[r]));
     int64_t prev = -1;
     for (int64_t j = s.offsets[r]; j < s.offsets[r + 1]; ++j) {
       const int32_t id = s.ids[static_cast<size_t>(j)];
-      put_varint(ids, static_cast<uint32_t>(id - prev - 1));
+      put_varint(f.id_bytes, static_cast<uint32_t>(id - prev - 1));
       prev = id;
     }
   }
-  std::vector<char> out(4 + 4 * n + 4 + ids.size() + 4 * s.logits.size() + 16 * n);
-  byte_writer w(out.data());
-  w.put(static_cast<uint32_t>(n));
-  for (size_t r = 0; r < n; ++r) w.put(static_cast<uint32_t>(s.offsets[r + 1] - s.offsets[r]));
-  w.put(static_cast<uint32_t>(ids.size()));
-  w.raw(ids.data(), ids.size());
-  w.floats(s.logits);
-  for (const auto& st : s.stats) {
-    w.put(st.max);
-    w.put(st.sum);
-  }
-  return out;
+  return wire::encode(f);
 }
 
 caf::expected<modellet_scores> decode_ml_scores(const char* data, size_t size) {
-  byte_reader r(data, size);
-  uint32_t n = 0;
-  if (!r.get(n)) return bad("ml_scores", "truncated header");
-  if (n == 0 || n > max_modellet_samples) return bad("ml_scores", "sample count out of range");
-  if (static_cast<uint64_t>(n) * 20 + 4 > r.left()) return bad("ml_scores", "counts do not fit the frame");
   modellet_scores s;
-  s.offsets.assign(static_cast<size_t>(n) + 1, 0);
-  for (uint32_t i = 0; i < n; ++i) {
-    uint32_t c = 0;
-    r.get(c);
-    s.offsets[i + 1] = s.offsets[i] + c;
-  }
-  uint32_t id_bytes = 0;
-  r.get(id_bytes);
+  scores_wire<modellet_scores> f{{}, {}, s};
+  wire::reader r(data, size);
+  if (!r(f)) return bad("ml_scores", r.why());
+  if (r.left() != 0) return bad("ml_scores", "trailing bytes");
+  const size_t n = f.counts.size();
+  if (n == 0) return bad("ml_scores", "sample count out of range");
+  s.offsets.assign(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) s.offsets[i + 1] = s.offsets[i] + f.counts[i];
   const auto total = static_cast<uint64_t>(s.offsets.back());
   // Each id takes a byte at least: the ids bound the count before it sizes anything.
-  if (id_bytes > r.left() || total > id_bytes
-      || static_cast<uint64_t>(id_bytes) + total * 4 + static_cast<uint64_t>(n) * 16 != r.left())
-    return bad("ml_scores", "pair counts do not match the frame's length");
-  const auto* p = reinterpret_cast<const unsigned char*>(data) + (size - r.left());
-  const auto* end = p + id_bytes;
+  if (total > f.id_bytes.size()) return bad("ml_scores", "pair counts do not match the frame's length");
+  const auto* p = reinterpret_cast<const unsigned char*>(f.id_bytes.data());
+  const auto* end = p + f.id_bytes.size();
   s.ids.resize(total);
   size_t k = 0;
-  for (uint32_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     int64_t prev = -1;
     for (int64_t j = s.offsets[i]; j < s.offsets[i + 1]; ++j) {
       uint64_t v = 0;
@@ -299,14 +299,8 @@ caf::expected<modellet_scores> decode_ml_scores(const char* data, size_t size) {
     }
   }
   if (p != end) return bad("ml_scores", "bytes left over after the ids");
-  byte_reader rest(reinterpret_cast<const char*>(end), size - static_cast<size_t>(reinterpret_cast<const char*>(end) - data));
-  if (!rest.floats(s.logits, static_cast<int64_t>(total))) return bad("ml_scores", "truncated logits");
-  s.stats.resize(n);
-  for (auto& st : s.stats) {
-    rest.get(st.max);
-    rest.get(st.sum);
+  for (const auto& st : s.stats)
     if (!(st.sum >= 0) || std::isnan(st.max)) return bad("ml_scores", "softmax stats are not numbers");
-  }
   return s;
 }
 
