@@ -4,7 +4,7 @@
 // speak CAF's BASP; these frames are all they can send, and each kind has a
 // payload cap the channel enforces before it allocates anything
 // (edge_payload_cap). Payloads are fixed little-endian fields
-// (schema/byte_io.hpp); decoding checks every length against the frame.
+// (schema/wire.hpp); decoding checks every length against the frame.
 //
 //   device -> ps                         ps -> device
 //   join       version, profile,         welcome   id, heartbeat interval,

@@ -5,7 +5,6 @@
 #include <limits>
 #include <utility>
 
-#include "schema/byte_io.hpp"
 #include "schema/errors.hpp"
 #include "schema/wire.hpp"
 
@@ -20,7 +19,7 @@ caf::error bad(const char* what, const std::string& why) {
   return fail(std::string(what) + " frame: " + why);
 }
 
-void put_tensor(byte_writer& w, const tensor& t) { w.raw(t.data(), static_cast<size_t>(t.size()) * 4); }
+void put_tensor(byte_writer& w, const tensor& t) { w.raw(t.data(), static_cast<size_t>(t.size()) * sizeof(float)); }
 
 bool get_tensor(byte_reader& r, tensor& t, int64_t rows, int64_t cols) {
   t.resize(rows, cols);
@@ -39,11 +38,6 @@ struct state_tensors : wire::custom_field {
     const int64_t h = s.hidden;
     return std::array<std::pair<decltype(&s.w), int64_t>, 6>{
         {{&s.w, h}, {&s.b, 1}, {&s.m_w, h}, {&s.v_w, h}, {&s.m_b, 1}, {&s.v_b, 1}}};
-  }
-  size_t size() const {
-    size_t n = 0;
-    for (auto [t, cols] : in_order(s)) n += static_cast<size_t>(t->size()) * sizeof(float);
-    return n;
   }
   void put(wire::writer& w) const {
     for (auto [t, cols] : in_order(s)) put_tensor(w.bytes(), *t);
@@ -69,7 +63,6 @@ struct batch_rows : wire::custom_field {
   T& t;
   uint32_t per_row;
   batch_rows(T& x, uint32_t extra) : t(x), per_row(extra) {}
-  size_t size() const { return wire::size_of(uint32_t{}, uint32_t{}) + static_cast<size_t>(t.size()) * sizeof(float); }
   void put(wire::writer& w) const {
     w(static_cast<uint32_t>(t.rows()), static_cast<uint32_t>(t.cols()));
     put_tensor(w.bytes(), t);
@@ -95,18 +88,32 @@ struct forward_wire {
   std::vector<int32_t> ids;
 };
 
-template <class F>
-inline constexpr bool is_forward_wire = false;
-template <class H>
-inline constexpr bool is_forward_wire<forward_wire<H>> = true;
-
 template <class M, class Io>
-std::enable_if_t<is_forward_wire<std::remove_const_t<M>>, bool> wire_fields(M& f, Io& io) {
+wire::fields_of_any<M, forward_wire> wire_fields(M& f, Io& io) {
   using H = std::remove_reference_t<decltype(f.h)>;
   return io(f.step, batch_rows<H>(f.h, 1), wire::counted(f.counts, [&f] { return f.h.rows(); }),
             wire::list<uint32_t>(f.ids, no_cap_but_the_frame));
 }
 
+// ml_scores on the wire: each sample's count of pairs, the ids as gaps
+// (put_varint), the logits, each sample's softmax stats.
+template <class S>
+struct scores_wire {
+  std::vector<uint32_t> counts;
+  std::vector<char> id_bytes;
+  S& s;
+};
+
+template <class M, class Io>
+wire::fields_of_any<M, scores_wire> wire_fields(M& f, Io& io) {
+  const auto pairs = [&f] {
+    uint64_t n = 0;
+    for (uint32_t c : f.counts) n += c;
+    return n;
+  };
+  return io(wire::list<uint32_t>(f.counts, max_modellet_samples), wire::list<uint32_t>(f.id_bytes, no_cap_but_the_frame),
+            wire::counted(f.s.logits, pairs), wire::counted(f.s.stats, [&f] { return f.counts.size(); }));
+}
 
 }  // namespace
 
@@ -135,6 +142,10 @@ wire::fields_of<M, ml_place_msg> wire_fields(M& m, Io& io) {
   return io(m.sampling, m.state);
 }
 
+template <class M, class Io>
+wire::fields_of<M, softmax_stats> wire_fields(M& st, Io& io) {
+  return io(st.max, st.sum);
+}
 
 template <class M, class Io>
 wire::fields_of<M, ml_hidden_grad_msg> wire_fields(M& m, Io& io) {
@@ -145,40 +156,6 @@ wire::fields_of<M, ml_hidden_grad_msg> wire_fields(M& m, Io& io) {
 template <class M, class Io>
 wire::fields_of<M, ml_update_msg> wire_fields(M& m, Io& io) {
   return io(m.t, m.cfg.lr, m.cfg.beta1, m.cfg.beta2, m.cfg.eps, m.cfg.weight_decay, m.cfg.clip_norm, m.grad_scale);
-}
-
-namespace {
-
-// ml_scores on the wire: each sample's count of pairs, the ids as gaps
-// (put_varint), the logits, each sample's softmax stats.
-template <class S>
-struct scores_wire {
-  std::vector<uint32_t> counts;
-  std::vector<char> id_bytes;
-  S& s;
-};
-
-template <class F>
-inline constexpr bool is_scores_wire = false;
-template <class S>
-inline constexpr bool is_scores_wire<scores_wire<S>> = true;
-
-template <class M, class Io>
-std::enable_if_t<is_scores_wire<std::remove_const_t<M>>, bool> wire_fields(M& f, Io& io) {
-  const auto pairs = [&f] {
-    uint64_t n = 0;
-    for (uint32_t c : f.counts) n += c;
-    return n;
-  };
-  return io(wire::list<uint32_t>(f.counts, max_modellet_samples), wire::list<uint32_t>(f.id_bytes, no_cap_but_the_frame),
-            wire::counted(f.s.logits, pairs), wire::counted(f.s.stats, [&f] { return f.counts.size(); }));
-}
-
-}  // namespace
-
-template <class M, class Io>
-wire::fields_of<M, softmax_stats> wire_fields(M& st, Io& io) {
-  return io(st.max, st.sum);
 }
 
 std::vector<char> encode(const ml_place_msg& m) { return wire::encode(m); }

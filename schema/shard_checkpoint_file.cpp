@@ -60,7 +60,6 @@ struct file_head {
 };
 
 struct magic_field : wire::custom_field {
-  size_t size() const { return sizeof(magic); }
   void put(wire::writer& w) const { w.bytes().raw(magic, sizeof(magic)); }
   bool get(wire::reader& r) const {
     return (r.left() >= sizeof(magic) && std::memcmp(r.bytes().position(), magic, sizeof(magic)) == 0

@@ -39,7 +39,6 @@ template <class P>
 struct product_transposes : wire::custom_field {
   P& p;
   explicit product_transposes(P& x) : p(x) {}
-  size_t size() const { return sizeof(uint8_t); }
   void put(wire::writer& w) const {
     w(static_cast<uint8_t>((p.trans_a ? 1 : 0) | (p.trans_b ? 2 : 0) | (p.trans_w ? 4 : 0)));
   }
@@ -65,11 +64,6 @@ struct product_operands : wire::custom_field {
   bool operands(Io& io, uint8_t which) const {
     return io(shard_wire::as_tensor(p.a)) && (!(which & has_b) || io(shard_wire::as_tensor(p.b)))
            && (!(which & has_c_in) || io(shard_wire::as_tensor(p.c_in)));
-  }
-  size_t size() const {
-    wire::sizer s;
-    operands(s, needed());
-    return sizeof(uint8_t) + s.bytes();
   }
   void put(wire::writer& w) const {
     w(needed());

@@ -19,7 +19,6 @@ template <class P>
 struct rest_of_frame : wire::custom_field {
   P& p;
   explicit rest_of_frame(P& part) : p(part) {}
-  size_t size() const { return p.size; }
   void put(wire::writer& w) const { w.bytes().raw(p.data, p.size); }
   bool get(wire::reader& r) {
     p.size = r.left();

@@ -29,10 +29,6 @@ template <class T>
 struct tensor_field : wire::custom_field {
   T& t;  // tensor, or (writing) a const tensor, const tensor* or const_view<float>
   explicit tensor_field(T& x) : t(x) {}
-  size_t size() const {
-    const auto v = view_of(t);
-    return wire::size_of(v.rows, v.cols) + static_cast<size_t>(v.rows * v.cols) * sizeof(float);
-  }
   void put(wire::writer& w) const {
     const auto v = view_of(t);
     w(v.rows, v.cols);

@@ -23,7 +23,6 @@ template <class Op>
 struct operand_values : wire::custom_field {
   Op& op;
   explicit operand_values(Op& o) : op(o) {}
-  size_t size() const { return 1 + value_count(op) * sizeof(float); }
   void put(wire::writer& w) const {
     const bool values = value_count(op) > 0;
     w(values);
@@ -48,7 +47,6 @@ template <class Res>
 struct result_values : wire::custom_field {
   Res& res;
   explicit result_values(Res& r) : res(r) {}
-  size_t size() const { return res.data.size() * sizeof(float); }
   void put(wire::writer& w) const { w.bytes().floats(res.data); }
   bool get(wire::reader& r) {
     if (!block_shape_ok(res.rows, res.cols)) return r.fail("invalid shape");

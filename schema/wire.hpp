@@ -7,8 +7,8 @@
 //     return io(m.key, m.device, m.operand_key);
 //   }
 //
-// and three walkers read that one list: wire::sizer (the encoded length),
-// wire::writer (the bytes) and wire::reader (the checks, then the value).
+// and two walkers read that one list: wire::writer (the bytes, or, writing
+// nowhere, their count) and wire::reader (the checks, then the value).
 // M is the struct or its const, so the same list serves both ways.
 //
 // Why our own table and not Cap'n Proto (which the checkpoint file uses):
@@ -34,7 +34,7 @@
 //   group(fields...)         several fields as one (what `as` returns)
 //   tail(present, fields...)  fields a later version appended (see tail_field)
 //   a struct with wire_fields  its fields, in place
-//   a custom_field           its own size(), put() and get(), for what a
+//   a custom_field           its own put() and get(), for what a
 //                            table cannot say (a shape checked before its floats)
 //
 // Reading stops at the first field that does not fit the bytes left; why()
@@ -65,10 +65,19 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "frames copy fields as 
 template <class M, class T>
 using fields_of = std::enable_if_t<std::is_same_v<std::remove_const_t<M>, T>, bool>;
 
+// The same for any X of a template's Tmpl<X> (a wire-side view of a
+// message that holds the message's tensors by reference).
+template <class T, template <class> class Tmpl>
+inline constexpr bool is_instance = false;
+template <class X, template <class> class Tmpl>
+inline constexpr bool is_instance<Tmpl<X>, Tmpl> = true;
+template <class M, template <class> class Tmpl>
+using fields_of_any = std::enable_if_t<is_instance<std::remove_const_t<M>, Tmpl>, bool>;
+
 template <class T>
 inline constexpr bool is_fixed = std::is_arithmetic_v<T> || std::is_enum_v<T>;
 
-// A field with its own size(), put(writer&) and get(reader&).
+// A field with its own put(writer&) and get(reader&).
 struct custom_field {};
 template <class T>
 inline constexpr bool is_custom = std::is_base_of_v<custom_field, T>;
@@ -136,50 +145,9 @@ struct counted_field {
 template <class V, class Count>
 counted_field<V, Count> counted(V& v, Count count) { return {v, count}; }
 
-class sizer {
- public:
-  template <class... F>
-  bool operator()(const F&... f) {
-    (add(f), ...);
-    return true;
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  template <class T>
-  void add(const T& x) {
-    if constexpr (is_fixed<T>) bytes_ += sizeof(T);
-    else if constexpr (is_custom<T>) bytes_ += x.size();
-    else wire_fields(x, *this);
-  }
-  template <class S>
-  void add(const text_field<S>& t) { bytes_ += sizeof(uint16_t) + t.cut(); }
-  template <class N, class V, class As>
-  void add(const list_field<N, V, As>& l) {
-    bytes_ += sizeof(N);
-    if constexpr (is_bulk<V, As>) bytes_ += l.v.size() * sizeof(typename V::value_type);
-    else for (const auto& item : l.v) add(l.as(item));
-  }
-  template <class V, class As>
-  void add(const each_field<V, As>& l) {
-    for (const auto& item : l.v) add(l.as(item));
-  }
-  template <class V, class Count>
-  void add(const counted_field<V, Count>& l) {
-    if constexpr (is_bulk<V, itself>) bytes_ += l.v.size() * sizeof(typename V::value_type);
-    else for (const auto& item : l.v) add(item);
-  }
-  template <class N, class V>
-  void add(const texts_field<N, V>& l) {
-    bytes_ += sizeof(N);
-    for (size_t i = 0; i < l.count(); ++i) add(text(l.v[i], l.text_cap));
-  }
-
-  size_t bytes_ = 0;
-};
-
 class writer {
  public:
+  // out == nullptr: a writer that only counts, which is how a frame is sized.
   explicit writer(char* out) : w_(out) {}
   // A writer that gathers: large() bytes stay where they are and become
   // parts of their own between the runs of the other bytes, which go to
@@ -192,6 +160,7 @@ class writer {
   }
   // For custom fields: the bytes they put as they are.
   byte_writer& bytes() { return w_; }
+  size_t written() const { return w_.written(); }
   // For custom fields: bytes a gathering writer need not copy (a tensor's floats).
   void large(const void* data, size_t n) {
     if (parts_ == nullptr) return w_.raw(data, n);
@@ -292,9 +261,7 @@ class reader {
     N n = 0;
     if (!r_.get(n)) return fail("truncated count");
     typename V::value_type empty{};
-    sizer smallest;
-    smallest(l.as(empty));
-    if (n > l.cap || n > r_.left() / std::max<size_t>(smallest.bytes(), 1))
+    if (n > l.cap || n > r_.left() / std::max<size_t>(size_of_one(l.as(empty)), 1))
       return fail("count " + std::to_string(n) + " exceeds the cap or the frame");
     l.v.resize(n);
     if constexpr (is_bulk<V, As>) return r_.raw(l.v.data(), n * sizeof(typename V::value_type));
@@ -326,9 +293,9 @@ class reader {
   }
   template <class T>
   static size_t size_of_one(const T& x) {
-    sizer s;
-    s(x);
-    return s.bytes();
+    writer counter(nullptr);
+    counter(x);
+    return counter.written();
   }
   template <class N, class V>
   bool get(texts_field<N, V>& l) {
@@ -349,15 +316,11 @@ class reader {
   const char* invalid_ = nullptr;
 };
 
-// The frame of `fields`, sized and written from the one list.
 template <class... F>
-std::vector<char> encode(const F&... fields) {
-  sizer s;
-  s(fields...);
-  std::vector<char> out(s.bytes());
-  writer w(out.data());
-  w(fields...);
-  return out;
+size_t size_of(const F&... fields) {
+  writer counter(nullptr);
+  counter(fields...);
+  return counter.written();
 }
 
 // Writes `fields` to out, which holds size_of(fields...) bytes.
@@ -367,11 +330,12 @@ void write(char* out, const F&... fields) {
   w(fields...);
 }
 
+// The frame of `fields`, sized and written from the one list.
 template <class... F>
-size_t size_of(const F&... fields) {
-  sizer s;
-  s(fields...);
-  return s.bytes();
+std::vector<char> encode(const F&... fields) {
+  std::vector<char> out(size_of(fields...));
+  write(out.data(), fields...);
+  return out;
 }
 
 // Several fields as one, for a list's items described other than by their
@@ -380,7 +344,6 @@ template <class... F>
 struct group_field : custom_field {
   std::tuple<F...> fields;
   explicit group_field(F&&... f) : fields(std::forward<F>(f)...) {}
-  size_t size() const { return std::apply([](const auto&... f) { return size_of(f...); }, fields); }
   void put(writer& w) const { std::apply([&](const auto&... f) { w(f...); }, fields); }
   bool get(reader& r) { return std::apply([&](auto&... f) { return r(f...); }, fields); }
 };
@@ -409,9 +372,6 @@ struct tail_field : custom_field {
   Present present;
   std::tuple<F...> fields;
   tail_field(Present p, F&&... f) : present(p), fields(std::forward<F>(f)...) {}
-  size_t size() const {
-    return present() ? std::apply([](const auto&... f) { return size_of(f...); }, fields) : 0;
-  }
   void put(writer& w) const {
     if (present()) std::apply([&](const auto&... f) { w(f...); }, fields);
   }
