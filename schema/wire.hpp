@@ -189,17 +189,16 @@ class writer {
   template <class N, class V, class As>
   void put(const list_field<N, V, As>& l) {
     w_.put(static_cast<N>(l.v.size()));
-    if constexpr (is_bulk<V, As>) w_.raw(l.v.data(), l.v.size() * sizeof(typename V::value_type));
-    else for (const auto& item : l.v) put(l.as(item));
+    put_items(l.v, l.as);
   }
   template <class V, class As>
-  void put(const each_field<V, As>& l) {
-    for (const auto& item : l.v) put(l.as(item));
-  }
+  void put(const each_field<V, As>& l) { put_items(l.v, l.as); }
   template <class V, class Count>
-  void put(const counted_field<V, Count>& l) {
-    if constexpr (is_bulk<V, itself>) w_.raw(l.v.data(), l.v.size() * sizeof(typename V::value_type));
-    else for (const auto& item : l.v) put(item);
+  void put(const counted_field<V, Count>& l) { put_items(l.v, itself{}); }
+  template <class V, class As>
+  void put_items(const V& v, const As& as) {
+    if constexpr (is_bulk<V, As>) w_.raw(v.data(), v.size() * sizeof(typename V::value_type));
+    else for (const auto& item : v) put(as(item));
   }
   template <class N, class V>
   void put(const texts_field<N, V>& l) {
@@ -260,35 +259,29 @@ class reader {
   bool get(list_field<N, V, As>& l) {
     N n = 0;
     if (!r_.get(n)) return fail("truncated count");
-    typename V::value_type empty{};
-    if (n > l.cap || n > r_.left() / std::max<size_t>(size_of_one(l.as(empty)), 1))
-      return fail("count " + std::to_string(n) + " exceeds the cap or the frame");
-    l.v.resize(n);
-    if constexpr (is_bulk<V, As>) return r_.raw(l.v.data(), n * sizeof(typename V::value_type));
-    for (auto& item : l.v) {
-      auto&& f = l.as(item);
-      if (!get(f)) return false;
-    }
-    return true;
+    if (n > l.cap) return fail("count " + std::to_string(n) + " exceeds the cap or the frame");
+    return get_items(l.v, l.as, n);
   }
   template <class V, class As>
-  bool get(each_field<V, As>& l) {
-    for (auto& item : l.v) {
-      auto&& f = l.as(item);
+  bool get(each_field<V, As>& l) { return get_each(l.v, l.as); }
+  template <class V, class Count>
+  bool get(counted_field<V, Count>& l) { return get_items(l.v, itself{}, l.count()); }
+  // n items into v: within the bytes left (at the items' smallest size) before v is sized.
+  template <class V, class As>
+  bool get_items(V& v, const As& as, uint64_t n) {
+    typename V::value_type empty{};
+    if (n > r_.left() / std::max<size_t>(size_of_one(as(empty)), 1))
+      return fail("count " + std::to_string(n) + " exceeds the cap or the frame");
+    v.resize(n);
+    if constexpr (is_bulk<V, As>) return r_.raw(v.data(), n * sizeof(typename V::value_type));
+    else return get_each(v, as);
+  }
+  template <class V, class As>
+  bool get_each(V& v, const As& as) {
+    for (auto& item : v) {
+      auto&& f = as(item);
       if (!get(f)) return false;
     }
-    return true;
-  }
-  template <class V, class Count>
-  bool get(counted_field<V, Count>& l) {
-    const uint64_t n = l.count();
-    typename V::value_type empty{};
-    if (n > r_.left() / std::max<size_t>(size_of_one(empty), 1))
-      return fail("count " + std::to_string(n) + " exceeds the frame");
-    l.v.resize(n);
-    if constexpr (is_bulk<V, itself>) return r_.raw(l.v.data(), n * sizeof(typename V::value_type));
-    for (auto& item : l.v)
-      if (!get(item)) return false;
     return true;
   }
   template <class T>
