@@ -12,8 +12,6 @@ namespace {
 
 caf::error bad(const std::string& why) { return fail("shard part: " + why); }
 
-}  // namespace
-
 // A part's bytes: whatever follows its header, to the frame's end.
 template <class P>
 struct rest_of_frame : wire::custom_field {
@@ -26,6 +24,8 @@ struct rest_of_frame : wire::custom_field {
     return r.bytes().skip(p.size);
   }
 };
+
+}  // namespace
 
 template <class M, class Io>
 wire::fields_of<M, shard_part> wire_fields(M& p, Io& io) {
