@@ -1,6 +1,6 @@
 #pragma once
-// Fixed little-endian fields in and out of a frame's payload, for the codecs
-// of the device edge (tile_codec, edge_codec). The reader checks every length
+// Fixed little-endian fields in and out of a frame's payload: what the
+// field lists of schema/wire.hpp are written and read with. The reader checks every length
 // against what is left before it sizes anything: a frame's bytes come from a
 // socket.
 
@@ -16,15 +16,15 @@ static_assert(sizeof(float) == 4 && sizeof(double) == 8, "IEEE-754 floats");
 
 class byte_writer {
  public:
+  // out == nullptr: a writer that only counts what it would write.
   explicit byte_writer(char* out) : p_(out) {}
   template <class T>
   void put(T v) {
-    std::memcpy(p_, &v, sizeof(T));
-    p_ += sizeof(T);
+    raw(&v, sizeof(T));
   }
   void raw(const void* src, size_t n) {
-    if (n > 0) std::memcpy(p_, src, n);
-    p_ += n;
+    if (p_ != nullptr && n > 0) std::memcpy(p_ + n_, src, n);
+    n_ += n;
   }
   void floats(const std::vector<float>& v) { raw(v.data(), v.size() * sizeof(float)); }
   // A u16 length, then the bytes (callers keep strings under their caps).
@@ -32,11 +32,12 @@ class byte_writer {
     put(static_cast<uint16_t>(s.size()));
     raw(s.data(), s.size());
   }
-  char* position() { return p_; }
-  void skip(size_t n) { p_ += n; }
+  char* position() { return p_ == nullptr ? nullptr : p_ + n_; }
+  size_t written() const { return n_; }
 
  private:
   char* p_;
+  size_t n_ = 0;
 };
 
 class byte_reader {
@@ -75,6 +76,14 @@ class byte_reader {
     left_ -= n;
     return true;
   }
+  // Passes over n bytes the caller takes from position().
+  bool skip(size_t n) {
+    if (n > left_) return false;
+    p_ += n;
+    left_ -= n;
+    return true;
+  }
+  const char* position() const { return p_; }
   size_t left() const { return left_; }
 
  private:

@@ -4,7 +4,7 @@
 // speak CAF's BASP; these frames are all they can send, and each kind has a
 // payload cap the channel enforces before it allocates anything
 // (edge_payload_cap). Payloads are fixed little-endian fields
-// (schema/byte_io.hpp); decoding checks every length against the frame.
+// (schema/wire.hpp); decoding checks every length against the frame.
 //
 //   device -> ps                         ps -> device
 //   join       version, profile,         welcome   id, heartbeat interval,
@@ -76,8 +76,6 @@ inline constexpr size_t max_token_bytes = 256;
 inline constexpr size_t max_reason_bytes = 512;
 inline constexpr size_t max_request_bytes = 4096;      // a PEM certificate request
 inline constexpr size_t max_certificate_bytes = 8192;  // a PEM certificate
-// ml_update: the step, six AdamW settings and the clip scale.
-inline constexpr size_t ml_update_bytes = 8 + 6 * 8 + 8;
 // A welcome from a coordinator over shard processes names every shard's
 // device edge ("host:port") and the device's proof for them
 // (actors/gateway/job_proof.hpp).

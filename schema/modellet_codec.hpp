@@ -1,6 +1,6 @@
 #pragma once
 // Model-let frames of the device edge (edge_codec.hpp lists the exchange):
-// fixed little-endian fields (byte_io.hpp). Every decoder checks each count
+// fixed little-endian fields (wire.hpp). Every decoder checks each count
 // against its limit and against the bytes left before it sizes a vector, so
 // a hostile frame costs at most its own (already capped) length.
 

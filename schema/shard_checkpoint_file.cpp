@@ -12,8 +12,9 @@
 #include <zlib.h>
 
 #include "schema/atomic_file.hpp"
-#include "schema/byte_io.hpp"
 #include "schema/errors.hpp"
+#include "schema/shard_wire.hpp"
+#include "schema/wire.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,11 +24,8 @@ namespace {
 
 constexpr char magic[8] = {'C', 'L', 'V', 'S', 'H', 'C', 'K', '\0'};
 constexpr uint32_t format_version = 1;
-constexpr size_t header_bytes = 48;
 constexpr size_t crc_offset = 20;
 constexpr size_t max_file_name = 255;
-constexpr size_t request_header_bytes = 4 + 4 + 8 + 8;
-constexpr size_t geometry_bytes = 1 + 4 * 8;
 
 uint32_t crc_step(uint32_t crc, const char* data, size_t len) {
   return static_cast<uint32_t>(crc32_z(crc, reinterpret_cast<const Bytef*>(data), len));
@@ -43,21 +41,6 @@ uint32_t checksum_of(const std::vector<std::string_view>& parts) {
   return crc;
 }
 
-std::string_view floats_of(const tensor& t) {
-  return {reinterpret_cast<const char*>(t.data()), static_cast<size_t>(t.size()) * sizeof(float)};
-}
-
-void put_header(byte_writer& w, const shard_checkpoint_header& h) {
-  w.put(h.shard);
-  w.put(h.shards);
-  w.put(h.step);
-  w.put(h.set_id);
-}
-
-bool get_header(byte_reader& r, shard_checkpoint_header& h) {
-  return r.get(h.shard) && r.get(h.shards) && r.get(h.step) && r.get(h.set_id);
-}
-
 caf::error check_header(const shard_checkpoint_header& h, const std::string& name) {
   if (h.shards == 0 || h.shards > max_checkpoint_shards || h.shard >= h.shards)
     return fail(name + ": shard " + std::to_string(h.shard) + " of " + std::to_string(h.shards)
@@ -66,6 +49,31 @@ caf::error check_header(const shard_checkpoint_header& h, const std::string& nam
 }
 
 std::string errno_text() { return std::strerror(errno); }
+
+// The file's first header_bytes: magic, version, the header's fields with
+// the checksum between them, and the payload's length.
+struct file_head {
+  uint32_t version = format_version;
+  uint32_t crc = 0;
+  uint64_t payload = 0;
+  shard_checkpoint_header h;
+};
+
+struct magic_field : wire::custom_field {
+  void put(wire::writer& w) const { w.bytes().raw(magic, sizeof(magic)); }
+  bool get(wire::reader& r) const {
+    return (r.left() >= sizeof(magic) && std::memcmp(r.bytes().position(), magic, sizeof(magic)) == 0
+            && r.bytes().skip(sizeof(magic)))
+           || r.fail("not a Cleave shard checkpoint (bad magic)");
+  }
+};
+
+template <class M, class Io>
+wire::fields_of<M, file_head> wire_fields(M& f, Io& io) {
+  return io(magic_field{}, f.version, f.h.shard, f.h.shards, f.crc, f.h.step, f.h.set_id, f.payload);
+}
+
+const size_t header_bytes = wire::size_of(file_head{});
 
 }  // namespace
 
@@ -79,46 +87,26 @@ std::string shard_checkpoint_name(uint64_t step, uint32_t shard, uint32_t shards
 caf::expected<shard_file_ref> write_shard_checkpoint(const std::string& dir, const shard_checkpoint_header& h,
                                                      const std::vector<shard_checkpoint_slice>& slices, int keep) {
   if (auto err = check_header(h, "shard checkpoint")) return err;
-  // Fixed fields in one buffer; the tensors' floats are written from where they are.
-  std::vector<char> fixed(header_bytes + 4 + slices.size() * (2 + 4 * 8 + 3 * 16));
-  byte_writer w(fixed.data());
+  // The payload is laid out as an attach frame. Its fixed fields go into one
+  // buffer after the file's head; the tensors' floats are written from where they are.
+  const auto payload_fields = wire::list<uint32_t>(slices, max_shard_tensors);
+  file_head head;
+  head.h = h;
+  head.payload = wire::size_of(payload_fields);
+  uint64_t float_bytes = 0;
+  for (const auto& s : slices)
+    for (const tensor* t : {s.value, s.adam_m, s.adam_v}) float_bytes += static_cast<uint64_t>(t->size()) * sizeof(float);
+  std::vector<char> fixed(header_bytes + head.payload - float_bytes);
   std::vector<std::string_view> parts;
-  w.raw(magic, 8);
-  w.put(format_version);
-  w.put(h.shard);
-  w.put(h.shards);
-  w.put(uint32_t{0});  // the checksum, filled in below
-  w.put(h.step);
-  w.put(h.set_id);
-  w.put(uint64_t{0});  // the payload length, filled in below
   parts.emplace_back(fixed.data(), header_bytes);
-  // Fixed bytes accumulate from `pending` and become one part before each tensor's floats.
-  const char* pending = w.position();
-  auto flush = [&] {
-    parts.emplace_back(pending, static_cast<size_t>(w.position() - pending));
-    pending = w.position();
-  };
-  w.put(static_cast<uint32_t>(slices.size()));
-  for (const auto& s : slices) {
-    w.put(s.axis);
-    w.put(static_cast<uint8_t>(s.decay));
-    w.put(s.full_rows);
-    w.put(s.full_cols);
-    w.put(s.begin);
-    w.put(s.end);
-    for (const tensor* t : {s.value, s.adam_m, s.adam_v}) {
-      w.put(t->rows());
-      w.put(t->cols());
-      flush();
-      parts.push_back(floats_of(*t));
-    }
-  }
-  flush();
-  uint64_t payload = 0;
-  for (size_t i = 1; i < parts.size(); ++i) payload += parts[i].size();
-  std::memcpy(fixed.data() + 40, &payload, 8);
-  const uint32_t crc = checksum_of(parts);
-  std::memcpy(fixed.data() + crc_offset, &crc, 4);
+  wire::writer w(fixed.data() + header_bytes, parts);
+  w(payload_fields);
+  w.finish();
+  wire::write(fixed.data(), head);  // the checksum covers the head but its own field
+  head.crc = checksum_of(parts);
+  wire::write(fixed.data(), head);
+  const uint32_t crc = head.crc;
+  const uint64_t payload = head.payload;
 
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -171,21 +159,16 @@ caf::expected<shard_checkpoint_data> read_shard_checkpoint_bytes(const char* dat
                                                                  const std::string& name) {
   if (size < header_bytes)
     return fail(name + ": truncated shard checkpoint (" + std::to_string(size) + " bytes, smaller than its header)");
-  if (std::memcmp(data, magic, 8) != 0) return fail(name + ": not a Cleave shard checkpoint (bad magic)");
-  byte_reader r(data + 8, header_bytes - 8);
-  uint32_t version = 0, crc = 0;
+  file_head head;
+  wire::reader r(data, header_bytes);
+  if (!r(head)) return fail(name + ": " + r.why());
+  const uint32_t crc = head.crc;
+  const uint64_t payload = head.payload;
   shard_checkpoint_data out;
-  uint64_t payload = 0;
-  r.get(version);
-  r.get(out.header.shard);
-  r.get(out.header.shards);
-  r.get(crc);
-  r.get(out.header.step);
-  r.get(out.header.set_id);
-  r.get(payload);
-  if (version != format_version)
-    return fail(name + ": shard checkpoint format version " + std::to_string(version) + ", this build reads version "
-                + std::to_string(format_version));
+  out.header = head.h;
+  if (head.version != format_version)
+    return fail(name + ": shard checkpoint format version " + std::to_string(head.version)
+                + ", this build reads version " + std::to_string(format_version));
   if (payload != size - header_bytes)
     return fail(name + ": truncated or padded shard checkpoint: header promises " + std::to_string(payload)
                 + " payload bytes, file holds " + std::to_string(size - header_bytes));
@@ -199,29 +182,37 @@ caf::expected<shard_checkpoint_data> read_shard_checkpoint_bytes(const char* dat
   return out;
 }
 
-std::vector<char> encode(const shard_checkpoint_header& h) {
-  std::vector<char> out(request_header_bytes);
-  byte_writer w(out.data());
-  put_header(w, h);
-  return out;
+template <class M, class Io>
+wire::fields_of<M, shard_checkpoint_header> wire_fields(M& h, Io& io) {
+  return io(h.shard, h.shards, h.step, h.set_id);
 }
 
+template <class M, class Io>
+wire::fields_of<M, shard_file_ref> wire_fields(M& f, Io& io) {
+  return io(f.checksum, f.bytes, wire::text(f.name, max_file_name));
+}
+
+template <class M, class Io>
+wire::fields_of<M, shard_slice_geometry> wire_fields(M& g, Io& io) {
+  return io(g.axis, g.full_rows, g.full_cols, g.begin, g.end);
+}
+
+template <class M, class Io>
+wire::fields_of<M, shard_restore_request> wire_fields(M& q, Io& io) {
+  return io(q.header, q.file, wire::list<uint32_t>(q.slices, max_shard_tensors));
+}
+
+std::vector<char> encode(const shard_checkpoint_header& h) { return wire::encode(h); }
+
 caf::expected<shard_checkpoint_header> decode_shard_checkpoint_request(const char* data, size_t size) {
-  byte_reader r(data, size);
   shard_checkpoint_header h;
-  if (!get_header(r, h) || r.left() != 0) return fail("shard checkpoint frame: not " + std::to_string(request_header_bytes) + " bytes");
+  if (!wire::decode_exact(data, size, h))
+    return fail("shard checkpoint frame: not " + std::to_string(wire::size_of(h)) + " bytes");
   if (auto err = check_header(h, "shard checkpoint frame")) return err;
   return h;
 }
 
-std::vector<char> encode(const shard_file_ref& f) {
-  std::vector<char> out(4 + 8 + 2 + f.name.size());
-  byte_writer w(out.data());
-  w.put(f.checksum);
-  w.put(f.bytes);
-  w.text(f.name);
-  return out;
-}
+std::vector<char> encode(const shard_file_ref& f) { return wire::encode(f); }
 
 namespace {
 
@@ -233,47 +224,18 @@ bool plain_name(const std::string& n) {
 }  // namespace
 
 caf::expected<shard_file_ref> decode_shard_file_ref(const char* data, size_t size) {
-  byte_reader r(data, size);
   shard_file_ref f;
-  if (!r.get(f.checksum) || !r.get(f.bytes) || !r.text(f.name, max_file_name) || r.left() != 0 || !plain_name(f.name))
-    return fail("shard checkpoint answer: malformed");
+  if (!wire::decode_exact(data, size, f) || !plain_name(f.name)) return fail("shard checkpoint answer: malformed");
   return f;
 }
 
-std::vector<char> encode(const shard_restore_request& q) {
-  std::vector<char> out(request_header_bytes + 4 + 8 + 2 + q.file.name.size() + 4 + q.slices.size() * geometry_bytes);
-  byte_writer w(out.data());
-  put_header(w, q.header);
-  w.put(q.file.checksum);
-  w.put(q.file.bytes);
-  w.text(q.file.name);
-  w.put(static_cast<uint32_t>(q.slices.size()));
-  for (const auto& g : q.slices) {
-    w.put(g.axis);
-    w.put(g.full_rows);
-    w.put(g.full_cols);
-    w.put(g.begin);
-    w.put(g.end);
-  }
-  return out;
-}
+std::vector<char> encode(const shard_restore_request& q) { return wire::encode(q); }
 
 caf::expected<shard_restore_request> decode_shard_restore_request(const char* data, size_t size) {
-  byte_reader r(data, size);
-  shard_restore_request q;
-  uint32_t n = 0;
-  if (!get_header(r, q.header) || !r.get(q.file.checksum) || !r.get(q.file.bytes) || !r.text(q.file.name, max_file_name)
-      || !r.get(n))
-    return fail("shard restore frame: truncated");
-  if (auto err = check_header(q.header, "shard restore frame")) return err;
-  if (!plain_name(q.file.name)) return fail("shard restore frame: the file name is not a plain name");
-  if (n > max_shard_tensors || n > r.left() / geometry_bytes)
-    return fail("shard restore frame: count " + std::to_string(n) + " exceeds the cap or the frame");
-  q.slices.resize(n);
-  for (auto& g : q.slices)
-    if (!r.get(g.axis) || !r.get(g.full_rows) || !r.get(g.full_cols) || !r.get(g.begin) || !r.get(g.end))
-      return fail("shard restore frame: truncated");
-  if (r.left() != 0) return fail("shard restore frame: trailing bytes");
+  auto q = wire::read_whole<shard_restore_request>(data, size, "shard restore frame");
+  if (!q) return q;
+  if (auto err = check_header(q->header, "shard restore frame")) return err;
+  if (!plain_name(q->file.name)) return fail("shard restore frame: the file name is not a plain name");
   return q;
 }
 

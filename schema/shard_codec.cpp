@@ -2,66 +2,110 @@
 
 #include <cmath>
 
-#include "schema/byte_io.hpp"
 #include "schema/errors.hpp"
+#include "schema/shard_wire.hpp"
+#include "schema/wire.hpp"
 
 namespace cleave {
 
 namespace {
 
-constexpr size_t tensor_header_bytes = 16;              // rows, cols
-constexpr size_t attach_fixed_bytes = 1 + 1 + 4 * 8;    // axis, decay, shape, range
-constexpr size_t product_fixed_bytes = 1 + 4 + 1 + 4 + 1;  // kind, weight, transposes, beta, operands
-constexpr size_t product_tag_bytes = 4 + 1;                 // layer, role (after the products)
-constexpr uint8_t max_product_role = 5;                     // gemm_role::attn_grad
-constexpr size_t update_bytes = 6 * 8 + 8 + 8;
+constexpr uint8_t max_product_role = 5;  // gemm_role::attn_grad
 constexpr uint8_t has_b = 1, has_c_in = 2;
 
 caf::error bad(const char* what, const std::string& why) {
   return fail(std::string("shard ") + what + " frame: " + why);
 }
 
-size_t view_bytes(const const_view<float>& v) {
-  return tensor_header_bytes + static_cast<size_t>(v.rows * v.cols) * sizeof(float);
+}  // namespace
+
+template <class M, class Io>
+wire::fields_of<M, shard_update_msg> wire_fields(M& m, Io& io) {
+  return io(m.cfg.lr, m.cfg.beta1, m.cfg.beta2, m.cfg.eps, m.cfg.weight_decay, m.cfg.clip_norm, m.t, m.grad_scale);
 }
 
-void put_view(byte_writer& w, const const_view<float>& v) {
-  w.put(v.rows);
-  w.put(v.cols);
-  for (int64_t r = 0; r < v.rows; ++r) w.raw(v.data + r * v.ld, static_cast<size_t>(v.cols) * sizeof(float));
+// The device side's counts are a tail: a shard without devices sends none.
+template <class M, class Io>
+wire::fields_of<M, shard_stats> wire_fields(M& s, Io& io) {
+  return io(s.peak_rss_bytes, s.bytes_in, s.bytes_out,
+            wire::tail(wire::flag(s.devices), s.tiles, s.bytes_down, s.bytes_up, s.local_gemms, s.issue_seconds,
+                       s.wait_seconds, s.egress_seconds, s.ingress_seconds));
 }
 
-// A tensor whose shape is checked against the caps and the bytes left before it is sized.
-bool get_tensor(byte_reader& r, tensor& t, std::string& why) {
-  int64_t rows = 0, cols = 0;
-  if (!r.get(rows) || !r.get(cols)) {
-    why = "truncated tensor shape";
-    return false;
+namespace {
+
+// A product's transposes: a, b and w as bits 0, 1 and 2 of a byte.
+template <class P>
+struct product_transposes : wire::custom_field {
+  P& p;
+  explicit product_transposes(P& x) : p(x) {}
+  void put(wire::writer& w) const {
+    w(static_cast<uint8_t>((p.trans_a ? 1 : 0) | (p.trans_b ? 2 : 0) | (p.trans_w ? 4 : 0)));
   }
-  if (rows < 0 || cols < 0 || rows > max_shard_dim || cols > max_shard_dim) {
-    why = "tensor shape " + std::to_string(rows) + "x" + std::to_string(cols) + " out of range";
-    return false;
+  bool get(wire::reader& r) {
+    uint8_t bits = 0;
+    if (!r(bits)) return false;
+    if (bits > 7) r.mark_invalid("unknown transposes");
+    p.trans_a = (bits & 1) != 0;
+    p.trans_b = (bits & 2) != 0;
+    p.trans_w = (bits & 4) != 0;
+    return true;
   }
-  const auto n = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
-  if (n > r.left() / sizeof(float)) {
-    why = "a " + std::to_string(rows) + "x" + std::to_string(cols) + " tensor does not fit the frame";
-    return false;
+};
+
+// A product's operands: a byte saying which follow a (b for into_grad, c_in
+// for times_slice with beta != 0: the ones its kind needs and no others).
+template <class P>
+struct product_operands : wire::custom_field {
+  P& p;
+  explicit product_operands(P& x) : p(x) {}
+  uint8_t needed() const { return p.kind == 1 ? has_b : (p.kind == 0 && p.beta != 0.0f ? has_c_in : 0); }
+  template <class Io>
+  bool operands(Io& io, uint8_t which) const {
+    return io(shard_wire::as_tensor(p.a)) && (!(which & has_b) || io(shard_wire::as_tensor(p.b)))
+           && (!(which & has_c_in) || io(shard_wire::as_tensor(p.c_in)));
   }
-  t.resize(rows, cols);
-  return r.raw(t.data(), n * sizeof(float));
+  void put(wire::writer& w) const {
+    w(needed());
+    operands(w, needed());
+  }
+  bool get(wire::reader& r) {
+    uint8_t which = 0;
+    if (!r(which)) return false;
+    if (which != needed()) return r.fail("wrong operands");
+    return operands(r, which);
+  }
+};
+
+// The products, then each product's gemm_tag (layer, role) after the last:
+// the tags came later, and a frame without them is refused.
+template <class V>
+auto products_fields(V& products) {
+  return wire::group(
+      wire::list<uint32_t>(products, max_shard_tensors,
+                           [](auto& p) {
+                             using P = std::remove_reference_t<decltype(p)>;
+                             return wire::group(p.kind, p.weight, product_transposes<P>(p), p.beta,
+                                                product_operands<P>(p));
+                           }),
+      wire::each(products, [](auto& p) { return wire::group(p.layer, p.role); }));
 }
 
-// A count of items of at least min_bytes each: within the cap and the bytes left.
-bool get_count(byte_reader& r, uint32_t& n, size_t min_bytes, std::string& why) {
-  if (!r.get(n)) {
-    why = "truncated count";
-    return false;
-  }
-  if (n > max_shard_tensors || n > r.left() / min_bytes) {
-    why = "count " + std::to_string(n) + " exceeds the cap or the frame";
-    return false;
-  }
-  return true;
+// A list of shard messages read from the whole frame: the count within
+// max_shard_tensors and the frame, every item checked as it is read.
+template <class V>
+caf::expected<V> read_list(const char* data, size_t size, const char* what) {
+  V out;
+  wire::reader r(data, size);
+  if (!r(wire::list<uint32_t>(out, max_shard_tensors))) return bad(what, r.why());
+  if (r.invalid() != nullptr) return bad(what, r.invalid());
+  if (r.left() != 0) return bad(what, "trailing bytes");
+  return out;
+}
+
+template <class V>
+std::vector<char> write_list(const V& items) {
+  return wire::encode(wire::list<uint32_t>(items, max_shard_tensors));
 }
 
 }  // namespace
@@ -84,222 +128,81 @@ bool shard_kind_in_parts(uint16_t kind) {
   }
 }
 
-std::vector<char> encode_shard_attach(const std::vector<shard_attach_entry>& entries) {
-  size_t bytes = 4;
-  for (const auto& e : entries)
-    bytes += attach_fixed_bytes + view_bytes(e.value.view()) + view_bytes(e.adam_m.view())
-             + view_bytes(e.adam_v.view());
-  std::vector<char> out(bytes);
-  byte_writer w(out.data());
-  w.put(static_cast<uint32_t>(entries.size()));
-  for (const auto& e : entries) {
-    w.put(e.axis);
-    w.put(static_cast<uint8_t>(e.decay));
-    w.put(e.full_rows);
-    w.put(e.full_cols);
-    w.put(e.begin);
-    w.put(e.end);
-    for (const tensor* t : {&e.value, &e.adam_m, &e.adam_v}) put_view(w, t->view());
-  }
-  return out;
-}
+std::vector<char> encode_shard_attach(const std::vector<shard_attach_entry>& entries) { return write_list(entries); }
 
 caf::expected<std::vector<shard_attach_entry>> decode_shard_attach(const char* data, size_t size) {
-  byte_reader r(data, size);
-  std::string why;
-  uint32_t n = 0;
-  if (!get_count(r, n, attach_fixed_bytes + 3 * tensor_header_bytes, why)) return bad("attach", why);
-  std::vector<shard_attach_entry> out(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    auto& e = out[i];
-    uint8_t decay = 0;
-    if (!r.get(e.axis) || !r.get(decay) || !r.get(e.full_rows) || !r.get(e.full_cols) || !r.get(e.begin)
-        || !r.get(e.end))
-      return bad("attach", "truncated parameter " + std::to_string(i));
-    if (e.axis > 1 || decay > 1) return bad("attach", "parameter " + std::to_string(i) + ": unknown axis or flag");
-    e.decay = decay == 1;
+  auto out = read_list<std::vector<shard_attach_entry>>(data, size, "attach");
+  if (!out) return out;
+  for (size_t i = 0; i < out->size(); ++i) {
+    const auto& e = (*out)[i];
+    const std::string which = "parameter " + std::to_string(i);
+    if (e.axis > 1) return bad("attach", which + ": unknown axis or flag");
     const int64_t extent = e.axis == 0 ? e.full_cols : e.full_rows;
     if (e.full_rows < 0 || e.full_cols < 0 || e.full_rows > max_shard_dim || e.full_cols > max_shard_dim
         || e.begin < 0 || e.begin > e.end || e.end > extent)
-      return bad("attach", "parameter " + std::to_string(i) + ": shape or range out of bounds");
-    for (tensor* t : {&e.value, &e.adam_m, &e.adam_v}) {
-      if (!get_tensor(r, *t, why)) return bad("attach", "parameter " + std::to_string(i) + ": " + why);
+      return bad("attach", which + ": shape or range out of bounds");
+    for (const tensor* t : {&e.value, &e.adam_m, &e.adam_v})
       if (t->rows() != e.slice_rows() || t->cols() != e.slice_cols())
-        return bad("attach", "parameter " + std::to_string(i) + ": a tensor is not its slice's shape");
-    }
+        return bad("attach", which + ": a tensor is not its slice's shape");
   }
-  if (r.left() != 0) return bad("attach", "trailing bytes");
   return out;
 }
 
 std::vector<char> encode_shard_products(const std::vector<shard_product_ref>& products) {
-  size_t bytes = 4;
-  for (const auto& p : products) {
-    bytes += product_fixed_bytes + view_bytes(p.a);
-    if (p.kind == 1) bytes += view_bytes(p.b);
-    if (p.kind == 0 && p.beta != 0.0f) bytes += view_bytes(p.c_in);
-  }
-  bytes += products.size() * product_tag_bytes;
-  std::vector<char> out(bytes);
-  byte_writer w(out.data());
-  w.put(static_cast<uint32_t>(products.size()));
-  for (const auto& p : products) {
-    const bool b = p.kind == 1, c_in = p.kind == 0 && p.beta != 0.0f;
-    w.put(p.kind);
-    w.put(p.weight);
-    w.put(static_cast<uint8_t>((p.trans_a ? 1 : 0) | (p.trans_b ? 2 : 0) | (p.trans_w ? 4 : 0)));
-    w.put(p.beta);
-    w.put(static_cast<uint8_t>((b ? has_b : 0) | (c_in ? has_c_in : 0)));
-    put_view(w, p.a);
-    if (b) put_view(w, p.b);
-    if (c_in) put_view(w, p.c_in);
-  }
-  for (const auto& p : products) {
-    w.put(p.layer);
-    w.put(p.role);
-  }
-  return out;
+  return wire::encode(products_fields(products));
 }
 
 caf::expected<std::vector<shard_product_msg>> decode_shard_products(const char* data, size_t size) {
-  byte_reader r(data, size);
-  std::string why;
-  uint32_t n = 0;
-  if (!get_count(r, n, product_fixed_bytes + tensor_header_bytes, why)) return bad("products", why);
-  std::vector<shard_product_msg> out(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    auto& p = out[i];
-    uint8_t transposes = 0, operands = 0;
-    if (!r.get(p.kind) || !r.get(p.weight) || !r.get(transposes) || !r.get(p.beta) || !r.get(operands))
-      return bad("products", "truncated product " + std::to_string(i));
-    if (p.kind > 1 || transposes > 7 || p.weight < 0 || !std::isfinite(p.beta))
+  std::vector<shard_product_msg> out;
+  wire::reader r(data, size);
+  if (!r(products_fields(out))) return bad("products", r.why());
+  if (r.invalid() != nullptr) return bad("products", r.invalid());
+  if (r.left() != 0) return bad("products", "trailing bytes");
+  for (size_t i = 0; i < out.size(); ++i) {
+    const auto& p = out[i];
+    if (p.kind > 1 || p.weight < 0 || !std::isfinite(p.beta))
       return bad("products", "product " + std::to_string(i) + ": unknown kind, flags or weight");
-    p.trans_a = (transposes & 1) != 0;
-    p.trans_b = (transposes & 2) != 0;
-    p.trans_w = (transposes & 4) != 0;
-    // The operands a kind needs, and no others.
-    const uint8_t expected = p.kind == 1 ? has_b : (p.beta != 0.0f ? has_c_in : 0);
-    if (operands != expected) return bad("products", "product " + std::to_string(i) + ": wrong operands");
-    if (!get_tensor(r, p.a, why) || ((operands & has_b) && !get_tensor(r, p.b, why))
-        || ((operands & has_c_in) && !get_tensor(r, p.c_in, why)))
-      return bad("products", "product " + std::to_string(i) + ": " + why);
-  }
-  for (auto& p : out) {
-    if (!r.get(p.layer) || !r.get(p.role)) return bad("products", "truncated layers and roles");
     if (p.role > max_product_role) return bad("products", "unknown product role " + std::to_string(p.role));
   }
-  if (r.left() != 0) return bad("products", "trailing bytes");
   return out;
 }
 
-std::vector<char> encode_shard_tensors(const std::vector<const_view<float>>& tensors) {
-  size_t bytes = 4;
-  for (const auto& v : tensors) bytes += view_bytes(v);
-  std::vector<char> out(bytes);
-  byte_writer w(out.data());
-  w.put(static_cast<uint32_t>(tensors.size()));
-  for (const auto& v : tensors) put_view(w, v);
-  return out;
-}
+std::vector<char> encode_shard_tensors(const std::vector<const_view<float>>& tensors) { return write_list(tensors); }
 
 caf::expected<std::vector<tensor>> decode_shard_tensors(const char* data, size_t size) {
-  byte_reader r(data, size);
-  std::string why;
-  uint32_t n = 0;
-  if (!get_count(r, n, tensor_header_bytes, why)) return bad("tensors", why);
-  std::vector<tensor> out(n);
-  for (uint32_t i = 0; i < n; ++i)
-    if (!get_tensor(r, out[i], why)) return bad("tensors", "tensor " + std::to_string(i) + ": " + why);
-  if (r.left() != 0) return bad("tensors", "trailing bytes");
-  return out;
+  return read_list<std::vector<tensor>>(data, size, "tensors");
 }
 
-std::vector<char> encode(const shard_update_msg& m) {
-  std::vector<char> out(update_bytes);
-  byte_writer w(out.data());
-  for (double v : {m.cfg.lr, m.cfg.beta1, m.cfg.beta2, m.cfg.eps, m.cfg.weight_decay, m.cfg.clip_norm}) w.put(v);
-  w.put(m.t);
-  w.put(m.grad_scale);
-  return out;
-}
+std::vector<char> encode(const shard_update_msg& m) { return wire::encode(m); }
 
 caf::expected<shard_update_msg> decode_shard_update(const char* data, size_t size) {
-  if (size != update_bytes) return bad("update", "is " + std::to_string(size) + " bytes, not " + std::to_string(update_bytes));
-  byte_reader r(data, size);
-  shard_update_msg m;
-  for (double* v : {&m.cfg.lr, &m.cfg.beta1, &m.cfg.beta2, &m.cfg.eps, &m.cfg.weight_decay, &m.cfg.clip_norm})
-    r.get(*v);
-  r.get(m.t);
-  r.get(m.grad_scale);
-  if (m.t < 1 || !std::isfinite(m.grad_scale) || !std::isfinite(m.cfg.lr) || !std::isfinite(m.cfg.eps))
+  auto m = wire::read_whole<shard_update_msg>(data, size, "shard update frame");
+  if (m && (m->t < 1 || !std::isfinite(m->grad_scale) || !std::isfinite(m->cfg.lr) || !std::isfinite(m->cfg.eps)))
     return bad("update", "step or scale out of range");
   return m;
 }
 
-std::vector<char> encode_shard_double(double v) {
-  std::vector<char> out(8);
-  byte_writer(out.data()).put(v);
-  return out;
-}
+std::vector<char> encode_shard_double(double v) { return wire::encode(v); }
 
 caf::expected<double> decode_shard_double(const char* data, size_t size) {
-  if (size != 8) return bad("sum_of_squares", "is " + std::to_string(size) + " bytes, not 8");
   double v = 0;
-  byte_reader(data, size).get(v);
+  if (!wire::decode_exact(data, size, v)) return bad("sum_of_squares", "is " + std::to_string(size) + " bytes, not 8");
   return v;
 }
 
-std::vector<char> encode(const shard_stats& s) {
-  std::vector<char> out(s.devices ? 24 + 8 * 8 : 24);
-  byte_writer w(out.data());
-  w.put(s.peak_rss_bytes);
-  w.put(s.bytes_in);
-  w.put(s.bytes_out);
-  if (s.devices) {
-    w.put(s.tiles);
-    w.put(s.bytes_down);
-    w.put(s.bytes_up);
-    w.put(s.local_gemms);
-    w.put(s.issue_seconds);
-    w.put(s.wait_seconds);
-    w.put(s.egress_seconds);
-    w.put(s.ingress_seconds);
-  }
-  return out;
-}
+std::vector<char> encode(const shard_stats& s) { return wire::encode(s); }
 
 caf::expected<shard_stats> decode_shard_stats(const char* data, size_t size) {
-  if (size != 24 && size != 24 + 8 * 8) return bad("stats", "is " + std::to_string(size) + " bytes, not 24 or 88");
-  byte_reader r(data, size);
-  shard_stats s;
-  r.get(s.peak_rss_bytes);
-  r.get(s.bytes_in);
-  r.get(s.bytes_out);
-  if (size > 24) {
-    s.devices = true;
-    r.get(s.tiles);
-    r.get(s.bytes_down);
-    r.get(s.bytes_up);
-    r.get(s.local_gemms);
-    r.get(s.issue_seconds);
-    r.get(s.wait_seconds);
-    r.get(s.egress_seconds);
-    r.get(s.ingress_seconds);
-  }
-  return s;
+  return wire::read_whole<shard_stats>(data, size, "shard stats frame");
 }
 
 std::vector<char> encode_shard_refusal(const std::string& reason) {
-  const std::string cut = reason.substr(0, max_refusal_bytes);
-  std::vector<char> out(2 + cut.size());
-  byte_writer(out.data()).text(cut);
-  return out;
+  return wire::encode(wire::text(reason, max_refusal_bytes));
 }
 
 caf::expected<std::string> decode_shard_refusal(const char* data, size_t size) {
-  byte_reader r(data, size);
   std::string reason;
-  if (!r.text(reason, max_refusal_bytes) || r.left() != 0) return bad("refused", "malformed reason");
+  if (!wire::decode_exact(data, size, wire::text(reason, max_refusal_bytes))) return bad("refused", "malformed reason");
   return reason;
 }
 

@@ -2,7 +2,7 @@
 // Frames between a coordinator (`--role=ps --shards=...`) and its
 // `--role=ps-shard` processes, over the bulk channel
 // (actors/transport/bulk_channel.hpp). Fixed little-endian fields
-// (byte_io.hpp); tensors as rows, cols (i64) and their floats, row-major.
+// (wire.hpp); tensors as rows, cols (i64) and their floats, row-major.
 // Every decoder checks each count and shape against its cap and against the
 // bytes left before it sizes anything: a frame comes from a socket, so a
 // hostile one costs at most its own (already capped) length.

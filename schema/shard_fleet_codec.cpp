@@ -1,54 +1,47 @@
 #include "schema/shard_fleet_codec.hpp"
 
 #include <cmath>
+#include <tuple>
 
-#include "schema/byte_io.hpp"
 #include "schema/edge_codec.hpp"
 #include "schema/errors.hpp"
+#include "schema/wire.hpp"
 
 namespace cleave {
 
 namespace {
 
 constexpr size_t secret_bytes = 32;  // job_proof.hpp's job_secret_bytes
-constexpr size_t fleet_bytes = 4 + 4 + 4 + 10 * 8 + 4 + 4 + 1 + 2 + secret_bytes;
 constexpr int32_t max_quorum = 1 << 20;
+
+// The figures that must be finite and non-negative.
+template <class M>
+auto figures(M& m) {
+  return std::tie(m.ps_flops, m.ps_egress, m.ps_ingress, m.heartbeat, m.suspect_phi, m.dead_phi, m.tile_timeout,
+                  m.speculate, m.replicate, m.ps_tile_seconds);
+}
 
 }  // namespace
 
-std::vector<char> encode(const shard_fleet_msg& m) {
-  std::vector<char> out(fleet_bytes - secret_bytes + m.secret.size());
-  byte_writer w(out.data());
-  w.put(m.shard);
-  w.put(m.shards);
-  w.put(m.min_devices);
-  for (double v : {m.ps_flops, m.ps_egress, m.ps_ingress, m.heartbeat, m.suspect_phi, m.dead_phi, m.tile_timeout,
-                   m.speculate, m.replicate, m.ps_tile_seconds})
-    w.put(v);
-  w.put(m.max_tiles_per_device);
-  w.put(m.quarantine_after);
-  w.put(static_cast<uint8_t>(m.trust_results ? 1 : 0));
-  w.text(m.secret);
-  return out;
+template <class M, class Io>
+wire::fields_of<M, shard_fleet_msg> wire_fields(M& m, Io& io) {
+  return std::apply([&](auto&... figure) {
+    return io(m.shard, m.shards, m.min_devices, figure..., m.max_tiles_per_device, m.quarantine_after, m.trust_results,
+              wire::text(m.secret, secret_bytes));
+  }, figures(m));
 }
 
+std::vector<char> encode(const shard_fleet_msg& m) { return wire::encode(m); }
+
 caf::expected<shard_fleet_msg> decode_shard_fleet(const char* data, size_t size) {
-  if (size != fleet_bytes) return fail("fleet request: " + std::to_string(size) + " bytes, not " + std::to_string(fleet_bytes));
-  byte_reader r(data, size);
-  shard_fleet_msg m;
-  uint8_t trust = 0;
-  r.get(m.shard);
-  r.get(m.shards);
-  r.get(m.min_devices);
-  for (double* v : {&m.ps_flops, &m.ps_egress, &m.ps_ingress, &m.heartbeat, &m.suspect_phi, &m.dead_phi,
-                    &m.tile_timeout, &m.speculate, &m.replicate, &m.ps_tile_seconds})
-    if (!r.get(*v) || !std::isfinite(*v) || *v < 0) return fail("fleet request: a figure that is not a finite non-negative number");
-  r.get(m.max_tiles_per_device);
-  r.get(m.quarantine_after);
-  r.get(trust);
-  if (!r.text(m.secret, secret_bytes) || m.secret.size() != secret_bytes || r.left() != 0)
+  auto got = wire::read_whole<shard_fleet_msg>(data, size, "fleet request");
+  if (!got) return got;
+  const auto& m = *got;
+  if (m.secret.size() != secret_bytes)
     return fail("fleet request: the job's secret is not " + std::to_string(secret_bytes) + " bytes");
-  m.trust_results = trust != 0;
+  bool figures_ok = true;
+  std::apply([&](const auto&... v) { figures_ok = ((std::isfinite(v) && v >= 0) && ...); }, figures(m));
+  if (!figures_ok) return fail("fleet request: a figure that is not a finite non-negative number");
   if (m.shards < 1 || m.shards > 64 || m.shard >= m.shards)
     return fail("fleet request: shard " + std::to_string(m.shard) + " of " + std::to_string(m.shards));
   if (m.min_devices < 0 || m.min_devices > max_quorum) return fail("fleet request: a quorum out of range");
@@ -57,20 +50,16 @@ caf::expected<shard_fleet_msg> decode_shard_fleet(const char* data, size_t size)
     return fail("fleet request: a figure out of range");
   if (m.max_tiles_per_device < 1 || m.max_tiles_per_device > 1 << 16 || m.quarantine_after < 1)
     return fail("fleet request: tiles per device or the quarantine threshold out of range");
-  return m;
+  return got;
 }
 
 std::vector<char> encode_shard_edge(const std::string& address) {
-  const std::string cut = address.substr(0, max_edge_address_bytes);
-  std::vector<char> out(2 + cut.size());
-  byte_writer(out.data()).text(cut);
-  return out;
+  return wire::encode(wire::text(address, max_edge_address_bytes));
 }
 
 caf::expected<std::string> decode_shard_edge(const char* data, size_t size) {
-  byte_reader r(data, size);
   std::string address;
-  if (!r.text(address, max_edge_address_bytes) || address.empty() || r.left() != 0)
+  if (!wire::decode_exact(data, size, wire::text(address, max_edge_address_bytes)) || address.empty())
     return fail("fleet answer: malformed edge address");
   return address;
 }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "schema/byte_io.hpp"
 #include "schema/errors.hpp"
+#include "schema/wire.hpp"
 
 namespace cleave {
 
@@ -12,26 +12,36 @@ namespace {
 
 caf::error bad(const std::string& why) { return fail("shard part: " + why); }
 
+// A part's bytes: whatever follows its header, to the frame's end.
+template <class P>
+struct rest_of_frame : wire::custom_field {
+  P& p;
+  explicit rest_of_frame(P& part) : p(part) {}
+  void put(wire::writer& w) const { w.bytes().raw(p.data, p.size); }
+  bool get(wire::reader& r) {
+    p.size = r.left();
+    p.data = p.size > 0 ? r.bytes().position() : nullptr;
+    return r.bytes().skip(p.size);
+  }
+};
+
 }  // namespace
+
+template <class M, class Io>
+wire::fields_of<M, shard_part> wire_fields(M& p, Io& io) {
+  return io(p.kind, p.total, p.offset, rest_of_frame<M>(p));
+}
 
 std::vector<char> encode_shard_part(uint16_t kind, const std::vector<char>& whole, uint64_t offset,
                                     uint64_t part_bytes) {
   const uint64_t n = offset < whole.size() ? std::min<uint64_t>(part_bytes, whole.size() - offset) : 0;
-  std::vector<char> out(shard_part_header_bytes + n);
-  byte_writer w(out.data());
-  w.put(kind);
-  w.put(static_cast<uint64_t>(whole.size()));
-  w.put(offset);
-  w.raw(whole.data() + offset, n);
-  return out;
+  return wire::encode(shard_part{kind, whole.size(), offset, whole.data() + offset, n});
 }
 
 caf::expected<shard_part> decode_shard_part(const char* data, size_t size) {
-  byte_reader r(data, size);
+  wire::reader r(data, size);
   shard_part p;
-  if (!r.get(p.kind) || !r.get(p.total) || !r.get(p.offset)) return bad("truncated header");
-  p.data = data + shard_part_header_bytes;
-  p.size = size - shard_part_header_bytes;
+  if (!r(p)) return bad("truncated header");
   if (p.total == 0 || p.total > max_shard_message_bytes)
     return bad("a total of " + std::to_string(p.total) + " bytes is out of range");
   if (p.size == 0) return bad("no bytes");

@@ -1,22 +1,15 @@
 #include "schema/tile_codec.hpp"
 
-#include "schema/byte_io.hpp"
 #include "schema/errors.hpp"
+#include "schema/wire.hpp"
 
 namespace cleave {
 
 namespace {
 
-constexpr size_t key_bytes = 8 + 4 + 4;
-constexpr size_t operand_head_bytes = 8 + 8 + 8 + 1 + 1;
-
-void put_key(byte_writer& w, const tile_key& k) {
-  w.put(k.step);
-  w.put(k.gemm);
-  w.put(k.tile);
+bool block_shape_ok(int64_t rows, int64_t cols) {
+  return rows >= 0 && cols >= 0 && (rows == 0 || cols <= max_block_elements / rows);
 }
-
-bool get_key(byte_reader& r, tile_key& k) { return r.get(k.step) && r.get(k.gemm) && r.get(k.tile); }
 
 // Values an operand puts on the wire: its data, or its snapshot window.
 size_t value_count(const operand& op) {
@@ -24,100 +17,82 @@ size_t value_count(const operand& op) {
   return op.window_valid() ? static_cast<size_t>(op.rows * op.cols) : 0;
 }
 
-void put_operand(byte_writer& w, const operand& op) {
-  w.put(op.key);
-  w.put(op.rows);
-  w.put(op.cols);
-  w.put(static_cast<uint8_t>(op.trans));
-  const bool values = value_count(op) > 0;
-  w.put(static_cast<uint8_t>(values));
-  if (!values) return;
-  if (!op.data.empty()) return w.floats(op.data);
-  // A snapshot window is strided: row by row into the (unaligned) frame.
-  const float* src = op.shared->data() + op.offset;
-  const size_t row = static_cast<size_t>(op.cols) * sizeof(float);
-  for (int64_t r = 0; r < op.rows; ++r) w.raw(src + r * op.ld, row);
-}
+// An operand's values after its shape: a flag, then rows * cols floats when
+// it carries them (none: "use the block cached under its key").
+template <class Op>
+struct operand_values : wire::custom_field {
+  Op& op;
+  explicit operand_values(Op& o) : op(o) {}
+  void put(wire::writer& w) const {
+    const bool values = value_count(op) > 0;
+    w(values);
+    if (!values) return;
+    if (!op.data.empty()) return w.bytes().floats(op.data);
+    // A snapshot window is strided: row by row into the (unaligned) frame.
+    const float* src = op.shared->data() + op.offset;
+    const size_t row = static_cast<size_t>(op.cols) * sizeof(float);
+    for (int64_t r = 0; r < op.rows; ++r) w.bytes().raw(src + r * op.ld, row);
+  }
+  bool get(wire::reader& r) {
+    bool values = false;
+    if (!r(values)) return r.fail("truncated operand");
+    if (!block_shape_ok(op.rows, op.cols) || r.invalid()) return r.fail("an operand has an invalid shape or flags");
+    if (values && !r.bytes().floats(op.data, op.rows * op.cols)) return r.fail("an operand is shorter than its shape");
+    return true;
+  }
+};
 
-caf::error get_operand(byte_reader& r, operand& op, const char* which) {
-  uint8_t trans = 0, has_data = 0;
-  if (!(r.get(op.key) && r.get(op.rows) && r.get(op.cols) && r.get(trans) && r.get(has_data)))
-    return fail(std::string{"tile frame: truncated operand "} + which);
-  if (op.rows < 0 || op.cols < 0 || trans > 1 || has_data > 1
-      || (op.rows != 0 && op.cols > max_block_elements / op.rows))
-    return fail(std::string{"tile frame: operand "} + which + " has an invalid shape or flags");
-  op.trans = trans == 1;
-  if (has_data == 1 && !r.floats(op.data, op.rows * op.cols))
-    return fail(std::string{"tile frame: operand "} + which + " is shorter than its shape");
-  return caf::none;
-}
+// A result's rows * cols floats, after its shape.
+template <class Res>
+struct result_values : wire::custom_field {
+  Res& res;
+  explicit result_values(Res& r) : res(r) {}
+  void put(wire::writer& w) const { w.bytes().floats(res.data); }
+  bool get(wire::reader& r) {
+    if (!block_shape_ok(res.rows, res.cols)) return r.fail("invalid shape");
+    return r.bytes().floats(res.data, res.rows * res.cols) || r.fail("shorter than its shape");
+  }
+};
 
 }  // namespace
 
-size_t encoded_size(const tile_task& t) {
-  return key_bytes + 2 * operand_head_bytes + (value_count(t.a) + value_count(t.b)) * sizeof(float);
+template <class M, class Io>
+wire::fields_of<M, tile_key> wire_fields(M& k, Io& io) {
+  return io(k.step, k.gemm, k.tile);
 }
 
-void encode(const tile_task& t, char* out) {
-  byte_writer w(out);
-  put_key(w, t.key);
-  put_operand(w, t.a);
-  put_operand(w, t.b);
+template <class M, class Io>
+wire::fields_of<M, operand> wire_fields(M& op, Io& io) {
+  return io(op.key, op.rows, op.cols, op.trans, operand_values<M>(op));
 }
 
-caf::expected<tile_task> decode_task(const char* data, size_t size) {
-  byte_reader r(data, size);
-  tile_task t;
-  if (!get_key(r, t.key)) return fail("tile frame: truncated task key");
-  if (auto err = get_operand(r, t.a, "a")) return err;
-  if (auto err = get_operand(r, t.b, "b")) return err;
-  if (r.left() != 0) return fail("tile frame: " + std::to_string(r.left()) + " trailing bytes");
-  return t;
+template <class M, class Io>
+wire::fields_of<M, tile_task> wire_fields(M& t, Io& io) {
+  return io(t.key, t.a, t.b);
 }
 
-size_t encoded_size(const tile_result& res) {
-  return key_bytes + 4 + 4 + 8 + 8 + 8 + res.data.size() * sizeof(float);
+template <class M, class Io>
+wire::fields_of<M, tile_result> wire_fields(M& res, Io& io) {
+  return io(res.key, res.device, res.cache_hits, res.rows, res.cols, res.busy_seconds, result_values<M>(res));
 }
 
-void encode(const tile_result& res, char* out) {
-  byte_writer w(out);
-  put_key(w, res.key);
-  w.put(res.device);
-  w.put(res.cache_hits);
-  w.put(res.rows);
-  w.put(res.cols);
-  w.put(res.busy_seconds);
-  w.floats(res.data);
+template <class M, class Io>
+wire::fields_of<M, tile_miss> wire_fields(M& m, Io& io) {
+  return io(m.key, m.device, m.operand_key);
 }
 
+size_t encoded_size(const tile_task& t) { return wire::size_of(t); }
+void encode(const tile_task& t, char* out) { wire::write(out, t); }
+caf::expected<tile_task> decode_task(const char* data, size_t size) { return wire::read_whole<tile_task>(data, size, "tile frame"); }
+
+size_t encoded_size(const tile_result& res) { return wire::size_of(res); }
+void encode(const tile_result& res, char* out) { wire::write(out, res); }
 caf::expected<tile_result> decode_result(const char* data, size_t size) {
-  byte_reader r(data, size);
-  tile_result res;
-  if (!(get_key(r, res.key) && r.get(res.device) && r.get(res.cache_hits) && r.get(res.rows)
-        && r.get(res.cols) && r.get(res.busy_seconds)))
-    return fail("result frame: truncated header");
-  if (res.rows < 0 || res.cols < 0 || (res.rows != 0 && res.cols > max_block_elements / res.rows))
-    return fail("result frame: invalid shape");
-  if (!r.floats(res.data, res.rows * res.cols)) return fail("result frame: shorter than its shape");
-  if (r.left() != 0) return fail("result frame: " + std::to_string(r.left()) + " trailing bytes");
-  return res;
+  return wire::read_whole<tile_result>(data, size, "result frame");
 }
 
-size_t encoded_size(const tile_miss&) { return key_bytes + 4 + 8; }
-
-void encode(const tile_miss& m, char* out) {
-  byte_writer w(out);
-  put_key(w, m.key);
-  w.put(m.device);
-  w.put(m.operand_key);
-}
-
-caf::expected<tile_miss> decode_miss(const char* data, size_t size) {
-  byte_reader r(data, size);
-  tile_miss m;
-  if (!(get_key(r, m.key) && r.get(m.device) && r.get(m.operand_key)) || r.left() != 0)
-    return fail("miss frame: malformed");
-  return m;
-}
+size_t encoded_size(const tile_miss& m) { return wire::size_of(m); }
+void encode(const tile_miss& m, char* out) { wire::write(out, m); }
+caf::expected<tile_miss> decode_miss(const char* data, size_t size) { return wire::read_whole<tile_miss>(data, size, "miss frame"); }
 
 }  // namespace cleave

@@ -4,42 +4,32 @@
 #include <string>
 
 #include "schema/errors.hpp"
+#include "schema/wire.hpp"
 
 namespace cleave::transport {
 
 namespace {
 
-void put_u16(char* p, uint16_t v) {
-  p[0] = static_cast<char>(v & 0xFF);
-  p[1] = static_cast<char>(v >> 8);
-}
-void put_u32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xFF);
-}
-void put_u64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xFF);
-}
-uint16_t get_u16(const unsigned char* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
-uint32_t get_u32(const unsigned char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
-uint64_t get_u64(const unsigned char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
+// What a header carries besides the caller's fields.
+struct wire_header {
+  uint32_t magic = frame_magic;
+  uint16_t version = frame_version;
+  frame_header h;
+};
+
+template <class M, class Io>
+wire::fields_of<M, wire_header> wire_fields(M& x, Io& io) {
+  return io(x.magic, x.version, x.h.kind, x.h.length, x.h.tag);
 }
 
 }  // namespace
 
-void encode_header(const frame_header& h, char* out) {
-  put_u32(out, frame_magic);
-  put_u16(out + 4, frame_version);
-  put_u16(out + 6, h.kind);
-  put_u64(out + 8, h.length);
-  put_u64(out + 16, h.tag);
+template <class M, class Io>
+wire::fields_of<M, hello> wire_fields(M& x, Io& io) {
+  return io(x.receive_window, x.max_payload);
 }
+
+void encode_header(const frame_header& h, char* out) { wire::write(out, wire_header{frame_magic, frame_version, h}); }
 
 header_bytes encode_header(const frame_header& h) {
   header_bytes out;
@@ -48,46 +38,36 @@ header_bytes encode_header(const frame_header& h) {
 }
 
 caf::expected<frame_header> decode_header(const void* data, size_t size, uint64_t max_payload) {
-  if (size != frame_header_size)
+  wire_header x;
+  if (!wire::decode_exact(static_cast<const char*>(data), size, x))
     return fail("frame header of " + std::to_string(size) + " bytes (expected " +
                 std::to_string(frame_header_size) + ")");
-  auto p = static_cast<const unsigned char*>(data);
-  auto magic = get_u32(p);
-  if (magic != frame_magic) {
+  if (x.magic != frame_magic) {
     char buf[96];
-    std::snprintf(buf, sizeof(buf), "bad frame magic 0x%08x (expected 0x%08x, 'CLVF')", magic,
+    std::snprintf(buf, sizeof(buf), "bad frame magic 0x%08x (expected 0x%08x, 'CLVF')", x.magic,
                   frame_magic);
     return fail(buf);
   }
-  auto version = get_u16(p + 4);
-  if (version != frame_version)
-    return fail("unsupported frame version " + std::to_string(version) + " (this build speaks " +
+  if (x.version != frame_version)
+    return fail("unsupported frame version " + std::to_string(x.version) + " (this build speaks " +
                 std::to_string(frame_version) + ")");
-  frame_header h;
-  h.kind = get_u16(p + 6);
-  h.length = get_u64(p + 8);
-  h.tag = get_u64(p + 16);
-  if (h.length > max_payload)
-    return fail("frame payload of " + std::to_string(h.length) + " bytes exceeds the cap of " +
+  if (x.h.length > max_payload)
+    return fail("frame payload of " + std::to_string(x.h.length) + " bytes exceeds the cap of " +
                 std::to_string(max_payload) + " bytes");
-  return h;
+  return x.h;
 }
 
 hello_bytes encode_hello(const hello& h) {
   hello_bytes out;
-  put_u64(out.data(), h.receive_window);
-  put_u64(out.data() + 8, h.max_payload);
+  wire::write(out.data(), h);
   return out;
 }
 
 caf::expected<hello> decode_hello(const void* data, size_t size) {
-  if (size != hello_payload_size)
+  hello h;
+  if (!wire::decode_exact(static_cast<const char*>(data), size, h))
     return fail("hello payload of " + std::to_string(size) + " bytes (expected " +
                 std::to_string(hello_payload_size) + ")");
-  auto p = static_cast<const unsigned char*>(data);
-  hello h;
-  h.receive_window = get_u64(p);
-  h.max_payload = get_u64(p + 8);
   if (h.receive_window == 0) return fail("hello advertises a zero receive window");
   return h;
 }
