@@ -27,7 +27,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/ps/shard_server.hpp"
+#include "actors/ps/shards/shard_server.hpp"
 #include "cmd/roles.hpp"
 #include "cmd/shard_fleet.hpp"
 #include "cmd/wiring.hpp"

@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/gateway/job_proof.hpp"
-#include "actors/ps/remote_shard.hpp"
+#include "actors/ps/shards/remote_shard.hpp"
 #include "actors/ps/runtime_report.hpp"
 #include "cmd/roles.hpp"
 #include "cmd/training_run.hpp"

@@ -23,7 +23,7 @@
 #include <caf/all.hpp>
 
 #include "actors/ps/engine/distributed_gemm.hpp"
-#include "actors/ps/shard_devices.hpp"
+#include "actors/ps/shards/shard_devices.hpp"
 #include "cmd/options.hpp"
 #include "cmd/wiring.hpp"
 #include "schema/shard_fleet_codec.hpp"

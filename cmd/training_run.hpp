@@ -48,7 +48,7 @@ int train_xc_data_parallel(const cleave_config& cfg, const train_options& opts, 
 // during the run, unless the run checkpoints: then it waits for the shard
 // to come back and rolls back to the newest complete checkpoint set, whose
 // shard files the shards write and load themselves
-// (actors/ps/shard_checkpoints.hpp). The report's per_shard gives each
+// (actors/ps/shards/shard_checkpoints.hpp). The report's per_shard gives each
 // shard's bytes each way and its peak memory.
 // `hooks` let a coordinator whose shards feed devices set up their device
 // edges: once the shards are reached, and again for a shard process that

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "actors/ps/shard_slices.hpp"
+#include "actors/ps/shards/shard_slices.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/tensor.hpp"
 #include "training/models/parameter.hpp"

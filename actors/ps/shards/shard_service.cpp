@@ -1,4 +1,4 @@
-#include "actors/ps/shard_service.hpp"
+#include "actors/ps/shards/shard_service.hpp"
 
 #include <fstream>
 #include <string>

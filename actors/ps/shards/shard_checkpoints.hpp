@@ -16,8 +16,8 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
-#include "actors/ps/remote_shard.hpp"
-#include "actors/ps/sharded_ps.hpp"
+#include "actors/ps/shards/remote_shard.hpp"
+#include "actors/ps/shards/sharded_ps.hpp"
 #include "schema/checkpoint_file.hpp"
 
 namespace cleave {

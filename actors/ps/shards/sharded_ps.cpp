@@ -1,4 +1,4 @@
-#include "actors/ps/sharded_ps.hpp"
+#include "actors/ps/shards/sharded_ps.hpp"
 
 #include <algorithm>
 #include <stdexcept>

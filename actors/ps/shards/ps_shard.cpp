@@ -1,4 +1,4 @@
-#include "actors/ps/ps_shard.hpp"
+#include "actors/ps/shards/ps_shard.hpp"
 
 namespace cleave {
 

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/ps/modellet_ps.hpp"
-#include "actors/ps/modellet_transport.hpp"
+#include "actors/ps/modellet/modellet_ps.hpp"
+#include "actors/ps/modellet/modellet_transport.hpp"
 
 namespace cleave {
 

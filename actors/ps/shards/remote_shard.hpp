@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "actors/ps/ps_shard.hpp"
+#include "actors/ps/shards/ps_shard.hpp"
 #include "actors/transport/frame_client.hpp"
 #include "schema/shard_checkpoint_file.hpp"
 #include "schema/shard_codec.hpp"
@@ -58,7 +58,7 @@ class remote_shard final : public ps_shard {
   // The shard process's own counts and peak memory.
   caf::expected<shard_stats> stats();
 
-  // Its own checkpoints (actors/ps/shard_checkpoints.hpp): whether it has a
+  // Its own checkpoints (actors/ps/shards/shard_checkpoints.hpp): whether it has a
   // --checkpoint-dir; write its slices as `h` says; load the file `file`
   // of `h`, whose slices must be cut as `mine`. After a restore the next
   // attach with the same cut sends nothing: the shard holds the slices.

@@ -12,7 +12,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/ps/shard_service.hpp"
+#include "actors/ps/shards/shard_service.hpp"
 #include "actors/transport/bulk_channel.hpp"
 
 namespace cleave {

@@ -1,4 +1,4 @@
-#include "actors/ps/shard_store.hpp"
+#include "actors/ps/shards/shard_store.hpp"
 
 namespace cleave {
 

@@ -1,11 +1,11 @@
-#include "actors/ps/shard_checkpoints.hpp"
+#include "actors/ps/shards/shard_checkpoints.hpp"
 
 #include <chrono>
 #include <filesystem>
 #include <random>
 
-#include "actors/ps/shard_slices.hpp"
-#include "actors/ps/shard_split.hpp"
+#include "actors/ps/shards/shard_slices.hpp"
+#include "actors/ps/shards/shard_split.hpp"
 #include "schema/errors.hpp"
 #include "schema/shard_checkpoint_file.hpp"
 

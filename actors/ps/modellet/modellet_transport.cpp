@@ -1,4 +1,4 @@
-#include "actors/ps/modellet_transport.hpp"
+#include "actors/ps/modellet/modellet_transport.hpp"
 
 #include <algorithm>
 #include <chrono>

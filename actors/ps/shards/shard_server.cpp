@@ -1,4 +1,4 @@
-#include "actors/ps/shard_server.hpp"
+#include "actors/ps/shards/shard_server.hpp"
 
 #include <spdlog/spdlog.h>
 

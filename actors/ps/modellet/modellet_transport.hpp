@@ -6,7 +6,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/ps/modellet_ps.hpp"
+#include "actors/ps/modellet/modellet_ps.hpp"
 #include "schema/profile.hpp"
 
 namespace cleave {

@@ -1,4 +1,4 @@
-#include "actors/ps/modellet_report.hpp"
+#include "actors/ps/modellet/modellet_report.hpp"
 
 namespace cleave {
 

@@ -12,8 +12,8 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
-#include "actors/ps/shard_split.hpp"
-#include "actors/ps/shard_store.hpp"
+#include "actors/ps/shards/shard_split.hpp"
+#include "actors/ps/shards/shard_store.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/ops.hpp"
 

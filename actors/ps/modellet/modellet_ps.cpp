@@ -1,4 +1,4 @@
-#include "actors/ps/modellet_ps.hpp"
+#include "actors/ps/modellet/modellet_ps.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "actors/ps/remote_shard.hpp"
+#include "actors/ps/shards/remote_shard.hpp"
 
 #include "schema/errors.hpp"
 #include "schema/shard_parts.hpp"

@@ -1,4 +1,4 @@
-#include "actors/ps/shard_slices.hpp"
+#include "actors/ps/shards/shard_slices.hpp"
 
 #include <algorithm>
 

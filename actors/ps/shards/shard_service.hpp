@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/ps/shard_devices.hpp"
-#include "actors/ps/shard_store.hpp"
+#include "actors/ps/shards/shard_devices.hpp"
+#include "actors/ps/shards/shard_store.hpp"
 #include "schema/shard_codec.hpp"
 #include "schema/shard_parts.hpp"
 

@@ -1,8 +1,8 @@
 #pragma once
 // --ps-shards=S: S parameter-server shards. Shard s owns one slice of every
-// parameter (actors/ps/shard_slices.hpp) with its gradient and AdamW
+// parameter (actors/ps/shards/shard_slices.hpp) with its gradient and AdamW
 // moments and computes its share of every weight product
-// (actors/ps/shard_split.hpp). A shard is a thread of this process with its
+// (actors/ps/shards/shard_split.hpp). A shard is a thread of this process with its
 // own engine (for a fleet: its own actor, plans and traffic), or a
 // `--role=ps-shard` process behind a framed connection (remote_shard.hpp);
 // sharded_ps drives every shard from a thread of its own, so all shards
@@ -18,9 +18,9 @@
 #include <memory>
 #include <vector>
 
-#include "actors/ps/ps_shard.hpp"
-#include "actors/ps/shard_pool.hpp"
-#include "actors/ps/shard_split.hpp"
+#include "actors/ps/shards/ps_shard.hpp"
+#include "actors/ps/shards/shard_pool.hpp"
+#include "actors/ps/shards/shard_split.hpp"
 #include "kernels/gemm.hpp"
 #include "training/parameter_store.hpp"
 

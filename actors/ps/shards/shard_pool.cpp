@@ -1,4 +1,4 @@
-#include "actors/ps/shard_pool.hpp"
+#include "actors/ps/shards/shard_pool.hpp"
 
 namespace cleave {
 

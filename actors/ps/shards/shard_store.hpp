@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "actors/ps/shard_slices.hpp"
-#include "actors/ps/shard_split.hpp"
+#include "actors/ps/shards/shard_slices.hpp"
+#include "actors/ps/shards/shard_split.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/tensor.hpp"

@@ -1,4 +1,4 @@
-#include "actors/ps/shard_split.hpp"
+#include "actors/ps/shards/shard_split.hpp"
 
 namespace cleave {
 
