@@ -2,12 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/gateway/job_proof.hpp"
-#include "actors/ps/shards/remote_shard.hpp"
 #include "actors/ps/runtime_report.hpp"
+#include "actors/ps/shards/remote_shard.hpp"
 #include "cmd/roles.hpp"
 #include "cmd/training_run.hpp"
 #include "schema/errors.hpp"
+#include "schema/job_proof.hpp"
 
 namespace cleave {
 

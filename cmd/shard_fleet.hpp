@@ -7,7 +7,7 @@
 // and runs its slice products on a distributed engine over the devices
 // connected there: the engine in-process shards use, as shard s of S. Its
 // edge admits a device only with the proof of the coordinator's welcome
-// (actors/gateway/job_proof.hpp).
+// (schema/job_proof.hpp).
 //
 // Coordinator side: `--role=ps --shards=... --listen=...` sends each shard
 // the fleet request (the job's secret, s, S, the cost model's figures),

@@ -11,13 +11,13 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/churn/demo_scenario.hpp"
-#include "actors/console/console_actor.hpp"
-#include "actors/planner/planner_actor.hpp"
+#include "actors/console/console_protocol.hpp"
+#include "actors/planner/planner_protocol.hpp"
 #include "actors/ps/control_inbox.hpp"
 #include "actors/ps/engine/distributed_gemm.hpp"
-#include "actors/ps/runtime_report.hpp"
 #include "actors/ps/modellet/modellet_report.hpp"
 #include "actors/ps/modellet/modellet_transport.hpp"
+#include "actors/ps/runtime_report.hpp"
 #include "actors/ps/shards/remote_shard.hpp"
 #include "actors/ps/shards/shard_checkpoints.hpp"
 #include "actors/ps/shards/sharded_ps.hpp"
@@ -36,7 +36,7 @@ namespace cleave {
 namespace {
 
 // The churn actor's summary (counts, detection latencies) as JSON.
-nlohmann::json churn_summary(caf::actor_system& sys, const caf::actor& churn) {
+nlohmann::json churn_summary(caf::actor_system& sys, const churn_handle& churn) {
   nlohmann::json out = nlohmann::json::object();
   caf::scoped_actor self{sys};
   self->request(churn, std::chrono::seconds(10), caf::get_atom::value)
@@ -109,8 +109,8 @@ void add_step_shares(nlohmann::json& doc, double trained_seconds) {
 }
 
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
-          const std::vector<distributed_gemm*>& fleet, const caf::actor& churn = {},
-          const caf::actor& console = {}, train_extras extras = {}) {
+          const std::vector<distributed_gemm*>& fleet, const churn_handle& churn = {},
+          const console_handle& console = {}, train_extras extras = {}) {
   const modellet_ps* modellets = extras.modellets;
   data_parallel_store* data_parallel = extras.data_parallel;
   auto data = load_training_data(opts);

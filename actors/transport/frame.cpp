@@ -4,8 +4,12 @@
 #include <string>
 
 #include "schema/errors.hpp"
+#include "schema/pacing.hpp"
 
 namespace cleave::transport {
+
+static_assert(frame_header_size == paced_frame_header_bytes,
+              "an emulated device's pacing counts the edge's frame header");
 
 namespace {
 

@@ -7,8 +7,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "training/elapsed.hpp"
+#include "actors/planner/cost_model.hpp"
 #include "schema/errors.hpp"
+#include "training/elapsed.hpp"
 
 namespace cleave {
 

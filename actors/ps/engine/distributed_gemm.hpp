@@ -28,7 +28,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/planner/planner_actor.hpp"
+#include "actors/planner/planner_protocol.hpp"
 #include "actors/ps/engine/accounts.hpp"
 #include "actors/ps/engine/fleet_client.hpp"
 #include "actors/ps/engine/fold_order.hpp"
@@ -39,10 +39,10 @@
 #include "training/elapsed.hpp"
 #include "actors/ps/engine/tile_policy.hpp"
 #include "actors/ps/engine/tile_schedule.hpp"
+#include "actors/ps/ps_protocol.hpp"
 #include "actors/ps/verify/freivalds.hpp"
 #include "actors/ps/verify/reputation.hpp"
 #include "kernels/gemm.hpp"
-#include "schema/messages.hpp"
 
 namespace cleave {
 

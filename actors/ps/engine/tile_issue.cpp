@@ -9,8 +9,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/device/block_cache.hpp"
+#include "actors/planner/cost_model.hpp"
 #include "actors/ps/engine/distributed_gemm.hpp"
+#include "schema/block_key.hpp"
 
 namespace cleave {
 

@@ -4,9 +4,9 @@
 #include <chrono>
 #include <functional>
 
-#include "actors/device/pacing.hpp"
 #include "schema/errors.hpp"
 #include "schema/messages.hpp"
+#include "schema/pacing.hpp"
 
 namespace cleave {
 

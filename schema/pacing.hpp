@@ -24,6 +24,11 @@ struct paced_span {
 // slower than the profile shows as such rather than being hidden.
 paced_span pace(caf::timestamp arrived, caf::timestamp busy_until, caf::timestamp now, double seconds);
 
+// The device edge's frame header (actors/transport/frame.hpp's
+// frame_header_size, which asserts the two agree): schema/ sits below the
+// transport, so the number is restated here rather than included.
+inline constexpr uint64_t paced_frame_header_bytes = 24;
+
 // One model-let exchange on a device's links: the request down, the answer
 // up, each a frame (payload and the channel's frame header) paying the
 // one-way latency. The device's compute is added by the caller.

@@ -1,4 +1,4 @@
-#include "actors/gateway/job_proof.hpp"
+#include "schema/job_proof.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

@@ -1,9 +1,7 @@
-#include "actors/device/pacing.hpp"
+#include "schema/pacing.hpp"
 
 #include <algorithm>
 #include <chrono>
-
-#include "actors/transport/frame.hpp"
 
 namespace cleave {
 
@@ -15,7 +13,7 @@ paced_span pace(caf::timestamp arrived, caf::timestamp busy_until, caf::timestam
 
 double modellet_link_seconds(const device_profile& p, uint64_t request_payload_bytes,
                              uint64_t answer_payload_bytes) {
-  const auto header = static_cast<double>(transport::frame_header_size);
+  const auto header = static_cast<double>(paced_frame_header_bytes);
   return (static_cast<double>(request_payload_bytes) + header) / p.downlink
          + (static_cast<double>(answer_payload_bytes) + header) / p.uplink + 2 * p.latency;
 }
