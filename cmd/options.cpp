@@ -6,9 +6,9 @@
 #include <caf/openssl/manager.hpp>
 
 #include "actors/churn/demo_scenario.hpp"
-#include "actors/detector/detector_actor.hpp"
-#include "actors/gateway/edge_gateway.hpp"
-#include "actors/planner/planner_actor.hpp"
+#include "actors/detector/detector_protocol.hpp"
+#include "actors/gateway/edge_gateway_protocol.hpp"
+#include "actors/planner/planner_protocol.hpp"
 #include "actors/transport/bulk_channel.hpp"
 #include "schema/errors.hpp"
 #include "schema/messages.hpp"

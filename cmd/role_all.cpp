@@ -106,8 +106,17 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   if (churning)
     children.push_back({"churn",
                         [s = std::move(*schedule), base](caf::local_actor* sup) {
-                          return sup->spawn(churn_actor, s, base,
-                                            registered(sup->system(), "planner"));
+                          auto planner = registered(sup->system(), "planner");
+                          auto spawn_device = [base, planner](caf::local_actor* parent,
+                                                              const device_profile& profile,
+                                                              int32_t fleet_index) {
+                            auto opts = base;
+                            opts.profile = profile;
+                            opts.fleet_index = fleet_index;
+                            return parent->spawn<caf::linked>(device_actor, opts, planner);
+                          };
+                          return caf::actor_cast<caf::actor>(
+                            sup->spawn(churn_actor, s, spawn_device, planner));
                         },
                         false});
   auto supervisor = start_supervisor(sys, std::move(children));
@@ -134,7 +143,7 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   fleet_run run;
   run.planner = registered(sys, "planner");
   run.devices = n;
-  if (churning) run.churn = registered(sys, "churn");
+  if (churning) run.churn = caf::actor_cast<churn_handle>(registered(sys, "churn"));
   run.find_planner = base.find_planner;
   run.console = *console;
   run.emulated = true;

@@ -7,9 +7,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/gateway/job_proof.hpp"
+#include "schema/job_proof.hpp"
 #include "actors/planner/fleet_roster.hpp"
-#include "actors/ps/remote_shard.hpp"
+#include "actors/ps/shards/remote_shard.hpp"
 #include "actors/ps/shards/shard_fleet.hpp"
 #include "cmd/fleet_job.hpp"
 #include "cmd/roles.hpp"

@@ -27,9 +27,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/ps/shard_server.hpp"
-#include "actors/gateway/job_proof.hpp"
 #include "actors/ps/shards/shard_fleet.hpp"
+#include "actors/ps/shards/shard_server.hpp"
 #include "cmd/fleet_job.hpp"
 #include "cmd/roles.hpp"
 #include "cmd/wiring.hpp"

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/detector/detector_actor.hpp"
 #include "cmd/roles.hpp"
 #include "cmd/wiring.hpp"
 #include "schema/errors.hpp"
@@ -19,7 +20,7 @@ int run_service(cleave_config& cfg) {
   std::vector<child_spec> children;
   if (cfg.role == "detector") {
     children.push_back({"detector", [d = detector_opts(cfg)](caf::local_actor* sup) {
-                          return sup->spawn(detector_actor, d);
+                          return caf::actor_cast<caf::actor>(sup->spawn(detector_actor, d));
                         }});
   } else {
     auto at = parse_endpoint(cfg.detector, "--detector", false);
@@ -30,7 +31,7 @@ int run_service(cleave_config& cfg) {
                            + sys.render(detector.error()));
     const int min_devices = cfg.min_devices >= 0 ? cfg.min_devices : 1;
     children.push_back({"planner", [p = planner_opts(cfg, min_devices), d = *detector](caf::local_actor* sup) {
-                          return sup->spawn(planner_actor, p, d);
+                          return sup->spawn(planner_actor, p, caf::actor_cast<detector_handle>(d));
                         }});
   }
   auto supervisor = start_supervisor(sys, std::move(children));

@@ -10,16 +10,16 @@
 
 #include "actors/churn/churn_report.hpp"
 #include "actors/churn/demo_scenario.hpp"
-#include "actors/console/console_actor.hpp"
+#include "actors/console/console_protocol.hpp"
 #include "actors/planner/fleet_roster.hpp"
 #include "actors/ps/control_inbox.hpp"
 #include "actors/ps/engine/distributed_gemm.hpp"
 #include "actors/ps/engine_fleet.hpp"
-#include "actors/ps/modellet_report.hpp"
-#include "actors/ps/modellet_transport.hpp"
-#include "actors/ps/remote_shard.hpp"
-#include "actors/ps/shard_checkpoints.hpp"
-#include "actors/ps/sharded_ps.hpp"
+#include "actors/ps/modellet/modellet_report.hpp"
+#include "actors/ps/modellet/modellet_transport.hpp"
+#include "actors/ps/shards/remote_shard.hpp"
+#include "actors/ps/shards/shard_checkpoints.hpp"
+#include "actors/ps/shards/sharded_ps.hpp"
 #include "actors/ps/shards/shard_process_report.hpp"
 #include "actors/ps/shards/shard_recovery.hpp"
 #include "actors/ps/runtime_report.hpp"
@@ -64,8 +64,8 @@ struct train_extras {
 // far) every half second and sends the operator's controls, obeyed between
 // steps.
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
-          const std::vector<distributed_gemm*>& fleet, const caf::actor& churn = {},
-          const caf::actor& console = {}, train_extras extras = {}) {
+          const std::vector<distributed_gemm*>& fleet, const churn_handle& churn = {},
+          const console_handle& console = {}, train_extras extras = {}) {
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
   std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());

@@ -7,6 +7,8 @@
 
 #include <caf/all.hpp>
 
+#include "actors/churn/churn_protocol.hpp"
+#include "actors/console/console_protocol.hpp"
 #include "cmd/options.hpp"
 #include "schema/profile.hpp"
 
@@ -18,12 +20,12 @@ class remote_shard;
 struct fleet_run {
   caf::actor planner;
   int devices = 0;             // emulated, or the quorum waited for: for the report
-  caf::actor churn;            // told every step (in-process churn); may be null
+  churn_handle churn;          // told every step (in-process churn); may be null
   // Finds the planner's successor after a restart (in-process: the
   // registry; a separate planner process: its address). Empty: a lost
   // planner ends the run.
   std::function<caf::actor()> find_planner;
-  caf::actor console;          // gets the loop's status; may be null
+  console_handle console;      // gets the loop's status; may be null
   bool emulated = false;       // in-process devices, pacing their work to their profiles
 };
 
@@ -54,7 +56,7 @@ struct shard_process_hooks {
   std::function<caf::error(size_t shard, remote_shard&)> shard_back;
   // The admin console (--admin; null without): the run's status with each
   // shard's per_shard entry, its stats asked for at most twice a second.
-  caf::actor console;
+  console_handle console;
 };
 int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg, const train_options& opts,
                                int threads, const std::vector<std::pair<std::string, uint16_t>>& shards,

@@ -14,6 +14,7 @@
 #include "actors/console/console_actor.hpp"
 #include "actors/console/controls.hpp"
 #include "actors/console/http_endpoint.hpp"
+#include "actors/detector/detector_actor.hpp"
 #include "cmd/roles.hpp"
 #include "schema/errors.hpp"
 
@@ -96,13 +97,17 @@ std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices)
   auto popts = planner_opts(cfg, min_devices);
   auto starts = std::make_shared<int>(0);
   return {
-    {"detector", [dopts](caf::local_actor* sup) { return sup->spawn(detector_actor, dopts); }},
+    {"detector",
+     [dopts](caf::local_actor* sup) {
+       return caf::actor_cast<caf::actor>(sup->spawn(detector_actor, dopts));
+     }},
     {"planner",
      [popts, starts](caf::local_actor* sup) mutable {
        // A restarted planner must not wait for the first step's quorum:
        // devices that died meanwhile will never join it.
        if ((*starts)++ > 0) popts.min_devices = 0;
-       return sup->spawn(planner_actor, popts, registered(sup->system(), "detector"));
+       return sup->spawn(planner_actor, popts,
+                         caf::actor_cast<detector_handle>(registered(sup->system(), "detector")));
      }},
   };
 }
@@ -120,12 +125,12 @@ void stop(const caf::actor& supervisor) {
 }
 
 
-caf::expected<caf::actor> start_console(caf::actor_system& sys, const cleave_config& cfg,
+caf::expected<console_handle> start_console(caf::actor_system& sys, const cleave_config& cfg,
                                         std::function<caf::actor()> planner,
                                         std::function<caf::actor()> detector) {
   if (cfg.admin.empty()) {
     if (!cfg.admin_token.empty()) return fail("--admin-token needs --admin (the console it guards)");
-    return caf::actor{};
+    return console_handle{};
   }
   auto at = parse_endpoint(cfg.admin, "--admin", true);
   if (!at) return at.error();

@@ -11,7 +11,8 @@
 
 #include <caf/all.hpp>
 
-#include "actors/detector/detector_actor.hpp"
+#include "actors/console/console_protocol.hpp"
+#include "actors/detector/detector_options.hpp"
 #include "actors/planner/planner_actor.hpp"
 #include "actors/ps/engine/distributed_gemm.hpp"
 #include "actors/supervisor/supervisor.hpp"
@@ -50,7 +51,7 @@ void stop(const caf::actor& supervisor);
 // The admin console (--admin=[host:]port): an actor holding the loop's
 // status, asking the planner and detector for the live fleet, behind an
 // HTTP endpoint. A null actor when --admin is not given.
-caf::expected<caf::actor> start_console(caf::actor_system& sys, const cleave_config& cfg,
+caf::expected<console_handle> start_console(caf::actor_system& sys, const cleave_config& cfg,
                                         std::function<caf::actor()> planner,
                                         std::function<caf::actor()> detector);
 

@@ -245,7 +245,8 @@ TEST(console_page, is_one_self_contained_document) {
 struct console_node {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
-  caf::actor planner, detector, console;
+  caf::actor planner, detector;
+  console_handle console;
   uint16_t port = 0;
   explicit console_node(console_endpoint_options opts) {
     cfg.load<caf::io::middleman>();
@@ -278,7 +279,8 @@ struct console_node {
     if (bound) port = *bound;
   }
   ~console_node() {
-    for (auto& a : {planner, detector, console}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    for (auto& a : {planner, detector, caf::actor_cast<caf::actor>(console)})
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     sys.reset();
   }
 };
@@ -382,7 +384,8 @@ TEST(console_actor, subscribes_again_when_the_planner_changes) {
   }
   for (int i = 0; i < 100 && kinds().size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(kinds(), (std::vector<std::string>{"join", "rejoin"}));
-  for (auto& a : {first, second, console}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  for (auto& a : {first, second, caf::actor_cast<caf::actor>(console)})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 TEST(console_endpoint, refuses_hostile_clients_and_keeps_serving) {

@@ -76,7 +76,7 @@ struct config : caf::actor_system_config {
 
 struct fixture : test_coordinator_fixture<config> {
   detector_options opts;
-  caf::actor det;
+  detector_handle det;
 
   fixture() { spdlog::set_level(spdlog::level::err); }
 
@@ -141,7 +141,7 @@ struct fixture : test_coordinator_fixture<config> {
     return deref<caf::stateful_actor<recorder_state>>(sub).state.events;
   }
 
-  detector_state& det_state() { return deref<caf::stateful_actor<detector_state>>(det).state; }
+  detector_state& det_state() { return deref<detector_handle::stateful_base<detector_state>>(det).state; }
 
   static size_t count(const std::vector<recorded_event>& evs, fleet_event_kind kind, int32_t dev) {
     return static_cast<size_t>(std::count_if(evs.begin(), evs.end(), [&](const recorded_event& r) {

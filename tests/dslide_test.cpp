@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/device/pacing.hpp"
 #include "actors/simulator/baselines/live_data_parallel.hpp"
+#include "schema/pacing.hpp"
 
 using namespace cleave;
 

@@ -130,7 +130,7 @@ class edge : public ::testing::Test {
     port = lst->port;
   }
   void TearDown() override {
-    for (auto& a : {listener, gateway, planner, detector})
+    for (auto& a : {listener, gateway, planner, caf::actor_cast<caf::actor>(detector)})
       if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }
   // A device as a device process runs one: its actor behind an edge link.
@@ -173,7 +173,8 @@ class edge : public ::testing::Test {
 
   config cfg;
   caf::actor_system sys{cfg};
-  caf::actor detector, planner, gateway, listener;
+  detector_handle detector;
+  caf::actor planner, gateway, listener;
   uint16_t port = 0;
   std::vector<caf::actor> devices;
 };

@@ -18,6 +18,7 @@
 #include "actors/ps/engine/snapshot_pool.hpp"
 #include "actors/ps/engine/step_predictor.hpp"
 #include "actors/supervisor/restart_budget.hpp"
+#include "schema/block_key.hpp"
 #include "schema/errors.hpp"
 #include "schema/profile.hpp"
 #include "schema/tile_codec.hpp"

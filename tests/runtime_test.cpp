@@ -130,7 +130,8 @@ class runtime : public ::testing::Test {
 
   config cfg;
   caf::actor_system sys{cfg};
-  caf::actor detector, planner;
+  detector_handle detector;
+  caf::actor planner;
   std::vector<caf::actor> spawned;
 };
 
@@ -498,10 +499,13 @@ TEST(supervised_runtime, a_crashed_planner_is_restarted_and_the_fleet_follows_it
   po.cost.ps_flops = 1e9;
   po.cost.min_split_flops = 1;
   std::vector<child_spec> children{
-    {"detector", [](caf::local_actor* sup) { return sup->spawn(detector_actor, detector_options{}); }},
+    {"detector",
+     [](caf::local_actor* sup) {
+       return caf::actor_cast<caf::actor>(sup->spawn(detector_actor, detector_options{}));
+     }},
     {"planner", [po](caf::local_actor* sup) {
        return sup->spawn(planner_actor, po,
-                         caf::actor_cast<caf::actor>(
+                         caf::actor_cast<detector_handle>(
                            sup->system().registry().get(caf::atom_from_string("detector"))));
      }}};
   for (int i = 0; i < 3; ++i) {

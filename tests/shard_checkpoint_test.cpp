@@ -1,6 +1,6 @@
 // A shard process's own checkpoint file (schema/shard_checkpoint_file.hpp)
 // as hostile input, and a set of them put together again with another
-// shard count (actors/ps/shard_checkpoints.hpp).
+// shard count (actors/ps/shards/shard_checkpoints.hpp).
 
 #include <algorithm>
 #include <cstring>
@@ -10,9 +10,9 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
-#include "actors/ps/shard_checkpoints.hpp"
-#include "actors/ps/shard_service.hpp"
-#include "actors/ps/shard_slices.hpp"
+#include "actors/ps/shards/shard_checkpoints.hpp"
+#include "actors/ps/shards/shard_service.hpp"
+#include "actors/ps/shards/shard_slices.hpp"
 #include "schema/errors.hpp"
 #include "schema/shard_checkpoint_file.hpp"
 #include "tests/test_util.hpp"

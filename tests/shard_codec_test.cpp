@@ -1,5 +1,5 @@
 // PS shard frames (schema/shard_codec.hpp) and a shard process's service
-// (actors/ps/shard_service.hpp): each message round-trips (strided windows
+// (actors/ps/shards/shard_service.hpp): each message round-trips (strided windows
 // included); every truncation and every lying count or shape is an error,
 // never a crash or a large allocation; the service refuses requests out of
 // order or that do not fit its slices, and computes the products the
@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/ps/ps_shard.hpp"
-#include "actors/ps/shard_service.hpp"
+#include "actors/ps/shards/ps_shard.hpp"
+#include "actors/ps/shards/shard_service.hpp"
 #include "kernels/random.hpp"
 #include "schema/byte_io.hpp"
 #include "schema/errors.hpp"

@@ -1,6 +1,6 @@
 // Devices fed by shard processes: the welcome that names the shards' edges
 // (schema/edge_codec.hpp), the job's proof a shard's edge admits devices by
-// (actors/gateway/job_proof.hpp), the fleet request (schema/
+// (schema/job_proof.hpp), the fleet request (schema/
 // shard_fleet_codec.hpp) and the stats answer's device counts. Each
 // round-trips; every truncation, lying count or value out of range is an
 // error, never a crash or an allocation past the frame. Through a real
@@ -22,10 +22,10 @@
 #include "actors/device/edge_link.hpp"
 #include "actors/device/shard_links.hpp"
 #include "actors/gateway/edge_gateway.hpp"
-#include "actors/gateway/job_proof.hpp"
 #include "actors/planner/planner_actor.hpp"
-#include "schema/errors.hpp"
 #include "schema/edge_codec.hpp"
+#include "schema/errors.hpp"
+#include "schema/job_proof.hpp"
 #include "schema/shard_codec.hpp"
 #include "schema/shard_fleet_codec.hpp"
 
@@ -227,5 +227,6 @@ TEST(shard_fleet, a_shard_edge_admits_only_the_jobs_devices) {
   links.close();
   caf::anon_send_exit(late->channel, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(listener->channel, caf::exit_reason::user_shutdown);
-  for (auto& a : {gateway, planner, detector}) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  for (auto& a : {gateway, planner, caf::actor_cast<caf::actor>(detector)})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }

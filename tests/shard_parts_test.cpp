@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/ps/shard_service.hpp"
+#include "actors/ps/shards/shard_service.hpp"
 #include "kernels/random.hpp"
 #include "schema/byte_io.hpp"
 #include "schema/errors.hpp"

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/ps/sharded_ps.hpp"
+#include "actors/ps/shards/sharded_ps.hpp"
 #include "kernels/random.hpp"
 #include "schema/errors.hpp"
 #include "tests/model_fixtures.hpp"

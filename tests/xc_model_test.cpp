@@ -12,8 +12,8 @@
 #include <gtest/gtest.h>
 
 #include "actors/device/device_actor.hpp"
-#include "actors/ps/modellet_ps.hpp"
-#include "actors/ps/modellet_transport.hpp"
+#include "actors/ps/modellet/modellet_ps.hpp"
+#include "actors/ps/modellet/modellet_transport.hpp"
 #include "kernels/random.hpp"
 #include "schema/checkpoint_file.hpp"
 #include "schema/edge_codec.hpp"

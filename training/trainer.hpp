@@ -95,7 +95,7 @@ class trainer {
   // the run with it. Unset: the failure stops the run.
   std::function<caf::error(const std::string&)> recover;
   // PS shard processes that write their own slices
-  // (actors/ps/shard_checkpoints.hpp): a checkpoint asks them to, instead of
+  // (actors/ps/shards/shard_checkpoints.hpp): a checkpoint asks them to, instead of
   // gathering the moments, and the coordinator's file, written once they
   // all answered, names their files. An error is a shard's failure (a lost
   // one rolls the run back).

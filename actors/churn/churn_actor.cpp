@@ -5,14 +5,13 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "schema/messages.hpp"
+#include "actors/device/device_protocol.hpp"
 
 namespace cleave {
 
 namespace {
 
-using churn_ptr = caf::stateful_actor<churn_state>*;
-using apply_atom = caf::atom_constant<caf::atom("apply")>;
+using churn_ptr = churn_handle::stateful_pointer<churn_state>;
 
 double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -24,17 +23,14 @@ caf::actor device_at(churn_ptr self, int32_t index) {
     self->system().registry().get(caf::atom_from_string(device_name(index))));
 }
 
-void apply(churn_ptr self, const churn_event& ev) {
+void apply_event(churn_ptr self, const churn_event& ev) {
   auto& st = self->state;
   ++st.applied[to_string(ev.action)];
   spdlog::info("churn: step {}: device {} {}", ev.step, ev.device, to_string(ev.action));
   if (ev.action == churn_action::join) {
-    auto opts = st.device_template;
-    opts.profile = ev.profile;
-    opts.fleet_index = ev.device;
     // Linked: the joined devices end with the churn actor, which traps
     // their exits (a joined device may itself be killed later).
-    auto dev = self->spawn<caf::linked>(device_actor, opts, st.planner);
+    auto dev = st.spawn_device(self, ev.profile, ev.device);
     st.joined.insert(dev.address());
     self->system().registry().put(caf::atom_from_string(device_name(ev.device)), dev);
     return;
@@ -45,11 +41,11 @@ void apply(churn_ptr self, const churn_event& ev) {
     return;
   }
   if (ev.action == churn_action::slow) {
-    self->send(dev, slow_atom::value, ev.factor);
+    caf::unsafe_send_as(self, dev, slow_atom::value, ev.factor);
     return;
   }
   if (ev.action == churn_action::crash) {  // its moment is its next tile: not timed here
-    self->send(dev, crash_atom::value);
+    caf::unsafe_send_as(self, dev, crash_atom::value);
     return;
   }
   // Ask the device its fleet id first, so the detector's events about it
@@ -62,7 +58,7 @@ void apply(churn_ptr self, const churn_event& ev) {
         if (die)
           self->send_exit(dev, caf::exit_reason::kill);
         else
-          self->send(dev, hang_atom::value);
+          caf::unsafe_send_as(self, dev, hang_atom::value);
       },
       [=](caf::error& err) {
         spdlog::warn("churn: device did not answer ({}); {} anyway",
@@ -70,7 +66,7 @@ void apply(churn_ptr self, const churn_event& ev) {
         if (die)
           self->send_exit(dev, caf::exit_reason::kill);
         else
-          self->send(dev, hang_atom::value);
+          caf::unsafe_send_as(self, dev, hang_atom::value);
       });
 }
 
@@ -78,13 +74,16 @@ void apply(churn_ptr self, const churn_event& ev) {
 
 std::string device_name(int32_t index) { return "device" + std::to_string(index); }
 
-caf::behavior churn_actor(churn_ptr self, churn_schedule schedule, device_options device_template,
-                          caf::actor planner) {
+churn_handle::behavior_type churn_actor(churn_ptr self, churn_schedule schedule,
+                                       device_spawner spawn_device, caf::actor planner) {
   auto& st = self->state;
   st.schedule = std::move(schedule);
-  st.device_template = std::move(device_template);
+  st.spawn_device = std::move(spawn_device);
   st.planner = planner;
-  self->send(planner, subscribe_atom::value, caf::actor{self});
+  // Sent unchecked, as itself, here and to the devices: a typed actor's
+  // send() reaches only typed actors, and the planner and the devices are
+  // not (their protocol headers say why).
+  caf::unsafe_send_as(self, planner, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (self->state.joined.erase(msg.source) > 0) return;  // a joined device ended
     self->quit(msg.reason);
@@ -93,7 +92,7 @@ caf::behavior churn_actor(churn_ptr self, churn_schedule schedule, device_option
     [=](churn_atom, int64_t step) {
       for (auto& ev : self->state.schedule.due(step)) {
         if (ev.after_seconds <= 0) {
-          apply(self, ev);
+          apply_event(self, ev);
           continue;
         }
         const uint64_t seq = self->state.next_seq++;
@@ -101,13 +100,13 @@ caf::behavior churn_actor(churn_ptr self, churn_schedule schedule, device_option
         self->delayed_send(self,
                            std::chrono::duration_cast<caf::timespan>(
                              std::chrono::duration<double>(ev.after_seconds)),
-                           apply_atom::value, seq);
+                           churn_apply_atom::value, seq);
       }
     },
-    [=](apply_atom, uint64_t seq) {
+    [=](churn_apply_atom, uint64_t seq) {
       auto it = self->state.pending.find(seq);
       if (it == self->state.pending.end()) return;
-      apply(self, it->second);
+      apply_event(self, it->second);
       self->state.pending.erase(it);
     },
     [=](event_atom, const fleet_event& ev) {

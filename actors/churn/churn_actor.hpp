@@ -3,11 +3,9 @@
 // it each step, and it kills, hangs, slows or adds emulated devices at the
 // scheduled moments. It also measures what the detector made of each
 // failure: the time from a kill or hang to the suspect and dead events.
-//
-// Messages:
-//   (churn_atom, int64 step)   a step begins
-//   (get_atom)              -> std::string: a JSON summary (counts, detection latencies)
+// Its messages: churn_protocol.hpp.
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -15,14 +13,21 @@
 
 #include <caf/all.hpp>
 
+#include "actors/churn/churn_protocol.hpp"
 #include "actors/churn/churn_schedule.hpp"
-#include "actors/device/device_actor.hpp"
+#include "schema/profile.hpp"
 
 namespace cleave {
 
+// Starts a joining device, linked to `parent`, with the event's profile and
+// fleet index. The wiring that owns the fleet's device options provides it,
+// so the churn actor needs no device implementation.
+using device_spawner =
+  std::function<caf::actor(caf::local_actor* parent, const device_profile& profile, int32_t fleet_index)>;
+
 struct churn_state {
   churn_schedule schedule;
-  device_options device_template;  // joining devices: this, with the event's profile
+  device_spawner spawn_device;
   caf::actor planner;
   uint64_t next_seq = 0;
   std::map<uint64_t, churn_event> pending;  // delayed into their step
@@ -37,7 +42,8 @@ struct churn_state {
 // The name devices are registered under: "device<index>".
 std::string device_name(int32_t index);
 
-caf::behavior churn_actor(caf::stateful_actor<churn_state>* self, churn_schedule schedule,
-                          device_options device_template, caf::actor planner);
+churn_handle::behavior_type churn_actor(churn_handle::stateful_pointer<churn_state> self,
+                                       churn_schedule schedule, device_spawner spawn_device,
+                                       caf::actor planner);
 
 }  // namespace cleave

@@ -7,7 +7,7 @@
 
 namespace cleave {
 
-nlohmann::json churn_report(caf::actor_system& sys, const caf::actor& churn) {
+nlohmann::json churn_report(caf::actor_system& sys, const churn_handle& churn) {
   nlohmann::json out = nlohmann::json::object();
   caf::scoped_actor self{sys};
   self->request(churn, std::chrono::seconds(10), caf::get_atom::value)

@@ -6,9 +6,11 @@
 
 #include <caf/all.hpp>
 
+#include "actors/churn/churn_protocol.hpp"
+
 namespace cleave {
 
 // Asks `churn` (waiting at most 10 s); an empty object if it does not answer.
-nlohmann::json churn_report(caf::actor_system& sys, const caf::actor& churn);
+nlohmann::json churn_report(caf::actor_system& sys, const churn_handle& churn);
 
 }  // namespace cleave

@@ -16,9 +16,7 @@ constexpr auto ask_timeout = std::chrono::seconds(2);
 // asks: events between a restart and the next query would be lost otherwise.
 constexpr auto resubscribe_every = std::chrono::seconds(1);
 
-using resubscribe_atom = caf::atom_constant<caf::atom("cresub")>;
-
-using console_ptr = caf::stateful_actor<console_state>*;
+using console_ptr = console_handle::stateful_pointer<console_state>;
 using control_reply = caf::result<int32_t, std::string>;
 
 planner_view unanswered(std::string why) {
@@ -39,7 +37,9 @@ void log_event(console_ptr self, std::string kind, int32_t device, double phi,
 void subscribe(console_ptr self, const caf::actor& planner) {
   if (!planner || planner == self->state.subscribed_to) return;
   self->state.subscribed_to = planner;
-  self->send(planner, subscribe_atom::value, caf::actor{self});
+  // Sent unchecked, as itself: a typed actor's send() reaches only typed
+  // actors, and the planner is not (planner_protocol.hpp says why).
+  caf::unsafe_send_as(self, planner, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
 }
 
 std::string render(console_ptr self, const planner_view& pv,
@@ -50,7 +50,10 @@ std::string render(console_ptr self, const planner_view& pv,
 }
 
 void answer(console_ptr self, caf::typed_response_promise<std::string> rp, const planner_view& pv) {
-  auto detector = self->state.detector ? self->state.detector() : caf::actor{};
+  // Found in the registry or named by a remote planner, so untyped until here;
+  // from here on the compiler checks the question and its answer.
+  auto detector = caf::actor_cast<detector_handle>(self->state.detector ? self->state.detector()
+                                                                       : caf::actor{});
   if (!detector) {
     rp.deliver(render(self, pv, {}));
     return;
@@ -112,15 +115,15 @@ control_reply control(console_ptr self, const control_request& req) {
     case control_kind::drain:
       return drain(self, req);
     case control_kind::pause:
-      self->send(st.loop, pause_atom::value);
+      caf::unsafe_send_as(self, st.loop, pause_atom::value);
       st.loop_view.paused = true;
       break;
     case control_kind::resume:
-      self->send(st.loop, resume_atom::value);
+      caf::unsafe_send_as(self, st.loop, resume_atom::value);
       st.loop_view.paused = false;
       break;
     case control_kind::checkpoint:
-      self->send(st.loop, checkpoint_atom::value);
+      caf::unsafe_send_as(self, st.loop, checkpoint_atom::value);
       st.checkpoint_pending = true;
       break;
   }
@@ -130,13 +133,13 @@ control_reply control(console_ptr self, const control_request& req) {
 
 }  // namespace
 
-caf::behavior console_actor(console_ptr self, std::function<caf::actor()> planner,
+console_handle::behavior_type console_actor(console_ptr self, std::function<caf::actor()> planner,
                             std::function<caf::actor()> detector, bool controls_enabled) {
   self->state.planner = std::move(planner);
   self->state.detector = std::move(detector);
   self->state.controls_enabled = controls_enabled;
   subscribe(self, self->state.planner());
-  self->delayed_send(self, resubscribe_every, resubscribe_atom::value);
+  self->delayed_send(self, resubscribe_every, console_resubscribe_atom::value);
   self->set_down_handler([=](const caf::down_msg& down) {
     auto& st = self->state;
     if (down.source != st.loop.address()) return;
@@ -145,9 +148,9 @@ caf::behavior console_actor(console_ptr self, std::function<caf::actor()> planne
     st.checkpoint_pending = false;
   });
   return {
-    [=](resubscribe_atom) {
+    [=](console_resubscribe_atom) {
       subscribe(self, self->state.planner());
-      self->delayed_send(self, resubscribe_every, resubscribe_atom::value);
+      self->delayed_send(self, resubscribe_every, console_resubscribe_atom::value);
     },
     [=](event_atom, const fleet_event& ev) {
       log_event(self, to_string(ev.kind), ev.device, ev.phi);

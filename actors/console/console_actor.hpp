@@ -8,14 +8,7 @@
 // which its endpoint has already authorised: drains go to the planner,
 // pause, resume and checkpoint to the training loop's inbox.
 //
-// Messages:
-//   (console_status_atom, std::string json)   the training loop's status
-//   (event_atom, fleet_event)                  from the planner: logged
-//   (control_atom, caf::actor inbox, bool)     the training loop's inbox, and
-//                                              whether it has a checkpoint directory
-//   (loop_event_atom, std::string kind, step)  what the loop did: logged
-//   (control_atom, control_request)            -> (int32_t status, std::string text)
-//   (caf::get_atom) -> std::string             the console document (console_view.hpp)
+// Messages: console_protocol.hpp.
 
 #include <chrono>
 #include <functional>
@@ -24,18 +17,11 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/console/console_protocol.hpp"
 #include "actors/console/controls.hpp"
 #include "actors/console/event_log.hpp"
-#include "schema/messages.hpp"
 
 namespace cleave {
-
-using console_status_atom = caf::atom_constant<caf::atom("cstatus")>;
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, control_request& x) {
-  return f(caf::meta::type_name("control_request"), x.kind, x.device);
-}
 
 struct console_state {
   nlohmann::json training;  // null until the first status
@@ -51,7 +37,7 @@ struct console_state {
   static inline const char* name = "cleave.console";
 };
 
-caf::behavior console_actor(caf::stateful_actor<console_state>* self,
+console_handle::behavior_type console_actor(console_handle::stateful_pointer<console_state> self,
                             std::function<caf::actor()> planner,
                             std::function<caf::actor()> detector, bool controls_enabled);
 

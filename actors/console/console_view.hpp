@@ -12,8 +12,8 @@
 
 #include "actors/console/controls.hpp"
 #include "actors/console/event_log.hpp"
-#include "actors/detector/detector_actor.hpp"
-#include "actors/planner/planner_actor.hpp"
+#include "actors/detector/detector_protocol.hpp"
+#include "actors/planner/planner_protocol.hpp"
 
 namespace cleave {
 

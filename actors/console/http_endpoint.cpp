@@ -47,7 +47,7 @@ struct http_conn {
 };
 
 struct endpoint_state {
-  caf::actor console;
+  console_handle console;
   console_endpoint_options opts;
   std::map<caf::io::connection_handle, http_conn> conns;
   uint64_t accepted = 0;  // connections so far: the next one's serial
@@ -164,7 +164,7 @@ void on_data(endpoint_broker* self, caf::io::new_data_msg& msg) {
 }
 
 // The endpoint lives as long as its console.
-caf::behavior endpoint(endpoint_broker* self, caf::io::doorman_ptr dm, caf::actor console,
+caf::behavior endpoint(endpoint_broker* self, caf::io::doorman_ptr dm, console_handle console,
                        console_endpoint_options opts) {
   self->add_doorman(std::move(dm));
   self->state.console = std::move(console);
@@ -202,7 +202,7 @@ caf::behavior endpoint(endpoint_broker* self, caf::io::doorman_ptr dm, caf::acto
 }  // namespace
 
 caf::expected<uint16_t> open_console_endpoint(caf::actor_system& sys, uint16_t port,
-                                              caf::actor console, console_endpoint_options opts) {
+                                              console_handle console, console_endpoint_options opts) {
   if (!console) return fail("the console endpoint needs a console actor");
   auto& mm = sys.middleman();
   const char* in = opts.bind_address.empty() ? nullptr : opts.bind_address.c_str();

@@ -20,6 +20,8 @@
 #include <caf/expected.hpp>
 #include <caf/timespan.hpp>
 
+#include "actors/console/console_protocol.hpp"
+
 namespace cleave {
 
 struct console_endpoint_options {
@@ -31,7 +33,7 @@ struct console_endpoint_options {
 
 // Listens on `port` (0: any free port) and returns the port bound.
 caf::expected<uint16_t> open_console_endpoint(caf::actor_system& sys, uint16_t port,
-                                              caf::actor console,
+                                              console_handle console,
                                               console_endpoint_options opts = {});
 
 }  // namespace cleave

@@ -3,7 +3,7 @@
 // own options and its own phi arithmetic: what the simulator waits before
 // the engine reacts to a death or a hang.
 
-#include "actors/detector/detector_actor.hpp"
+#include "actors/detector/detector_options.hpp"
 
 namespace cleave {
 

@@ -13,14 +13,17 @@ double now_seconds(caf::local_actor* self) {
   return std::chrono::duration<double>(self->clock().now().time_since_epoch()).count();
 }
 
-void publish(caf::stateful_actor<detector_state>* self, fleet_event ev) {
+void publish(detector_handle::stateful_pointer<detector_state> self, fleet_event ev) {
   spdlog::debug("detector: device {} {}", ev.device, to_string(ev.kind));
-  for (auto& sub : self->state.subscribers) self->send(sub, event_atom::value, ev);
+  // A typed actor's send() reaches only typed actors, and the subscribers
+  // (planners, consoles, engines) are not: sent unchecked, as itself.
+  for (auto& sub : self->state.subscribers) caf::unsafe_send_as(self, sub, event_atom::value, ev);
 }
 
 }  // namespace
 
-caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector_options opts) {
+detector_handle::behavior_type detector_actor(detector_handle::stateful_pointer<detector_state> self,
+                                             detector_options opts) {
   self->state.opts = opts;
   self->set_down_handler([=](const caf::down_msg& msg) {
     auto& subs = self->state.subscribers;
@@ -77,7 +80,7 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector
         if (!dev.told_to_rejoin) {
           dev.told_to_rejoin = true;
           spdlog::info("detector: device {} was declared dead but heartbeats; asking it to join again", id);
-          self->send(dev.handle, join_atom::value);
+          caf::unsafe_send_as(self, dev.handle, join_atom::value);
         }
         return;
       }
@@ -108,11 +111,6 @@ caf::behavior detector_actor(caf::stateful_actor<detector_state>* self, detector
                          tick_atom::value);
     },
   };
-}
-
-void add_detector_message_types(caf::actor_system_config& cfg) {
-  cfg.add_message_type<device_health>("cleave::device_health");
-  cfg.add_message_type<std::vector<device_health>>("std::vector<cleave::device_health>");
 }
 
 }  // namespace cleave

@@ -12,12 +12,6 @@
 
 namespace cleave {
 
-// 64-bit content key of a rows x cols block (row stride ld) of floats. With
-// copy_to, the block is also copied there (row stride copy_ld) in the same
-// pass over memory.
-uint64_t block_key(const float* data, int64_t rows, int64_t cols, int64_t ld,
-                   float* copy_to = nullptr, int64_t copy_ld = 0);
-
 // rows x cols at `offset` of `data`, row stride `ld` (0: cols): a block the
 // device owns, or a window of the snapshot an in-process PS shared.
 struct cached_block {

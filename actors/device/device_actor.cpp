@@ -4,10 +4,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/device/pacing.hpp"
 #include "actors/planner/cost_model.hpp"
 #include "kernels/gemm.hpp"
 #include "schema/errors.hpp"
+#include "schema/pacing.hpp"
 
 namespace cleave {
 

@@ -21,9 +21,9 @@
 #include <caf/all.hpp>
 
 #include "actors/device/block_cache.hpp"
+#include "actors/device/device_protocol.hpp"
 #include "actors/device/lies.hpp"
 #include "actors/device/modellet_service.hpp"
-#include "schema/messages.hpp"
 
 namespace cleave {
 

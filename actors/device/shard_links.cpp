@@ -5,9 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/device/edge_link.hpp"
-#include "actors/gateway/job_proof.hpp"
 #include "schema/endpoint.hpp"
 #include "schema/errors.hpp"
+#include "schema/job_proof.hpp"
 
 namespace cleave {
 

@@ -4,7 +4,7 @@
 // its own carrying a device actor of its own (same profile, same GEMM), so a
 // shard's tasks are answered on that shard's connection and the shard's
 // detector hears the device there. The join carries the welcome's proof
-// (actors/gateway/job_proof.hpp) in place of a token. A shard that cannot be
+// (schema/job_proof.hpp) in place of a token. A shard that cannot be
 // reached, or whose connection closes, costs one warn line: the device
 // serves the others and dials that edge again every redial interval (a shard
 // process started in place of a lost one listens at the same edge). The

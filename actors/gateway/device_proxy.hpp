@@ -24,8 +24,8 @@
 
 #include <caf/all.hpp>
 
+#include "actors/gateway/device_proxy_protocol.hpp"
 #include "schema/edge_codec.hpp"
-#include "schema/messages.hpp"
 
 namespace cleave {
 
@@ -71,17 +71,7 @@ struct device_proxy_state {
   static inline const char* name = "cleave.device_proxy";
 };
 
-// Messages:
-//   (bulk_frame_atom, bulk_frame) request  a result or miss frame from the device;
-//                                          replies with the payload buffer
-//   (heartbeat_atom)                       the device heartbeated
-//   tile_task                              from an engine: sent to the device
-//   (modellet_atom, slot, kind, payload, sent_at_ns)   a model-let frame to the device; answered with
-//     -> (kind, payload)                   the device's answer frame (tagged like the request)
-//   (run_over_atom) -> ok                  tells the device the run is over
-//   (join_atom)                            from the detector: join again under a new id
-// A planner that goes away is looked for again (opts.planner) for 5 s and
-// joined under a new id; past that the proxy exits and the device is dropped.
+// Messages: device_proxy_protocol.hpp.
 caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_options opts,
                            edge_join_msg join);
 

@@ -258,8 +258,4 @@ bulk_options edge_channel_options(const edge_options& opts, bulk_options base) {
   return base;
 }
 
-void add_gateway_message_types(caf::actor_system_config& cfg) {
-  cfg.add_message_type<edge_counters>("cleave::edge_counters");
-}
-
 }  // namespace cleave

@@ -31,6 +31,7 @@
 #include <optional>
 
 #include "actors/gateway/device_proxy.hpp"
+#include "actors/gateway/edge_gateway_protocol.hpp"
 #include "actors/gateway/join_tokens.hpp"
 #include "actors/gateway/rate_limit.hpp"
 #include "actors/transport/bulk_channel.hpp"
@@ -67,26 +68,6 @@ struct edge_options {
   std::function<caf::error(const edge_join_msg&)> admit_join;
 };
 
-// What the gateway has seen since it started.
-struct edge_counters {
-  uint64_t connections = 0;
-  uint64_t admitted = 0;
-  uint64_t refused = 0;            // a bad or missing join
-  uint64_t handshake_timeouts = 0;
-  uint64_t idle_timeouts = 0;
-  uint64_t throttled_frames = 0;
-  uint64_t dropped_flooding = 0;   // past the rate limit
-  uint64_t dropped_misbehaving = 0;  // past the strikes, or a protocol violation
-  uint64_t certificates_issued = 0;  // for join tokens
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, edge_counters& x) {
-  return f(caf::meta::type_name("edge_counters"), x.connections, x.admitted, x.refused,
-           x.handshake_timeouts, x.idle_timeouts, x.throttled_frames, x.dropped_flooding,
-           x.dropped_misbehaving, x.certificates_issued);
-}
-
 struct edge_connection {
   std::string peer;
   caf::timestamp opened;
@@ -115,12 +96,10 @@ struct edge_gateway_state {
   static inline const char* name = "cleave.edge_gateway";
 };
 
-// Messages: the bulk channel's sink messages; (caf::get_atom) -> edge_counters.
+// Messages: edge_gateway_protocol.hpp.
 caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_options opts);
 
 // The channel options the edge needs: the per-kind caps and the read chunk.
 transport::bulk_options edge_channel_options(const edge_options& opts, transport::bulk_options base = {});
-
-void add_gateway_message_types(caf::actor_system_config& cfg);
 
 }  // namespace cleave

@@ -6,7 +6,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/planner/planner_actor.hpp"
+#include "actors/planner/planner_protocol.hpp"
 
 namespace cleave {
 

@@ -75,7 +75,7 @@ void answer_waiters(caf::stateful_actor<planner_state>* self) {
 }  // namespace
 
 caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_options opts,
-                            caf::actor detector) {
+                            detector_handle detector) {
   self->state.opts = opts;
   self->state.detector = detector;
   // An error a member sends back (it did not understand a message, say)
@@ -117,7 +117,8 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       // echo of it: a subscriber that came meanwhile was already told.
       const fleet_event joined{fleet_event_kind::join, id, 0};
       for (auto& sub : st.subscribers) self->send(sub, event_atom::value, joined);
-      return {welcome_atom::value, id, st.detector};
+      // Untyped on the wire: a remote device's detector is its edge link.
+      return {welcome_atom::value, id, caf::actor_cast<caf::actor>(st.detector)};
     },
     [=](event_atom, const fleet_event& ev) {
       auto& st = self->state;
@@ -176,7 +177,7 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       for (const auto& [shape, p] : self->state.recent_plans) out.push_back(p);
       return out;
     },
-    [=](detector_atom) { return self->state.detector; },
+    [=](detector_atom) { return caf::actor_cast<caf::actor>(self->state.detector); },
     [=](fleet_atom) {
       auto rp = self->make_response_promise();
       self->state.waiting_for_fleet.push_back(rp);
@@ -211,18 +212,6 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       return remembered(st, backward_plan(forward, role, g, alive, st.opts.cost).p);
     },
   };
-}
-
-void add_planner_message_types(caf::actor_system_config& cfg) {
-  cfg.add_message_type<fleet_member>("cleave::fleet_member");
-  cfg.add_message_type<std::vector<fleet_member>>("std::vector<cleave::fleet_member>");
-  cfg.add_message_type<gemm_problem>("cleave::gemm_problem");
-  cfg.add_message_type<gemm_role>("cleave::gemm_role");
-  cfg.add_message_type<tile>("cleave::tile");
-  cfg.add_message_type<assignment>("cleave::assignment");
-  cfg.add_message_type<plan>("cleave::plan");
-  cfg.add_message_type<std::vector<plan>>("std::vector<cleave::plan>");
-  cfg.add_message_type<std::vector<int32_t>>("std::vector<int32_t>");
 }
 
 }  // namespace cleave

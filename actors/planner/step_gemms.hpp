@@ -13,7 +13,7 @@
 namespace cleave {
 
 // The dimension of a product that --ps-shards=S cuts into S slices, one per
-// shard (actors/ps/shard_slices.hpp): the weight's output columns, or its
+// shard (actors/ps/shards/shard_slices.hpp): the weight's output columns, or its
 // rows for the second matrix of a Megatron pair. none: not a weight product
 // (attention's per-head products run whole on shard 0).
 enum class shard_cut : uint8_t { none, m, n, k };

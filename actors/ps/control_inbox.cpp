@@ -4,11 +4,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "schema/messages.hpp"
+#include "actors/ps/ps_protocol.hpp"
 
 namespace cleave {
 
-control_inbox::control_inbox(caf::actor_system& sys, caf::actor console, bool has_checkpoint_dir)
+control_inbox::control_inbox(caf::actor_system& sys, console_handle console, bool has_checkpoint_dir)
     : self_(sys), console_(std::move(console)) {
   if (!console_) return;
   self_->monitor(console_);

@@ -7,6 +7,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/console/console_protocol.hpp"
 #include "actors/ps/step_controls.hpp"
 
 namespace cleave {
@@ -14,7 +15,7 @@ namespace cleave {
 class control_inbox {
  public:
   // Makes itself known to `console`; without one, no control ever arrives.
-  control_inbox(caf::actor_system& sys, caf::actor console, bool has_checkpoint_dir);
+  control_inbox(caf::actor_system& sys, console_handle console, bool has_checkpoint_dir);
 
   // Takes what arrived; while paused, waits for resume (or for the console
   // to go: nobody is left to resume it). True: a checkpoint is asked for.
@@ -29,7 +30,7 @@ class control_inbox {
   bool take(caf::timespan wait);
 
   caf::scoped_actor self_;
-  caf::actor console_;
+  console_handle console_;
   step_controls controls_;
   bool console_gone_ = false;
 };

@@ -8,7 +8,7 @@
 #include "actors/detector/detection_time.hpp"
 #include "actors/planner/grid_search.hpp"
 #include "actors/planner/placement.hpp"
-#include "actors/ps/shard_slices.hpp"
+#include "actors/ps/shards/shard_slices.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {

@@ -27,7 +27,7 @@
 
 #include <caf/expected.hpp>
 
-#include "actors/detector/detector_actor.hpp"
+#include "actors/detector/detector_options.hpp"
 #include "actors/planner/cost_model.hpp"
 #include "actors/planner/step_gemms.hpp"
 #include "actors/simulator/batch_sim.hpp"

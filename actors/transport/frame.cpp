@@ -4,9 +4,13 @@
 #include <string>
 
 #include "schema/errors.hpp"
+#include "schema/pacing.hpp"
 #include "schema/wire.hpp"
 
 namespace cleave::transport {
+
+static_assert(frame_header_size == paced_frame_header_bytes,
+              "an emulated device's pacing counts the edge's frame header");
 
 namespace {
 

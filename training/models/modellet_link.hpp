@@ -1,7 +1,7 @@
 #pragma once
 // The xc model's output layer when it lives on devices as model-lets
 // (D-SLIDE, sparse mode with --devices): what the model asks of whoever
-// holds the ranges. The PS's side (actors/ps/modellet_ps.hpp) implements it
+// holds the ranges. The PS's side (actors/ps/modellet/modellet_ps.hpp) implements it
 // over the device edge; the model does not know where the ranges are.
 
 #include <cstdint>

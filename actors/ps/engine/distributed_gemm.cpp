@@ -7,8 +7,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "training/elapsed.hpp"
+#include "actors/planner/cost_model.hpp"
 #include "schema/errors.hpp"
+#include "training/elapsed.hpp"
 
 namespace cleave {
 
@@ -88,18 +89,32 @@ void distributed_gemm::run_local(const_view<float> a, bool ta, const_view<float>
   ++acc_.local_gemms;
 }
 
-void distributed_gemm::on_planner_lost(std::vector<gemm_call>& calls) {
+size_t distributed_gemm::inflight_batch::remaining() const {
+  size_t n = 0;
+  for (const auto& call : calls) n += call.remaining;
+  return n;
+}
+
+std::pair<distributed_gemm::gemm_call*, distributed_gemm::pending_tile*>
+distributed_gemm::inflight_batch::find(uint64_t step, const tile_key& k) {
+  if (k.step == step)
+    for (auto& call : calls)
+      if (k.gemm == call.id && k.tile < call.tiles.size()) return {&call, &call.tiles[k.tile]};
+  return {nullptr, nullptr};
+}
+
+void distributed_gemm::on_planner_lost(inflight_batch& batch) {
   if (!fleet_.follows_successors()) return;  // tiles on devices that left it time out
   spdlog::warn("the planner is gone mid-GEMM; waiting for its successor and its fleet");
   const double now = seconds_now();
-  for (auto& call : calls)
+  for (auto& call : batch.calls)
     if (call.failed_at < 0) call.failed_at = now;
   fleet_.follow_lost_planner();
   // Devices that left with the planner come back as new members, whose ids
   // may be the old ones: every unfinished tile goes out again (a result of
   // the old holder still counts if it comes first; the rest are dropped).
   sent_.clear();
-  for (auto& call : calls)
+  for (auto& call : batch.calls)
     for (auto& pt : call.tiles) {
       if (pt.done || pt.arrived) continue;
       pt.holders.clear();
@@ -108,22 +123,22 @@ void distributed_gemm::on_planner_lost(std::vector<gemm_call>& calls) {
     }
 }
 
-void distributed_gemm::on_event(const fleet_event& ev, std::vector<gemm_call>& calls) {
+void distributed_gemm::on_event(const fleet_event& ev, inflight_batch& batch) {
   if (!fleet_.on_event(ev)) return;
-  batch_view view = policy_view(calls);
+  batch_view view = policy_view(batch);
   const double now = seconds_now();
   if (schedule_ != nullptr) {
-    apply(schedule_->on_device_lost(now, ev.device, view, policy()), calls);
+    apply(schedule_->on_device_lost(now, ev.device, view, policy()), batch);
     return;
   }
   tile_schedule outside_a_wait(opts_.schedule, now, 0, view, policy());
-  apply(outside_a_wait.on_device_lost(now, ev.device, view, policy()), calls);
+  apply(outside_a_wait.on_device_lost(now, ev.device, view, policy()), batch);
 }
 
 void distributed_gemm::apply(const std::vector<schedule_action>& actions,
-                             std::vector<gemm_call>& calls) {
+                             inflight_batch& batch) {
   for (const auto& a : actions) {
-    auto& call = calls[a.call];
+    auto& call = batch.calls[a.call];
     auto& pt = call.tiles[a.tile];
     switch (a.kind) {
       case schedule_action_kind::drop: {
@@ -157,38 +172,26 @@ void distributed_gemm::apply(const std::vector<schedule_action>& actions,
   }
 }
 
-void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_seconds) {
+void distributed_gemm::wait_for(inflight_batch& batch, double predicted_seconds) {
   const double start = seconds_now();
-  tile_schedule schedule(opts_.schedule, start, predicted_seconds, policy_view(calls), policy(),
+  tile_schedule schedule(opts_.schedule, start, predicted_seconds, policy_view(batch), policy(),
                          opts_.schedule_record);
   schedule_ = &schedule;
-  // The call and tile a result or miss is about, if it is in flight.
-  auto find = [&](const tile_key& k) -> std::pair<gemm_call*, pending_tile*> {
-    if (k.step == step_)
-      for (auto& call : calls)
-        if (k.gemm == call.id && k.tile < call.tiles.size()) return {&call, &call.tiles[k.tile]};
-    return {nullptr, nullptr};
-  };
-  auto remaining = [&] {
-    size_t n = 0;
-    for (const auto& call : calls) n += call.remaining;
-    return n;
-  };
   auto on_result = [&](tile_result& r) {
-    auto [call, pt] = find(r.key);
+    auto [call, pt] = batch.find(step_, r.key);
     if (pt == nullptr || pt->done || pt->arrived) {
       spdlog::debug("dropping late or duplicate result step {} gemm {} tile {} from {}",
                     r.key.step, r.key.gemm, r.key.tile, r.device);
       return;
     }
-    if (take(*call, r.key.tile, r, calls))
-      schedule.result(seconds_now(), static_cast<size_t>(call - calls.data()), r.key.tile,
+    if (take(*call, r.key.tile, r, batch))
+      schedule.result(seconds_now(), batch.index_of(*call), r.key.tile,
                       r.device);
   };
   // Results still crossing the PS's paced ingress, by when they are through.
   std::multimap<double, tile_result> crossing;
-  for (auto& call : calls) compute_unheld(call, calls);
-  while (remaining() > 0) {
+  for (auto& call : batch.calls) compute_unheld(call, batch);
+  while (batch.remaining() > 0) {
     double until = schedule.deadline();
     if (!crossing.empty()) until = std::min(until, crossing.begin()->first);
     const auto wait = std::chrono::duration_cast<caf::timespan>(
@@ -214,33 +217,33 @@ void distributed_gemm::wait_for(std::vector<gemm_call>& calls, double predicted_
         on_result(r);
       },
       [&](tile_miss& m) {
-        auto [call, pt] = find(m.key);
+        auto [call, pt] = batch.find(step_, m.key);
         if (pt == nullptr || pt->done || pt->arrived || !fleet_.has(m.device)) return;
         if (std::find(pt->holders.begin(), pt->holders.end(), m.device) == pt->holders.end())
           return;
         sent_[m.device].clear();  // its cache is not what we thought
         send_task(*call, *pt, m.device, true);
       },
-      [&](event_atom, const fleet_event& ev) { on_event(ev, calls); },
+      [&](event_atom, const fleet_event& ev) { on_event(ev, batch); },
       [&](const caf::down_msg& down) {
-        if (down.source == fleet_.planner().address()) on_planner_lost(calls);
+        if (down.source == fleet_.planner().address()) on_planner_lost(batch);
       },
       caf::after(wait) >> [] {});
-    while (!crossing.empty() && crossing.begin()->first <= seconds_now() && remaining() > 0) {
+    while (!crossing.empty() && crossing.begin()->first <= seconds_now() && batch.remaining() > 0) {
       auto through = crossing.extract(crossing.begin());
       on_result(through.mapped());
     }
     const double now = seconds_now();
-    if (remaining() > 0 && now >= schedule.deadline()) {
-      batch_view view = policy_view(calls);
-      apply(schedule.on_clock(now, view, policy()), calls);
+    if (batch.remaining() > 0 && now >= schedule.deadline()) {
+      batch_view view = policy_view(batch);
+      apply(schedule.on_clock(now, view, policy()), batch);
     }
-    for (auto& call : calls) compute_unheld(call, calls);
+    for (auto& call : batch.calls) compute_unheld(call, batch);
   }
   schedule_ = nullptr;
   // One recovery per batch: from its first failure until all its products are done.
   double failed_at = std::numeric_limits<double>::infinity();
-  for (const auto& call : calls)
+  for (const auto& call : batch.calls)
     if (call.failed_at >= 0) failed_at = std::min(failed_at, call.failed_at);
   if (failed_at < std::numeric_limits<double>::infinity())
     acc_.churn.recovery_seconds += seconds_now() - failed_at;
@@ -287,8 +290,8 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
   }
   // Every product's tiles go out before the wait: a layer's dX and dW keep
   // the devices busy through each other's last tiles.
-  std::vector<gemm_call> calls;
-  calls.reserve(jobs.size());  // send_task keeps references into calls
+  inflight_batch batch;
+  batch.calls.reserve(jobs.size());  // send_task keeps references into the calls
   batch_keys keys;
   double predicted = 0;
   plan batch_tiles;  // the batch's tiles in issue order, for a paced link's prediction
@@ -305,7 +308,7 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
       run_local(job.a, job.trans_a, job.b, job.trans_b, job.c, job.beta);
       continue;
     }
-    auto& call = calls.emplace_back();
+    auto& call = batch.calls.emplace_back();
     call.id = gemm_id(seq);
     call.in = inputs{job.a, job.b, job.trans_a, job.trans_b,
                      snapshots_.acquire(static_cast<size_t>(job.a.rows * job.a.cols)),
@@ -359,17 +362,17 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
     }
     acc_.totals.issue_seconds += seconds_since(t_issue);
   }
-  if (calls.empty()) return;
+  if (batch.calls.empty()) return;
   // The products of a batch share a paced link: their tiles queue on it
   // together, where the plans' times each assume the link to themselves.
   if (egress_.paced()) predicted = paced_batch_seconds(batch_tiles);
   acc_.totals.predicted_wait_seconds += predicted;
 
   const auto t_wait = clock_type::now();
-  wait_for(calls, predicted);
+  wait_for(batch, predicted);
   // Results were folded into C as they came: that time is the assembly's.
   double fold_seconds = 0;
-  for (const auto& call : calls) fold_seconds += call.fold_seconds;
+  for (const auto& call : batch.calls) fold_seconds += call.fold_seconds;
   acc_.totals.wait_seconds += seconds_since(t_wait) - fold_seconds;
   acc_.totals.allgather_seconds += fold_seconds;
 }

@@ -28,7 +28,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/planner/planner_actor.hpp"
+#include "actors/planner/planner_protocol.hpp"
 #include "actors/ps/engine/accounts.hpp"
 #include "actors/ps/engine/fleet_client.hpp"
 #include "actors/ps/engine/fold_order.hpp"
@@ -39,10 +39,10 @@
 #include "training/elapsed.hpp"
 #include "actors/ps/engine/tile_policy.hpp"
 #include "actors/ps/engine/tile_schedule.hpp"
+#include "actors/ps/ps_protocol.hpp"
 #include "actors/ps/verify/freivalds.hpp"
 #include "actors/ps/verify/reputation.hpp"
 #include "kernels/gemm.hpp"
-#include "schema/messages.hpp"
 
 namespace cleave {
 
@@ -193,17 +193,31 @@ class distributed_gemm final : public gemm_engine<float> {
     std::vector<check_group> groups;
   };
 
+  // One batch's products in flight (gemm_batch; gemm is a batch of one). It
+  // owns their calls, each with its pending tiles and check groups, and what
+  // acts on tiles mid-batch (a fleet event, the schedule, a check that
+  // strikes a device) takes it whole: a device's tiles may be in any call.
+  struct inflight_batch {
+    std::vector<gemm_call> calls;
+    // Tiles of its calls not yet final.
+    size_t remaining() const;
+    // The call and tile a result or miss of `step` is about, if it is in flight.
+    std::pair<gemm_call*, pending_tile*> find(uint64_t step, const tile_key& k);
+    // A call's index: how the tile schedule names it.
+    size_t index_of(const gemm_call& call) const { return static_cast<size_t>(&call - calls.data()); }
+  };
+
   // The problem the planner sees for an m x n product with inner dimension k.
   gemm_problem problem_of(gemm_tag tag, int64_t m, int64_t n, int64_t k) const;
   // A fleet event mid-GEMM: a failed device's outstanding tiles move, as
   // the batch's tile schedule says.
-  void on_event(const fleet_event& ev, std::vector<gemm_call>& calls);
-  void on_planner_lost(std::vector<gemm_call>& calls);
-  void wait_for(std::vector<gemm_call>& calls, double predicted_seconds);
+  void on_event(const fleet_event& ev, inflight_batch& batch);
+  void on_planner_lost(inflight_batch& batch);
+  void wait_for(inflight_batch& batch, double predicted_seconds);
   // The schedule's actions on the batch's tiles.
-  void apply(const std::vector<schedule_action>& actions, std::vector<gemm_call>& calls);
-  static batch_view policy_view(const std::vector<gemm_call>& calls);
-  void compute_unheld(gemm_call& call, std::vector<gemm_call>& calls);
+  void apply(const std::vector<schedule_action>& actions, inflight_batch& batch);
+  static batch_view policy_view(const inflight_batch& batch);
+  void compute_unheld(gemm_call& call, inflight_batch& batch);
   tile_policy policy() const;
   static std::vector<policy_tile> policy_view(const gemm_call& call);
   uint32_t gemm_id(uint32_t seq) const { return seq * opts_.shards + opts_.shard; }
@@ -224,28 +238,28 @@ class distributed_gemm final : public gemm_engine<float> {
   void send_task(gemm_call& call, pending_tile& p, int32_t dev, bool with_all_data);
   // Checks a result's form and takes it into its check group (or checks it
   // alone, or as one of a replicated tile's copies). False when refused.
-  bool take(gemm_call& call, size_t i, tile_result& r, std::vector<gemm_call>& calls);
+  bool take(gemm_call& call, size_t i, tile_result& r, inflight_batch& batch);
   // A group whose tiles have all come: checked together, and narrowed to
   // the tiles at fault when the sum is refused.
-  void judge(gemm_call& call, check_group& g, std::vector<gemm_call>& calls);
+  void judge(gemm_call& call, check_group& g, inflight_batch& batch);
   // Freivalds' test of `result` (row stride ld, 0: packed) as tile p of the call, alone.
   verdict check(gemm_call& call, const pending_tile& p, const float* result, int64_t ld = 0);
   const b_digest& b_digest_of(gemm_call& call, const pending_tile& p);
   // Two verified copies of a replicated tile: equal within rounding, or the
   // PS computes the tile and strikes the copy that differs from it.
   void settle_copies(gemm_call& call, pending_tile& p, int32_t second, std::vector<float> result,
-                     std::vector<gemm_call>& calls);
+                     inflight_batch& batch);
   // A result refused from `device`: counted, the tile moved, the device struck.
   void refuse(gemm_call& call, pending_tile& p, int32_t device, const std::string& why,
-              bool strikes, std::vector<gemm_call>& calls);
+              bool strikes, inflight_batch& batch);
   // A refused result's device: its reputation drops; past the threshold it
   // is quarantined, the planner told and its tiles moved.
-  void strike(int32_t device, const std::string& why, std::vector<gemm_call>& calls);
+  void strike(int32_t device, const std::string& why, inflight_batch& batch);
   // The device gave its answer (or was refused) for p: it no longer holds it.
   void release(gemm_call& call, pending_tile& p, int32_t device);
   // Tile i's result is final: counted, folded into C, and its group judged
   // when it was the last the group waited for.
-  void finish(gemm_call& call, size_t i, std::vector<gemm_call>& calls);
+  void finish(gemm_call& call, size_t i, inflight_batch& batch);
   // Tile p computed here, on one thread like a device.
   std::vector<float> compute_here(const gemm_call& call, const pending_tile& p);
   stored_block block_of(const gemm_call& call, const block_ref& ref) const;

@@ -11,7 +11,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/planner/planner_actor.hpp"
+#include "actors/planner/planner_protocol.hpp"
 #include "actors/ps/engine/accounts.hpp"
 
 namespace cleave {

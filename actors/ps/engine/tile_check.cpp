@@ -67,7 +67,7 @@ void distributed_gemm::release(gemm_call& call, pending_tile& p, int32_t device)
 
 void distributed_gemm::refuse(gemm_call& call, pending_tile& p, int32_t device,
                               const std::string& why, bool strikes,
-                              std::vector<gemm_call>& calls) {
+                              inflight_batch& batch) {
   ++acc_.refused;
   ++acc_.devices[device].refused;
   spdlog::warn("refusing result {} for step {} gemm {} tile {} from device {}", why, p.key.step,
@@ -79,10 +79,10 @@ void distributed_gemm::refuse(gemm_call& call, pending_tile& p, int32_t device,
     ++call.groups[p.group].open;
   }
   release(call, p, device);
-  if (strikes) strike(device, why, calls);
+  if (strikes) strike(device, why, batch);
 }
 
-void distributed_gemm::finish(gemm_call& call, size_t i, std::vector<gemm_call>& calls) {
+void distributed_gemm::finish(gemm_call& call, size_t i, inflight_batch& batch) {
   auto& p = call.tiles[i];
   const bool was_open = !p.arrived;
   p.arrived = false;
@@ -93,11 +93,11 @@ void distributed_gemm::finish(gemm_call& call, size_t i, std::vector<gemm_call>&
   if (!was_open) return;
   auto& g = call.groups[p.group];
   --g.open;
-  judge(call, g, calls);
+  judge(call, g, batch);
 }
 
 bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
-                            std::vector<gemm_call>& calls) {
+                            inflight_batch& batch) {
   auto& p = call.tiles[i];
   const tile& t = p.where.t;
   const int64_t rows = t.m1 - t.m0;
@@ -140,7 +140,7 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
     }
   }
   if (!problem.empty()) {
-    refuse(call, p, from, problem, counts_against, calls);
+    refuse(call, p, from, problem, counts_against, batch);
     return false;
   }
   auto& acct = acc_.devices[from];
@@ -156,7 +156,7 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
     p.answered_by = from;
     p.holders.clear();  // a copy still running elsewhere is no longer needed
     --g.open;
-    judge(call, g, calls);
+    judge(call, g, batch);
     return true;
   }
   if (!opts_.trust_results) {
@@ -165,7 +165,7 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
       refuse(call, p, from,
              fmt::format("that failed verification (row {} off by {:.3g} times its tolerance)",
                          v.worst_row, v.worst_ratio),
-             true, calls);
+             true, batch);
       return false;
     }
     ++(v.checked ? acc_.verify.tiles_verified : acc_.verify.unverifiable);
@@ -178,14 +178,14 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
     return true;
   }
   if (p.first_device >= 0)
-    settle_copies(call, p, from, std::move(r.data), calls);
+    settle_copies(call, p, from, std::move(r.data), batch);
   else
     p.result = std::move(r.data);
-  finish(call, i, calls);
+  finish(call, i, batch);
   return true;
 }
 
-void distributed_gemm::judge(gemm_call& call, check_group& g, std::vector<gemm_call>& calls) {
+void distributed_gemm::judge(gemm_call& call, check_group& g, inflight_batch& batch) {
   if (g.open > 0 || g.judged || !g.sums) return;
   g.judged = true;
   std::vector<size_t> arrived;
@@ -199,7 +199,7 @@ void distributed_gemm::judge(gemm_call& call, check_group& g, std::vector<gemm_c
     (v.checked ? acc_.verify.tiles_verified : acc_.verify.unverifiable) += arrived.size();
     for (size_t j : arrived) {
       trust_.passed(call.tiles[j].answered_by);
-      finish(call, j, calls);
+      finish(call, j, batch);
     }
     return;
   }
@@ -213,17 +213,17 @@ void distributed_gemm::judge(gemm_call& call, check_group& g, std::vector<gemm_c
       refuse(call, p, p.answered_by,
              fmt::format("that failed verification (row {} off by {:.3g} times its tolerance)",
                          alone.worst_row, alone.worst_ratio),
-             true, calls);
+             true, batch);
       continue;
     }
     ++acc_.verify.tiles_verified;
     trust_.passed(p.answered_by);
-    finish(call, j, calls);
+    finish(call, j, batch);
   }
 }
 
 void distributed_gemm::settle_copies(gemm_call& call, pending_tile& p, int32_t second,
-                                     std::vector<float> result, std::vector<gemm_call>& calls) {
+                                     std::vector<float> result, inflight_batch& batch) {
   const tile& t = p.where.t;
   const auto ad = freivalds::digest_a(block_of(call, p.a));
   const auto& bd = b_digest_of(call, p);
@@ -250,19 +250,19 @@ void distributed_gemm::settle_copies(gemm_call& call, pending_tile& p, int32_t s
     const std::string why = fmt::format("whose element {} differs from the PS's own product", at);
     spdlog::warn("refusing result {} for step {} gemm {} tile {} from device {}", why, p.key.step,
                  p.key.gemm, p.key.tile, dev);
-    strike(dev, why, calls);
+    strike(dev, why, batch);
   }
   std::vector<float>().swap(p.first_copy);
 }
 
 void distributed_gemm::strike(int32_t device, const std::string& why,
-                              std::vector<gemm_call>& calls) {
+                              inflight_batch& batch) {
   if (!trust_.failed(device)) return;
   acc_.verify.quarantined.insert(device);
   spdlog::warn("device {} is quarantined after {} refused results (the last {}); it gets no "
                "more tiles", device, opts_.trust.quarantine_after, why);
   self_->send(fleet_.planner(), quarantine_atom::value, device, why);
-  on_event(fleet_event{fleet_event_kind::quarantined, device, 0}, calls);
+  on_event(fleet_event{fleet_event_kind::quarantined, device, 0}, batch);
 }
 
 }  // namespace cleave

@@ -9,8 +9,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/device/block_cache.hpp"
+#include "actors/planner/cost_model.hpp"
 #include "actors/ps/engine/distributed_gemm.hpp"
+#include "schema/block_key.hpp"
 
 namespace cleave {
 
@@ -124,10 +125,10 @@ std::vector<policy_tile> distributed_gemm::policy_view(const gemm_call& call) {
   return out;
 }
 
-batch_view distributed_gemm::policy_view(const std::vector<gemm_call>& calls) {
+batch_view distributed_gemm::policy_view(const inflight_batch& batch) {
   batch_view out;
-  out.reserve(calls.size());
-  for (const auto& call : calls) out.push_back(policy_view(call));
+  out.reserve(batch.calls.size());
+  for (const auto& call : batch.calls) out.push_back(policy_view(call));
   return out;
 }
 
@@ -150,7 +151,7 @@ std::vector<float> distributed_gemm::compute_here(const gemm_call& call, const p
   return out;
 }
 
-void distributed_gemm::compute_unheld(gemm_call& call, std::vector<gemm_call>& calls) {
+void distributed_gemm::compute_unheld(gemm_call& call, inflight_batch& batch) {
   // Tiles no device holds (none could take them, or they timed out) are
   // computed here, on one thread like a device: Eigen's thread count is
   // process-wide and changes its blocking (so the rounding) of the devices
@@ -164,7 +165,7 @@ void distributed_gemm::compute_unheld(gemm_call& call, std::vector<gemm_call>& c
     acc_.totals.ps_compute_seconds += seconds_since(t0);
     std::vector<float>().swap(pt.first_copy);
     ++acc_.churn.tiles_at_ps;
-    finish(call, i, calls);
+    finish(call, i, batch);
   }
 }
 

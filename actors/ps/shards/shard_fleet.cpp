@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/ps/remote_shard.hpp"
+#include "actors/ps/shards/remote_shard.hpp"
 #include "actors/ps/runtime_report.hpp"
 #include "schema/endpoint.hpp"
 #include "schema/errors.hpp"

@@ -22,7 +22,7 @@
 #include <caf/expected.hpp>
 
 #include "actors/ps/engine/distributed_gemm.hpp"
-#include "actors/ps/shard_devices.hpp"
+#include "actors/ps/shards/shard_devices.hpp"
 #include "schema/shard_fleet_codec.hpp"
 
 namespace cleave {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/ps/remote_shard.hpp"
+#include "actors/ps/shards/remote_shard.hpp"
 #include "training/parameter_store.hpp"
 
 namespace cleave {

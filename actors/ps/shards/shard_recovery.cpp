@@ -6,8 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "actors/ps/remote_shard.hpp"
-#include "actors/ps/shard_checkpoints.hpp"
+#include "actors/ps/shards/remote_shard.hpp"
+#include "actors/ps/shards/shard_checkpoints.hpp"
 #include "schema/errors.hpp"
 #include "training/elapsed.hpp"
 

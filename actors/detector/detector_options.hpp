@@ -1,0 +1,20 @@
+#pragma once
+// How the failure detector judges silence. The simulator models detection
+// with the same numbers (detection_time.hpp), so they stand apart from the
+// actor.
+
+namespace cleave {
+
+struct detector_options {
+  double heartbeat_seconds = 0.1;  // what devices are told to send
+  double check_seconds = 0.05;     // how often phi is evaluated
+  double suspect_phi = 3;          // ~1 in 1000 chance the device is merely late
+  double dead_phi = 8;
+  // Dead also needs this much silence: a device that is slow but regular
+  // (heartbeats a few intervals apart) is suspected, not killed, while
+  // phi learns its rhythm. A lost connection is dead at once regardless.
+  double dead_min_silence_seconds = 0.35;
+  double min_stddev = 0.02;
+};
+
+}  // namespace cleave
