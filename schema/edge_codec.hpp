@@ -78,7 +78,7 @@ inline constexpr size_t max_request_bytes = 4096;      // a PEM certificate requ
 inline constexpr size_t max_certificate_bytes = 8192;  // a PEM certificate
 // A welcome from a coordinator over shard processes names every shard's
 // device edge ("host:port") and the device's proof for them
-// (actors/gateway/job_proof.hpp).
+// (schema/job_proof.hpp).
 inline constexpr size_t max_shard_edges = 64;
 inline constexpr size_t max_edge_address_bytes = 128;
 inline constexpr size_t max_proof_bytes = 128;

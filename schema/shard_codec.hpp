@@ -95,7 +95,7 @@ struct shard_attach_entry {
 std::vector<char> encode_shard_attach(const std::vector<shard_attach_entry>& entries);
 caf::expected<std::vector<shard_attach_entry>> decode_shard_attach(const char* data, size_t size);
 
-// One product a shard computes (see actors/ps/shard_split.hpp's slice_product):
+// One product a shard computes (see actors/ps/shards/shard_split.hpp's slice_product):
 //   kind 0 (times_slice): out = beta * c_in + a * op(W_s); c_in only when beta != 0
 //   kind 1 (into_grad):   G_s = beta * G_s + op(a) * op(b)
 // Each product also carries its gemm_tag's layer and role (after the last

@@ -5,7 +5,7 @@
 // products as the in-process shard s of S would (the cost model's figures,
 // the tile schedule's and verification's settings, the first step's quorum),
 // and the job's secret its edge admits devices by
-// (actors/gateway/job_proof.hpp). The answer is the address devices dial
+// (schema/job_proof.hpp). The answer is the address devices dial
 // for the shard's edge. Fixed little-endian fields; every value is checked
 // on decode: a frame comes from a socket.
 

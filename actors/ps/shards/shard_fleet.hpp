@@ -6,7 +6,7 @@
 // own planner and detector, and runs its slice products on a distributed
 // engine over the devices connected there: the engine in-process shards
 // use, as shard s of S. Its edge admits a device only with the proof of the
-// coordinator's welcome (actors/gateway/job_proof.hpp). How the edge opens
+// coordinator's welcome (schema/job_proof.hpp). How the edge opens
 // is the process's wiring; what a request means is here.
 //
 // Coordinator side: `--role=ps --shards=... --listen=...` sends each shard

@@ -2,7 +2,7 @@
 // A run over `--role=ps-shard` processes that loses one need not end: a
 // process started again at the lost shard's address takes its place, and
 // the trainer rolls back to the newest complete checkpoint set, whose shard
-// files the shards load themselves (actors/ps/shard_checkpoints.hpp).
+// files the shards load themselves (actors/ps/shards/shard_checkpoints.hpp).
 
 #include <cstddef>
 #include <deque>
