@@ -134,12 +134,13 @@ if [[ -z ${CLEAVE_COMPOSE_IMAGE:-} ]]; then
     -f "$root/deploy/Dockerfile" -t cleave:latest "$root" > "$WORK/build.log" 2>&1 \
     || { echo "FAIL: docker build failed:"; tail -30 "$WORK/build.log"; exit 1; }
   build_seconds=$((SECONDS - build_start))
-  phase "built in $build_seconds s; the packages of the binary's libraries (the builder's ldd):"
-  sed -n '/^[a-z0-9.+-]* \/[^ ]*\.so[.0-9]*$/p' "$WORK/build.log" | sort -u | sed 's/^/  /'
+  phase "built in $build_seconds s"
 fi
 docker image inspect "$image" > /dev/null 2>&1 || { echo "FAIL: the engine has no image $image"; exit 1; }
 image_size=$(docker image ls "$image" --format '{{.Size}}')
-phase "image $image: $image_size"
+phase "image $image: $image_size; the packages of the binary's libraries (the builder's ldd):"
+docker run --rm --network none --entrypoint cat "$image" /usr/local/share/cleave/runtime-libraries \
+  | awk '{print "  " $0}' || fail "the image has no /usr/local/share/cleave/runtime-libraries"
 
 # --- compose up ---
 console=$(free_port)
