@@ -38,6 +38,8 @@
 # CLEAVE_COMPOSE_IMAGE=name:tag (an image the engine has, instead of building).
 source "$(dirname "$0")/lib.sh"
 set -eo pipefail
+# lib.sh's trap, made safe under set -e (until the cleanup below replaces it).
+trap 'kill -9 $(jobs -p) 2> /dev/null || true; rm -rf "$WORK"' EXIT
 if [[ ${CLEAVE_COMPOSE_UP_FROM_CTEST:-0} == 1 && ${CLEAVE_DOCKER_TESTS:-0} != 1 ]]; then
   echo "compose_up: skipped (minutes of image build); run it with CLEAVE_DOCKER_TESTS=1 ctest -L docker"
   exit 77
@@ -130,9 +132,10 @@ if [[ -z ${CLEAVE_COMPOSE_IMAGE:-} ]]; then
   bash "$root/deploy/base-image.sh" --import || { echo "FAIL: no debian:12 base image"; exit 1; }
   phase "docker build (deploy/Dockerfile, JOBS=${CLEAVE_DOCKER_JOBS:-2})"
   build_start=$SECONDS
+  # In the background: a signal to this script is handled while it builds.
   docker build --network host ${CLEAVE_DOCKER_JOBS:+--build-arg JOBS="$CLEAVE_DOCKER_JOBS"} \
-    -f "$root/deploy/Dockerfile" -t cleave:latest "$root" > "$WORK/build.log" 2>&1 \
-    || { echo "FAIL: docker build failed:"; tail -30 "$WORK/build.log"; exit 1; }
+    -f "$root/deploy/Dockerfile" -t cleave:latest "$root" > "$WORK/build.log" 2>&1 &
+  wait $! || { echo "FAIL: docker build failed:"; tail -30 "$WORK/build.log"; exit 1; }
   build_seconds=$((SECONDS - build_start))
   phase "built in $build_seconds s"
 fi
@@ -252,7 +255,8 @@ wait_until 300 "the scaled-up $newcomer computes tiles" "t.get('$newcomer', {}).
 phase "$newcomer computes tiles from step $(tiles_by_container api | python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')"
 
 # --- the end of the run ---
-timeout 900 "$docker_cli" wait "$ps_c" > "$WORK/ps.exit" || { fail "the ps did not finish in 15 minutes"; exit 1; }
+timeout 900 "$docker_cli" wait "$ps_c" > "$WORK/ps.exit" &
+wait $! || { fail "the ps did not finish in 15 minutes"; exit 1; }
 train_seconds=$((SECONDS - up_start))
 [[ $(cat "$WORK/ps.exit") == 0 ]] || fail "the ps exited with $(cat "$WORK/ps.exit"): $(docker logs --tail 5 "$ps_c" 2>&1)"
 docker cp "$ps_c:/data/report.json" "$WORK/report.json" || { fail "no report.json in the ps's volume"; exit 1; }
