@@ -9,10 +9,11 @@
 #      trains, and the new container joins and computes tiles;
 #   4. the ps reaches its last step, exits 0, and its report (copied out of
 #      the cleave-data volume) shows each container's tiles.
-# The run is shortened to STEPS steps, and the planner is given the cost model
-# of tests/cli/multiprocess.sh (--ps-egress=1e12 --ps-flops=1e9) so that it
-# splits the mlp's GEMMs over the devices: a compose override made from
-# `docker-compose config` changes those two commands and nothing else.
+# The ps trains as the compose file says (the mlp, 5 epochs: 4690 steps) or
+# STEPS steps; the planner is given the cost model of tests/cli/multiprocess.sh
+# (--ps-egress=1e12 --ps-flops=1e9) so that it splits the mlp's GEMMs over the
+# devices: a compose override made from `docker-compose config` changes those
+# two commands and nothing else.
 #
 # The engine is private: a dockerd of its own (socket, exec root and pid file
 # in a temporary folder), with --iptables=false --ip-masq=false --bridge=none,
@@ -31,7 +32,7 @@
 # skipped (exit 77), and CI's run of the suite stays within its budget. Run
 # directly, it always runs: `bash tests/cli/compose_up.sh build/cmd/cleave`.
 # Needs root; installs docker.io, docker-compose and debootstrap if missing.
-# Environment: STEPS (default 2000: about 3 minutes of training),
+# Environment: STEPS (train this many steps instead),
 # CLEAVE_DOCKER_JOBS (compile jobs in the image build, default 2),
 # CLEAVE_COMPOSE_ENGINE=unix:///path/docker.sock (an engine that runs already:
 # no dockerd is started; only this test's project is removed at the end),
@@ -45,7 +46,7 @@ if [[ ${CLEAVE_COMPOSE_UP_FROM_CTEST:-0} == 1 && ${CLEAVE_DOCKER_TESTS:-0} != 1 
   exit 77
 fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
-steps=${STEPS:-2000}
+steps=${STEPS:-}
 cache=${CLEAVE_DOCKER_CACHE:-/var/cache/cleave-compose-docker}
 project=cleaveup
 ((EUID == 0)) || { echo "FAIL: dockerd needs root"; exit 1; }
@@ -153,13 +154,14 @@ python3 - "$WORK/config.yml" "$steps" "$image" > "$WORK/override.yml" <<'PY'
 import sys, yaml
 services = yaml.safe_load(open(sys.argv[1]))["services"]
 override = {name: {"image": sys.argv[3]} for name in services}
-ps = [a for a in services["ps"]["command"] if not a.startswith(("--epochs=", "--steps="))]
-ps += [f"--steps={sys.argv[2]}", "--progress-seconds=5"]
+ps = services["ps"]["command"]
+if sys.argv[2]: ps = [a for a in ps if not a.startswith(("--epochs=", "--steps="))] + [f"--steps={sys.argv[2]}"]
+ps += ["--progress-seconds=5"]
 planner = services["planner"]["command"] + ["--ps-egress=1e12", "--ps-flops=1e9"]
 override["ps"]["command"], override["planner"]["command"] = ps, planner
 yaml.safe_dump({"version": "3.8", "services": override}, sys.stdout, default_flow_style=None)
 PY
-phase "compose up: $steps steps of the mlp; console on 127.0.0.1:$console"
+phase "compose up: $(grep -o -- '--model=[a-z0-9-]*\|--epochs=[0-9]*\|--steps=[0-9]*' "$WORK/override.yml" | tr '\n' ' '); console on 127.0.0.1:$console"
 up_start=$SECONDS
 compose up -d --no-build > "$WORK/up.log" 2>&1 || { echo "FAIL: compose up failed: $(tail -5 "$WORK/up.log")"; exit 1; }
 
@@ -261,7 +263,10 @@ train_seconds=$((SECONDS - up_start))
 [[ $(cat "$WORK/ps.exit") == 0 ]] || fail "the ps exited with $(cat "$WORK/ps.exit"): $(docker logs --tail 5 "$ps_c" 2>&1)"
 docker cp "$ps_c:/data/report.json" "$WORK/report.json" || { fail "no report.json in the ps's volume"; exit 1; }
 phase "the ps finished: $(docker logs --tail 1 "$ps_c" 2>&1)"
-verdict=$(python3 - "$(tiles_by_container "$WORK/report.json")" "$WORK/report.json" "$steps" "$victim" "$newcomer" \
+# The run's length, from the ps's progress lines ("step 200/4690 ...").
+docker logs "$ps_c" > "$WORK/ps.log" 2>&1
+steps=$(grep -o ' step [0-9]*/[0-9]*' "$WORK/ps.log" | tail -1 | cut -d/ -f2)
+verdict=$(python3 - "$(tiles_by_container "$WORK/report.json")" "$WORK/report.json" "${steps:-0}" "$victim" "$newcomer" \
   "${names[@]}" <<'PY'
 import json, sys
 t, report = json.loads(sys.argv[1]), json.load(open(sys.argv[2]))
