@@ -2,13 +2,13 @@
 # deploy/docker-compose.yml on a real Docker engine: the image is built from
 # deploy/Dockerfile, the compose file is brought up (detector, planner, ps and
 # the phone, edge, laptop and vm device containers), and
-#   1. every device container computes tiles;
+#   1. the device containers compute tiles (the phone's first may come later);
 #   2. one device container is killed (`docker kill`, so it stays down) and
 #      training goes on without it;
 #   3. the vm devices are scaled up (`up --scale device-vm=2`) while it
 #      trains, and the new container joins and computes tiles;
 #   4. the ps reaches its last step, exits 0, and its report (copied out of
-#      the cleave-data volume) shows each container's tiles.
+#      the cleave-data volume) shows tiles for every device container.
 # The ps trains as the compose file says (the mlp, 5 epochs: 4690 steps) or
 # STEPS steps; the planner is given the cost model of tests/cli/multiprocess.sh
 # (--ps-egress=1e12 --ps-flops=1e9) so that it splits the mlp's GEMMs over the
@@ -161,7 +161,7 @@ planner = services["planner"]["command"] + ["--ps-egress=1e12", "--ps-flops=1e9"
 override["ps"]["command"], override["planner"]["command"] = ps, planner
 yaml.safe_dump({"version": "3.8", "services": override}, sys.stdout, default_flow_style=None)
 PY
-phase "compose up: $(grep -o -- '--model=[a-z0-9-]*\|--epochs=[0-9]*\|--steps=[0-9]*' "$WORK/override.yml" | tr '\n' ' '); console on 127.0.0.1:$console"
+phase "compose up: $(grep -o -- '--model=[a-z0-9-]*\|--epochs=[0-9]*\|--steps=[0-9]*' "$WORK/override.yml" | xargs); console on 127.0.0.1:$console"
 up_start=$SECONDS
 compose up -d --no-build > "$WORK/up.log" 2>&1 || { echo "FAIL: compose up failed: $(tail -5 "$WORK/up.log")"; exit 1; }
 
@@ -221,12 +221,16 @@ wait_until() {
 names=()
 for s in "${devices[@]}"; do names+=("$(container "$s")"); done
 phase "containers: $ps_c, $(container detector), $(container planner), ${names[*]}"
-wait_until 300 "every device container computes tiles" \
-  "all(t.get(c, {}).get('tiles', 0) > 0 for c in [$(printf "'%s'," "${names[@]}")])" || exit 1
+# The planner gives the slow profiles few tiles: the phone's first may come
+# late in the run. The edge container (to be killed) and the fast ones must
+# have computed tiles before the kill; every container, by the end.
+victim=$(container device-edge)
+wait_until 300 "the edge, laptop and vm containers compute tiles" \
+  "all(t.get(c, {}).get('tiles', 0) > 0 for c in ['$victim', '$(container device-laptop)', '$(container device-vm)'])" \
+  || exit 1
 phase "tiles per device container: $(tiles_by_container api)"
 
 # --- a device container dies ---
-victim=$(container device-edge)
 kill_step=$(tiles_by_container api | python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')
 victim_ids=$(tiles_by_container api | python3 -c "import json,sys; print(' '.join(map(str, json.load(sys.stdin)['$victim']['ids'])))")
 docker kill "$victim" > /dev/null
