@@ -9,7 +9,7 @@
 #      trains, and the new container joins and computes tiles;
 #   4. the ps reaches its last step, exits 0, and its report (copied out of
 #      the cleave-data volume) shows tiles for every device container.
-# The ps trains as the compose file says (the mlp, 5 epochs: 4690 steps) or
+# The ps trains as the compose file says (the mlp, 5 epochs: 4685 steps) or
 # STEPS steps; the planner is given the cost model of tests/cli/multiprocess.sh
 # (--ps-egress=1e12 --ps-flops=1e9) so that it splits the mlp's GEMMs over the
 # devices: a compose override made from `docker-compose config` changes those
@@ -267,7 +267,7 @@ train_seconds=$((SECONDS - up_start))
 [[ $(cat "$WORK/ps.exit") == 0 ]] || fail "the ps exited with $(cat "$WORK/ps.exit"): $(docker logs --tail 5 "$ps_c" 2>&1)"
 docker cp "$ps_c:/data/report.json" "$WORK/report.json" || { fail "no report.json in the ps's volume"; exit 1; }
 phase "the ps finished: $(docker logs --tail 1 "$ps_c" 2>&1)"
-# The run's length, from the ps's progress lines ("step 200/4690 ...").
+# The run's length, from the ps's progress lines ("step 200/4685 ...").
 docker logs "$ps_c" > "$WORK/ps.log" 2>&1
 steps=$(grep -o ' step [0-9]*/[0-9]*' "$WORK/ps.log" | tail -1 | cut -d/ -f2)
 verdict=$(python3 - "$(tiles_by_container "$WORK/report.json")" "$WORK/report.json" "${steps:-0}" "$victim" "$newcomer" \
