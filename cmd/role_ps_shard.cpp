@@ -33,6 +33,7 @@
 #include "cmd/roles.hpp"
 #include "cmd/wiring.hpp"
 #include "schema/errors.hpp"
+#include "schema/job_proof.hpp"
 #include "schema/shard_checkpoint_file.hpp"
 
 namespace cleave {
