@@ -41,6 +41,13 @@ bind /dev "$root/dev"
 mount -t tmpfs tmpfs "$root/tmp" && mounts+=("$root/tmp")
 mkdir -p "$root/run" && mount -t tmpfs tmpfs "$root/run" && mounts+=("$root/run")
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+# The network's own trust, as any machine on it has it: a site CA that
+# intercepts TLS (apt's ca-certificates adds it when it installs), and npm's
+# configuration naming the bundle, which npm otherwise ignores.
+mkdir -p "$root/usr/local/share/ca-certificates" "$root/root"
+cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
+[[ -f /etc/npmrc ]] && cp /etc/npmrc "$root/etc/npmrc"
+[[ -f $HOME/.npmrc ]] && cp "$HOME/.npmrc" "$root/root/.npmrc"
 
 mkdir -p "$root/work"
 git clone -q "$repo" "$root/work/main"
@@ -50,6 +57,6 @@ echo "fresh_root.sh: $(git -C "$root/work/main" log -1 --format='%h %s' | cut -c
 start=$(date +%s)
 status=0
 chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  TERM=dumb LANG=C.UTF-8 bash -c 'cd /work/main && bash deploy/setup.sh "$@"' setup "$cmd" "$@" || status=$?
+  TERM=dumb LANG=C.UTF-8 ${NODE_EXTRA_CA_CERTS:+NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS} bash -c 'cd /work/main && bash deploy/setup.sh "$@"' setup "$cmd" "$@" || status=$?
 echo "fresh_root.sh: setup.sh $cmd exited $status after $(( $(date +%s) - start )) s"
 exit "$status"
