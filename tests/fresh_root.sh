@@ -35,6 +35,9 @@ bind() {  # bind SRC DST [ro]
   mount --make-rslave "$2"
   mounts+=("$2")
 }
+# On a machine, / is a mount point, which `ip netns exec` needs (it makes
+# / a slave mount in its own namespace): so is the root here.
+mount --bind "$root" "$root" && mounts+=("$root")
 mount -t proc proc "$root/proc" && mounts+=("$root/proc")
 bind /sys "$root/sys"
 bind /dev "$root/dev"
