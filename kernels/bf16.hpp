@@ -3,7 +3,7 @@
 // mantissa, so a float32 becomes one by dropping its low 16 bits after
 // rounding, and widens back exactly. What --wire=bf16 puts on a device link
 // (schema/wire_precision.hpp). Rounding is to nearest, ties to even, as
-// IEEE-754's default; NaN stays NaN (quiet, its sign kept); a value past
+// IEEE-754's default; NaN stays NaN (its sign kept); a value past
 // the largest finite bf16 by half an ulp or more becomes infinity; float32
 // subnormals round like any other value (bf16 has the same exponent range,
 // so its subnormals are float32's with 7 mantissa bits).
@@ -20,7 +20,13 @@ inline constexpr double bf16_unit_roundoff = 0x1p-8;
 inline uint16_t to_bf16(float x) {
   uint32_t u;
   std::memcpy(&u, &x, sizeof(u));
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // NaN
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
+    // NaN: its upper half, unless that reads as infinity (a payload in the
+    // low half only), which gets the quiet bit. A bf16 value widened comes
+    // back as itself, NaNs too, so a frame re-encodes to its own bytes.
+    const auto h = static_cast<uint16_t>(u >> 16);
+    return (h & 0x7fu) != 0 ? h : static_cast<uint16_t>(h | 0x0040u);
+  }
   // Adding 0x7fff rounds up past the halfway point; the kept bit's value
   // breaks the tie towards even. A carry into the exponent is the right
   // result, up to infinity.
