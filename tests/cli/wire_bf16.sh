@@ -2,8 +2,9 @@
 # --wire=bf16 trains as well as fp32: gpt small on fortunes, on 4 emulated
 # devices, ends within 1% of the fp32 run's validation loss after the same
 # steps (the loss having moved well below the byte unigram's), with every
-# result verified and none refused, half the bytes on the device links, and
-# the report naming the wire. Device processes round as emulated devices do,
+# result verified and none refused, about half the bytes on the device
+# links (the planner cuts bf16's products for their bytes), and the report
+# naming the wire. Device processes round as emulated devices do,
 # and shard processes take the precision from the coordinator: the same
 # losses bit for bit. Refusals: an unknown precision, and --wire on
 # a device process (the ps decides).
@@ -30,10 +31,12 @@ for name, d in (("fp32", fp32), ("bf16", bf16)):
         problems.append(f"{name}: val_loss {d['val_loss']:.4f} has not moved below the unigram's {d['unigram_loss']:.4f}")
 gap = abs(bf16["val_loss"] - fp32["val_loss"]) / fp32["val_loss"]
 if gap > 0.01: problems.append(f"val_loss bf16 {bf16['val_loss']:.5f} vs fp32 {fp32['val_loss']:.5f}: {100 * gap:.2f}% apart")
-for key in ("bytes_down", "bytes_up"):
-    # Per tile, as speculation may send a few more tiles in one run than the other.
-    ratio = (bf16[key] / bf16["tiles"]) / (fp32[key] / fp32["tiles"])
-    if not ratio <= 0.55: problems.append(f"{key} per tile: bf16/fp32 = {ratio:.3f}")
+# The planner cuts bf16's products for its cheaper bytes (another grid), so
+# the two runs' bytes are compared whole; each element's 2 bytes are
+# runtime_test's to check, on one plan.
+moved = lambda d: (d["bytes_down"] + d["bytes_up"]) / d["steps"]
+if not moved(bf16) <= 0.55 * moved(fp32):
+    problems.append(f"bytes per step: bf16 {moved(bf16):.4g} against fp32 {moved(fp32):.4g}")
 print("; ".join(problems) if problems else "equal")
 print(f"val_loss fp32 {fp32['val_loss']:.5f}, bf16 {bf16['val_loss']:.5f} ({100 * gap:.3f}% apart; "
       f"unigram {fp32['unigram_loss']:.4f}); bytes per step down {fp32['bytes_down'] / fp32['steps']:.4g} -> "
@@ -41,7 +44,7 @@ print(f"val_loss fp32 {fp32['val_loss']:.5f}, bf16 {bf16['val_loss']:.5f} ({100 
       f"{bf16['bytes_up'] / bf16['steps']:.4g}", file=sys.stderr)
 PY
 )
-[[ $verdict == equal ]] && echo "ok: gpt small with --wire=bf16 ends within 1% of fp32's validation loss, on half the bytes" \
+[[ $verdict == equal ]] && echo "ok: gpt small with --wire=bf16 ends within 1% of fp32's validation loss, on about half the bytes" \
   || fail "bf16 against fp32: $verdict"
 
 # A device process rounds as an emulated device does: the ps with 4 device
@@ -104,6 +107,6 @@ PY
 [[ $? == 2 ]] && grep -q "fp32 or bf16" "$WORK/bad.out" && echo "ok: --wire=fp16 is refused" \
   || fail "--wire=fp16: $(cat "$WORK/bad.out")"
 "$CLEAVE" --role=device --connect=127.0.0.1:1 --wire=bf16 > "$WORK/device.out" 2>&1
-[[ $? == 2 ]] && grep -q "the ps's to choose" "$WORK/device.out" && echo "ok: --wire on a device process is refused" \
+[[ $? == 2 ]] && grep -q "is for --role=all, ps and simulate" "$WORK/device.out" && echo "ok: --wire on a device process is refused" \
   || fail "--role=device --wire=bf16: $(cat "$WORK/device.out")"
 finish
