@@ -14,13 +14,8 @@ constexpr double inf = std::numeric_limits<double>::infinity();
 
 plan local_attention(tile_op op, const gemm_problem& g, double local_seconds, plan_bound bound,
                      std::string reason) {
-  plan p;
+  plan p = local_plan(g, local_seconds, bound, std::move(reason));
   p.op = op;
-  p.problem = g;
-  p.local = true;
-  p.bound = bound;
-  p.local_seconds = local_seconds;
-  p.reason = std::move(reason);
   return p;
 }
 

@@ -52,6 +52,35 @@ uint32_t pipeline_depth(uint64_t memory_bytes, uint64_t cache_bytes, uint64_t wo
   return static_cast<uint32_t>(std::clamp<uint64_t>(room / working_set, 1, max_pipeline_depth));
 }
 
+std::vector<double> plan_sent_at(const plan& p, const planner_config& cfg) {
+  std::vector<double> out;
+  out.reserve(p.tiles.size());
+  uint64_t sent = 0;
+  for (const auto& a : p.tiles) {
+    sent += tile_down_bytes(p, a);
+    out.push_back(static_cast<double>(sent) / cfg.ps_egress);
+  }
+  return out;
+}
+
+double device_finish(const plan& p, const std::vector<size_t>& tiles, const device_view& d,
+                     const std::vector<double>& sent, bool pipelined, std::vector<double>* each) {
+  const double ready = std::max(0.0, d.ready_at);
+  device_stages s{ready, ready, ready};
+  double finish = ready;
+  const auto& pr = d.profile;
+  for (size_t i : tiles) {
+    const auto& a = p.tiles[i];
+    const tile_pass done = pass_tile(pr.latency, 1.0 / pr.downlink, 1.0 / pr.flops, 1.0 / pr.uplink, s,
+                                     tile_down_bytes(p, a), tile_flops(p, a.t), tile_up_bytes(p, a.t),
+                                     sent[i], pipelined);
+    s = done.after;
+    finish = done.finish;
+    if (each) each->push_back(finish);
+  }
+  return finish;
+}
+
 double split_seconds(double max_finish, uint64_t bytes_down, uint64_t bytes_up, size_t tiles,
                      double tail, const planner_config& cfg) {
   return std::max({max_finish,

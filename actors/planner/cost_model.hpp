@@ -149,6 +149,17 @@ inline tile_pass pass_tile(double latency, double inv_downlink, double inv_flops
   return out;
 }
 
+// When the PS has sent each tile's operands, sending a split plan's tiles
+// in plan order at ps_egress.
+std::vector<double> plan_sent_at(const plan& p, const planner_config& cfg);
+
+// When device `d` would return each of `tiles` (indices into p, ascending)
+// run from its ready time as the grid search runs them (pass_tile, `sent`
+// from plan_sent_at), appended to `each` when given; returns the last.
+double device_finish(const plan& p, const std::vector<size_t>& tiles, const device_view& d,
+                     const std::vector<double>& sent, bool pipelined,
+                     std::vector<double>* each = nullptr);
+
 // A split plan's predicted time: its last device's finish, or the PS's link
 // when that takes longer (bytes_down / ps_egress + tail, bytes_up /
 // ps_ingress), plus the PS's own work on its tiles (tiles x

@@ -704,16 +704,6 @@ class grid_search {
   int lowest_kind_ = 0;
 };
 
-plan local_plan(const gemm_problem& g, double local_seconds, plan_bound bound, std::string reason) {
-  plan p;
-  p.local = true;
-  p.bound = bound;
-  p.problem = g;
-  p.local_seconds = local_seconds;
-  p.reason = std::move(reason);
-  return p;
-}
-
 }  // namespace
 
 std::vector<int64_t> split_edges(int64_t size, int64_t parts, int64_t align) {

@@ -116,30 +116,11 @@ plan move_lost_lists(const plan& p, const std::vector<device_view>& devices, con
   std::map<int32_t, const device_view*> by_id;
   for (const auto& d : devices)
     if (usable(d.profile)) by_id[d.id] = &d;
-  std::vector<double> sent;  // when the PS has sent tile i, sending in plan order
-  uint64_t bytes = 0;
-  for (const auto& a : p.tiles) {
-    bytes += tile_down_bytes(p, a);
-    sent.push_back(static_cast<double>(bytes) / cfg.ps_egress);
-  }
+  const std::vector<double> sent = plan_sent_at(p, cfg);
   std::map<int32_t, std::vector<size_t>> lists;  // by device, in plan order
   for (size_t i = 0; i < p.tiles.size(); ++i) lists[p.tiles[i].device].push_back(i);
-  // When `d` returns `tiles` (ascending plan indices), and each tile's return.
   auto run = [&](const device_view& d, const std::vector<size_t>& tiles, std::vector<double>* each) {
-    const double ready = std::max(0.0, d.ready_at);
-    device_stages s{ready, ready, ready};
-    double finish = ready;
-    const auto& pr = d.profile;
-    for (size_t i : tiles) {
-      const auto& a = p.tiles[i];
-      const tile_pass done = pass_tile(pr.latency, 1.0 / pr.downlink, 1.0 / pr.flops, 1.0 / pr.uplink,
-                                       s, tile_down_bytes(p, a), tile_flops(p, a.t),
-                                       tile_up_bytes(p, a.t), sent[i], true);
-      s = done.after;
-      finish = done.finish;
-      if (each) each->push_back(finish);
-    }
-    return finish;
+    return device_finish(p, tiles, d, sent, true, each);
   };
   std::map<int32_t, std::vector<size_t>> kept;
   std::vector<std::vector<size_t>> lost;

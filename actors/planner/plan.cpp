@@ -123,6 +123,16 @@ uint64_t tile_memory(const plan& p, const tile& t) {
   return attention_tile(p.op, p.problem, t.m1 - t.m0).memory;
 }
 
+plan local_plan(const gemm_problem& g, double local_seconds, plan_bound bound, std::string reason) {
+  plan p;
+  p.local = true;
+  p.bound = bound;
+  p.problem = g;
+  p.local_seconds = local_seconds;
+  p.reason = std::move(reason);
+  return p;
+}
+
 double plan_seconds(const plan& p) { return p.local ? p.local_seconds : p.predicted_seconds; }
 
 std::vector<std::pair<int32_t, uint64_t>> bytes_down_per_device(const plan& p) {

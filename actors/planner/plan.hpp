@@ -127,6 +127,9 @@ struct attention_tile_cost {
 };
 attention_tile_cost attention_tile(tile_op op, const gemm_problem& g, int64_t pairs);
 
+// A plan that keeps g on the PS, and why.
+plan local_plan(const gemm_problem& g, double local_seconds, plan_bound bound, std::string reason);
+
 // Predicted seconds of a plan as executed: predicted_seconds when
 // distributed, local_seconds when local.
 double plan_seconds(const plan& p);

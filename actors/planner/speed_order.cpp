@@ -21,37 +21,6 @@ struct device_load {
   double finish = 0;
 };
 
-// When the PS has sent tile i's operands, sending in plan order.
-std::vector<double> sent_at(const plan& p, const planner_config& cfg) {
-  std::vector<double> out;
-  uint64_t sent = 0;
-  for (const auto& a : p.tiles) {
-    sent += tile_down_bytes(p, a);
-    out.push_back(static_cast<double>(sent) / cfg.ps_egress);
-  }
-  return out;
-}
-
-// When `d` would return each of `tiles` of p, run in order from its ready
-// time as the grid search runs them (pass_tile); the last is the device's finish.
-double finish_of(const plan& p, const std::vector<size_t>& tiles, const device_view& d,
-                 const std::vector<double>& sent, bool pipelined, std::vector<double>* each = nullptr) {
-  const double ready = std::max(0.0, d.ready_at);
-  device_stages s{ready, ready, ready};
-  double finish = ready;
-  const auto& pr = d.profile;
-  for (size_t i : tiles) {
-    const auto& a = p.tiles[i];
-    const tile_pass done = pass_tile(pr.latency, 1.0 / pr.downlink, 1.0 / pr.flops, 1.0 / pr.uplink, s,
-                                     tile_down_bytes(p, a), tile_flops(p, a.t), tile_up_bytes(p, a.t),
-                                     sent[i], pipelined);
-    s = done.after;
-    finish = done.finish;
-    if (each) each->push_back(finish);
-  }
-  return finish;
-}
-
 }  // namespace
 
 void give_faster_devices_more(plan& p, const std::vector<device_view>& devices,
@@ -66,9 +35,9 @@ void give_faster_devices_more(plan& p, const std::vector<device_view>& devices,
     it->second.tiles.push_back(i);
     it->second.flops += static_cast<double>(p.tiles[i].t.flops());
   }
-  const auto sent = sent_at(p, cfg);
+  const auto sent = plan_sent_at(p, cfg);
   for (auto& [id, l] : load)
-    l.finish = l.tiles.empty() ? 0 : finish_of(p, l.tiles, *l.view, sent, cfg.pipelined_devices);
+    l.finish = l.tiles.empty() ? 0 : device_finish(p, l.tiles, *l.view, sent, cfg.pipelined_devices);
   std::vector<device_load*> loaded;
   for (auto& [id, l] : load)
     if (!l.tiles.empty()) loaded.push_back(&l);
@@ -81,8 +50,8 @@ void give_faster_devices_more(plan& p, const std::vector<device_view>& devices,
       if (b->tiles.empty()) continue;
       for (auto& [id, a] : load) {
         if (&a == b || !(a.flops < b->flops) || !dominates(figures_of(*a.view), figures_of(*b->view))) continue;
-        const double new_a = finish_of(p, b->tiles, *a.view, sent, cfg.pipelined_devices);
-        const double new_b = a.tiles.empty() ? 0 : finish_of(p, a.tiles, *b->view, sent, cfg.pipelined_devices);
+        const double new_a = device_finish(p, b->tiles, *a.view, sent, cfg.pipelined_devices);
+        const double new_b = a.tiles.empty() ? 0 : device_finish(p, a.tiles, *b->view, sent, cfg.pipelined_devices);
         if (std::max(new_a, new_b) > p.predicted_seconds) continue;
         std::swap(a.tiles, b->tiles);
         std::swap(a.flops, b->flops);
@@ -102,7 +71,7 @@ void give_faster_devices_more(plan& p, const std::vector<device_view>& devices,
     if (l.tiles.empty()) continue;
     ++used;
     std::vector<double> each;
-    max_finish = std::max(max_finish, finish_of(p, l.tiles, *l.view, sent, cfg.pipelined_devices, &each));
+    max_finish = std::max(max_finish, device_finish(p, l.tiles, *l.view, sent, cfg.pipelined_devices, &each));
     for (size_t x = 0; x < l.tiles.size(); ++x) {
       auto& a = p.tiles[l.tiles[x]];
       a.device = id;
