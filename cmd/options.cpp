@@ -58,7 +58,7 @@ cleave_config::cleave_config() {
     .add(resume, "resume", "continue from the newest valid checkpoint in --checkpoint-dir")
     .add(log_level, "log-level", "trace, debug, info, warn, error or off (default info)")
     .add(progress_seconds, "progress-seconds", "seconds between progress lines (default 5)")
-    .add(fleet, "fleet", "JSON fleet file for the in-process devices (see docs/RUNTIME.md)")
+    .add(fleet, "fleet", "JSON fleet file for the in-process devices (see docs/RUNTIME.md); --role=device: a file of one device, its profile")
     .add(profile, "profile", "device preset: phone, edge, laptop, vm or fast")
     .add(ps_shards, "ps-shards", "parameter-server shards, each with its own thread and engine")
     .add(listen, "listen", "--role=ps: [host:]port of the device edge (framed; devices join here); --role=planner or detector: [host:]port for the ps (BASP, server side only)")
