@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Raw TCP throughput through a shaped link, for tests/cli/shaped_links.sh.
+
+  tcp_rate.py recv PORT SECONDS [N]  accept N connections (1), read each
+                                     until it closes, print JSON: the rates
+                                     of the flows and their sum
+  tcp_rate.py send SECONDS HOST:PORT...  one thread per target, each writing
+                                     64 KiB buffers for SECONDS, then close
+
+The receiver counts only what arrives after WARMUP seconds from its first
+byte: slow start and the token bucket's initial burst would otherwise make
+a short run look faster or slower than the link's steady rate, which is
+what the planner is told.
+"""
+import json
+import socket
+import sys
+import threading
+import time
+
+WARMUP = 0.5
+
+
+def count(conn, seconds, out):
+    """Appends conn's steady rate (B/s) to out."""
+    conn.settimeout(seconds + 10)
+    first = last = None
+    counted = 0
+    while True:
+        data = conn.recv(1 << 20)
+        now = time.monotonic()
+        if not data:
+            break
+        if first is None:
+            first = now
+        if now - first >= WARMUP:
+            counted += len(data)
+            last = now
+    span = (last - first - WARMUP) if last else 0
+    out.append(counted / span if span > 0 else 0)
+
+
+def recv(port, seconds, connections):
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("0.0.0.0", port))
+    server.listen(connections)
+    server.settimeout(seconds + 10)
+    rates, threads = [], []
+    for _ in range(connections):
+        conn, _ = server.accept()
+        threads.append(threading.Thread(target=count, args=(conn, seconds, rates)))
+        threads[-1].start()
+    for t in threads:
+        t.join()
+    print(json.dumps({"rates": rates, "rate": sum(rates)}))
+
+
+def send(seconds, targets):
+    buf = b"\0" * (64 << 10)
+    def one(target):
+        host, port = target.rsplit(":", 1)
+        for _ in range(200):  # the receiver may still be starting
+            try:
+                s = socket.create_connection((host, int(port)), timeout=5)
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            raise SystemExit(f"tcp_rate: cannot reach {target}")
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            s.sendall(buf)
+        s.close()
+    threads = [threading.Thread(target=one, args=(t,)) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "recv":
+        recv(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1)
+    else:
+        send(float(sys.argv[2]), sys.argv[3:])
