@@ -65,6 +65,7 @@ teardown() {
   for ns in "${hosts[@]}"; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null; done
   for ns in "${hosts[@]}" "$switch"; do ip netns del "$ns" 2>/dev/null; done
   kill -9 $(jobs -p) 2>/dev/null
+  [[ -n ${KEEP:-} ]] && mkdir -p "$KEEP" && cp -r "$WORK"/. "$KEEP"/  # reports and logs, to look into a residual
   rm -rf "$WORK"
 }
 trap teardown EXIT
