@@ -48,6 +48,10 @@ DEVICE_FLOPS=2e10
 # One way: the veths' own; no delay is added.
 LATENCY=0.0001
 SANITY=0.10 STEP_TOLERANCE=0.20 BYTES_TOLERANCE=0.15
+# How the PS's egress queues, for looking into the link-sharing model:
+# fifo (tbf's own single queue) or per-device (one queue per device,
+# served in turn).
+PS_QUEUE=${PS_QUEUE:-fifo}
 # The link model docs/SIMULATOR.md says real TCP is closest to.
 LINK_MODEL=${LINK_MODEL:-fair}
 
@@ -97,9 +101,29 @@ plug() {
 plugged=()
 plug "$id-ps" 10.79.0.1 $PS_MBIT $PS_MBIT
 for ((i = 1; i <= DEVICES; i++)); do plug "$id-dev$i" "10.79.0.$((10 + i))" $UP_MBIT $DOWN_MBIT; done
+if [[ $PS_QUEUE == per-device ]]; then
+  # One queue per device, served in turn (htb's classes borrowing from one
+  # parent at the PS's rate): what a fair-queueing qdisc on the PS's NIC
+  # does. This kernel has neither fq nor fq_codel.
+  tc -n "$id-ps" qdisc del dev eth0 root
+  tc -n "$id-ps" qdisc add dev eth0 root handle 1: htb default 99 r2q 1000
+  tc -n "$id-ps" class add dev eth0 parent 1: classid 1:1 htb rate ${PS_MBIT}mbit burst 32kb cburst 32kb
+  for ((i = 1; i <= DEVICES + 1; i++)); do
+    c=$((i > DEVICES ? 99 : 10 + i))
+    tc -n "$id-ps" class add dev eth0 parent 1:1 classid 1:$c htb rate $((PS_MBIT * 1000 / (DEVICES + 1)))kbit \
+      ceil ${PS_MBIT}mbit burst 32kb cburst 32kb quantum 1514
+    tc -n "$id-ps" qdisc add dev eth0 parent 1:$c bfifo limit $((PS_MBIT * 1000000 / 8 / 50))
+    ((c == 99)) || tc -n "$id-ps" filter add dev eth0 parent 1: protocol ip prio 1 u32 \
+      match ip dst 10.79.0.$c/32 flowid 1:$c
+  done
+elif [[ $PS_QUEUE != fifo ]]; then
+  echo "FAIL: PS_QUEUE must be fifo or per-device, got '$PS_QUEUE'"; exit 1
+fi
 for ns in "$id-ps" "$id-dev1"; do
-  tc -n "$ns" qdisc show dev eth0 | grep -q tbf || { echo "FAIL: no token bucket on $ns's eth0"; exit 1; }
+  tc -n "$ns" qdisc show dev eth0 | grep -q "tbf\|htb" || { echo "FAIL: no token bucket on $ns's eth0"; exit 1; }
 done
+# The congestion control is the host's (a namespace here may not change it).
+echo "info: TCP congestion control $(on ps sysctl -n net.ipv4.tcp_congestion_control), the PS's egress queue: $PS_QUEUE"
 
 # 1. Raw TCP through the shaping.
 rate_tool="$CLI_DIR/tcp_rate.py"
@@ -137,6 +161,14 @@ print(("ok" if not bad else "MISS: not shaped as declared: " + ", ".join(bad)) +
 PY
 )
 echo "$sanity"
+# How TCP shares the PS's link among flows: equal rates are what the
+# simulator's fair sharing assumes.
+for dir in ps_out ps_in; do
+  cat "$WORK/rate_$dir".* | python3 -c "
+import json, sys
+r = sorted(x for l in sys.stdin for x in json.loads(l)['rates'])
+print(f'info: raw TCP, $dir, {len(r)} flows at once: per flow {r[0] / 1e6:.2f} to {r[-1] / 1e6:.2f} MB/s (max/min {r[-1] / r[0]:.2f})')"
+done
 [[ $sanity == ok* ]] || { fail "$sanity (tc -s: $(tc -n $id-ps -s qdisc show dev eth0 | tr '\n' ' '))"; finish; }
 
 # 2. The live run. Each device declares its shaped link (goodput) and the
@@ -159,6 +191,12 @@ done
 timeout 300 tail --pid=$ps -f /dev/null
 wait $ps || { fail "the live run exited non-zero: $(tail -3 "$WORK/ps.log")"; finish; }
 echo "live run: $((SECONDS - start)) s"
+# Drops at the token buckets cut TCP's windows back: a step that shows them
+# lost time the simulator does not model.
+drops() { tc -n "$1" -s qdisc show dev "$2" | grep -o "dropped [0-9]*" | awk '{n += $2} END {print n}'; }
+echo "info: packets dropped by the token buckets over the whole test: PS egress $(drops $id-ps eth0)," \
+  "PS ingress $(drops $switch p0), device downlinks $(for ((i = 1; i <= DEVICES; i++)); do printf '%s ' "$(drops $switch p$i)"; done)," \
+  "device uplinks $(for ((i = 1; i <= DEVICES; i++)); do printf '%s ' "$(drops $id-dev$i eth0)"; done)"
 
 # 3. The simulator on the same fleet, model and PS link, under each link
 # model the binary has.
