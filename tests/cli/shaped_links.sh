@@ -173,6 +173,36 @@ import json, sys
 r = sorted(x for l in sys.stdin for x in json.loads(l)['rates'])
 print(f'info: raw TCP, $dir, {len(r)} flows at once: per flow {r[0] / 1e6:.2f} to {r[-1] / 1e6:.2f} MB/s (max/min {r[-1] / r[0]:.2f})')"
 done
+# Transfers that start together, as a product's operands do, timed from
+# their start: under fair sharing they end together; sent in order at most
+# c at a time (a schedule) they end c by c.
+BURST=$((1 << 20)) ROUNDS=5
+for ((i = 1; i <= DEVICES; i++)); do
+  on dev$i python3 "$rate_tool" burst-recv 5002 $BURST $ROUNDS > "$WORK/burst.dev$i" &
+done
+on ps python3 "$rate_tool" burst-send $BURST $ROUNDS $(for ((i = 1; i <= DEVICES; i++)); do
+  printf '%s:5002 ' "$(address dev$i)"; done) > "$WORK/burst.ps"
+wait
+python3 - "$WORK" $DEVICES $BURST "$DOWN" "$PS_LINK" <<'PY'
+import json, sys
+work, n, size, cap, link = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+started = json.load(open(f"{work}/burst.ps"))["started"]
+finished = [json.load(open(f"{work}/burst.dev{i}"))["finished"] for i in range(1, n + 1)]
+rounds = [sorted(f[r] - s for f in finished) for r, s in enumerate(started)]
+got = [sorted(r[k] for r in rounds)[len(rounds) // 2] for k in range(n)]  # median over rounds of the k-th
+# Sent in order, at most c at a time, each at min(its cap, link / c): they
+# end c by c. c = n is fair sharing.
+def in_order(c):
+    rate = min(cap, link / c)
+    return [(k // c + 1) * size / rate for k in range(n)]
+dist = lambda model: (sum((g - m) ** 2 for g, m in zip(got, model)) / n) ** 0.5
+fmt = lambda xs: " ".join(f"{x:.3f}" for x in xs)
+off = {c: dist(in_order(c)) for c in range(1, n + 1)}
+print(f"info: raw TCP, {n} x {size >> 20} MiB from the PS at once ({len(rounds)} rounds, median): ended at "
+      f"{fmt(got)} s; fair sharing: {fmt(in_order(n))}; one at a time: {fmt(in_order(1))}; RMS off "
+      f"in order at most c at a time: " + ", ".join(f"c={c} {o:.3f} s" for c, o in off.items())
+      + f" (fair sharing is c={n})")
+PY
 [[ $sanity == ok* ]] || { fail "$sanity (tc -s: $(tc -n $id-ps -s qdisc show dev eth0 | tr '\n' ' '))"; finish; }
 
 # 2. The live run. Each device declares its shaped link (goodput) and the
