@@ -242,7 +242,10 @@ for ((i = 1; i <= DEVICES; i++)); do
   on dev$i "$CLEAVE" --role=device --connect=10.79.0.1:4300 --fleet="$WORK/device.json" --threads=1 \
     --heartbeat=1 > "$WORK/device-$i.log" 2>&1 &
 done
-timeout 300 tail --pid=$ps -f /dev/null
+# 6 steps take about 50 s; a device that never joins would keep the ps
+# waiting for it.
+timeout 150 tail --pid=$ps -f /dev/null \
+  || { fail "the live run did not end within 150 s: $(tail -3 "$WORK/ps.log")"; finish; }
 wait $ps || { fail "the live run exited non-zero: $(tail -3 "$WORK/ps.log")"; finish; }
 echo "live run: $((SECONDS - start)) s"
 # Drops at the token buckets cut TCP's windows back: a step that shows them
