@@ -14,6 +14,7 @@
 #include "cmd/options.hpp"
 #include "cmd/roles.hpp"
 #include "schema/errors.hpp"
+#include "schema/wire_precision.hpp"
 
 using namespace cleave;
 
@@ -107,6 +108,14 @@ int main(int argc, char** argv) {
   if (!cfg.edge.empty() && cfg.role != "ps-shard")
     return usage_error("--edge is for --role=ps-shard (its own device edge); the ps's device edge is --listen");
   if (!(cfg.churn_rate >= 0 && cfg.churn_rate <= 100)) return usage_error("--churn-rate must be in [0, 100]");
+  if (!cfg.wire.empty()) {
+    auto wire = parse_wire_precision(cfg.wire);
+    if (!wire) return usage_error(describe(wire.error()));
+    if (*wire != wire_precision::fp32 && cfg.role != "simulate")
+      return usage_error("--wire=bf16 is for --role=simulate in this build: live tiles cross as fp32");
+  }
+  if (cfg.ps_link_model != "fair" && cfg.ps_link_model != "scheduled")
+    return usage_error("--ps-link-model must be fair or scheduled, not '" + cfg.ps_link_model + "'");
   if (!cfg.churn.empty() && cfg.churn_rate > 0) return usage_error("use --churn or --churn-rate, not both");
   if ((!cfg.churn.empty() || cfg.churn_rate > 0) && cfg.role != "all" && cfg.role != "simulate")
     return usage_error("--churn and --churn-rate emulate churn in the in-process fleet (--role=all) "

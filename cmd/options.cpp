@@ -84,7 +84,7 @@ cleave_config::cleave_config() {
     .add(ps_flops, "ps-flops", "the PS's own GEMM rate in FLOP/s, for the cost model (default 5e10)")
     .add(ps_tile_seconds, "ps-tile-seconds", "the PS's own seconds per tile it sends (the task, taking, checking and folding the result), for the cost model: a finer grid must save more than its extra tiles cost (default 3e-5)")
     .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9; --role=plan: each shard's own link)")
-    .add(pipelined_devices, "pipelined-devices", "--role=plan: predict device processes, whose transfers overlap other tiles' compute (default: emulated devices, one tile after another)")
+    .add(pipelined_devices, "pipelined-devices", "--role=plan and simulate: device processes, whose transfers overlap other tiles' compute (default: emulated devices, one tile after another)")
     .add(ps_memory_bandwidth, "ps-memory-bandwidth", "--role=plan and simulate: the PS's memory bandwidth in bytes/s, for its row-wise ops and optimizer (default 2e10)")
     .add(max_tiles_per_device, "max-tiles-per-device", "planner: most tiles of one GEMM per device (default 4)")
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1)")
@@ -107,6 +107,8 @@ cleave_config::cleave_config() {
     .add(pace_ps_link, "pace-ps-link", "--role=all and ps: each PS shard sends and receives at --ps-egress and --ps-ingress, as if on a host of its own (default: as fast as the process can)")
     .add(sim_ps_flops, "sim-ps-flops", "--role=simulate: the FLOP/s the PS computes at, where the planner is told --ps-flops (default: the same)")
     .add(sim_ps_link, "sim-ps-link", "--role=simulate: bytes/s each way of each PS shard's link, where the planner is told --ps-egress/--ps-ingress (default: the same)")
+    .add(wire, "wire", "fp32 or bf16: the floats of tiles' operands and results on the wire (default fp32; --role=simulate: bf16 for the opt-* shapes)")
+    .add(ps_link_model, "ps-link-model", "--role=simulate: fair (the PS link shared by every transfer in flight, default) or scheduled (the PS sends in order, each at its device's downlink)")
     .add(recovery, "recovery", "--role=simulate --system=asteroid: replay (pipeline replay, default) or restart (from the last checkpoint)");
   add_cleave_message_types(*this);
   add_planner_message_types(*this);

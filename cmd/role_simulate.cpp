@@ -63,6 +63,13 @@ caf::expected<sim_config> simulation_of(const cleave_config& cfg, const train_op
     return fail("--sim-ps-flops and --sim-ps-link must be >= 0 (0: as the planner is told)");
   sc.ps_in_fact.flops = cfg.sim_ps_flops;
   sc.ps_in_fact.link = cfg.sim_ps_link;
+  auto wire = parse_wire_precision(
+      !cfg.wire.empty() ? cfg.wire : cfg.gpt_shape.rfind("opt-", 0) == 0 ? "bf16" : "fp32");
+  if (!wire) return wire.error();
+  sc.wire = *wire;
+  auto link_model = parse_ps_link_model(cfg.ps_link_model);
+  if (!link_model) return link_model.error();
+  sc.egress_model = *link_model;
   sc.schedule.tile_timeout_seconds = cfg.tile_timeout;
   sc.schedule.speculate_factor = cfg.speculate;
   sc.detector = detector_opts(cfg);

@@ -36,6 +36,13 @@ typename Inspector::result_type inspect(Inspector& f, device_profile& x) {
            x.uplink, x.latency);
 }
 
+// A device's operand cache size unless its options set one: half its
+// declared memory, at most 1 GiB. One rule for live devices, simulated ones
+// and the planner (a block larger than this is sent again for every tile).
+inline uint64_t default_cache_bytes(uint64_t memory_bytes) {
+  return memory_bytes / 2 < (uint64_t{1} << 30) ? memory_bytes / 2 : uint64_t{1} << 30;
+}
+
 // Checks every figure is finite, positive and within sane bounds.
 caf::error validate(const device_profile& p);
 

@@ -117,7 +117,7 @@ void check_plan(const plan& p, const gemm_problem& g, const std::vector<device_v
     EXPECT_EQ(a.a_cached, same_a);
     EXPECT_EQ(a.b_cached, same_b);
     prev[a.device] = a.t;
-    auto c = predict_tile(a.t, d.profile, a.a_cached, a.b_cached);
+    auto c = predict_tile(a.t, gemm_element_bytes, d.profile, a.a_cached, a.b_cached);
     auto it = avail.emplace(a.device, d.ready_at).first;
     it->second += c.seconds;
     EXPECT_DOUBLE_EQ(a.predicted_finish, it->second);
@@ -149,7 +149,7 @@ void check_plan(const plan& p, const gemm_problem& g, const std::vector<device_v
                 l->second.k0 == t.k0 && l->second.k1 == t.k1;
       bool cb = l != last.end() && l->second.n0 == t.n0 && l->second.n1 == t.n1 &&
                 l->second.k0 == t.k0 && l->second.k1 == t.k1;
-      auto c = predict_tile(t, d.profile, ca, cb);
+      auto c = predict_tile(t, gemm_element_bytes, d.profile, ca, cb);
       double start = at.count(d.id) ? at[d.id] : d.ready_at;
       double finish = start + c.seconds;
       double obj = std::max(finish, double(sent + c.bytes_down) / cfg.ps_egress);
@@ -201,19 +201,19 @@ TEST(PlannerCost, PredictTileFollowsTheFormula) {
   tile t{0, 100, 0, 50, 0, 20};
   EXPECT_EQ(t.flops(), 2 * 100 * 50 * 20);
   auto p = prof(1e9, 1e9, 1e6, 2e5, 0.01);
-  auto c = predict_tile(t, p, false, false);
+  auto c = predict_tile(t, gemm_element_bytes, p, false, false);
   EXPECT_EQ(c.bytes_down, 4u * (100 * 20 + 20 * 50));
   EXPECT_EQ(c.bytes_up, 4u * 100 * 50);
   EXPECT_DOUBLE_EQ(c.seconds, 2 * 0.01 + 12000.0 / 1e6 + 200000.0 / 1e9 + 20000.0 / 2e5);
-  auto ca = predict_tile(t, p, true, false);
+  auto ca = predict_tile(t, gemm_element_bytes, p, true, false);
   EXPECT_EQ(ca.bytes_down, 4u * 20 * 50);
-  auto cb = predict_tile(t, p, false, true);
+  auto cb = predict_tile(t, gemm_element_bytes, p, false, true);
   EXPECT_EQ(cb.bytes_down, 4u * 100 * 20);
-  auto both = predict_tile(t, p, true, true);
+  auto both = predict_tile(t, gemm_element_bytes, p, true, true);
   EXPECT_EQ(both.bytes_down, 0u);
   EXPECT_DOUBLE_EQ(both.seconds, 2 * 0.01 + 200000.0 / 1e9 + 20000.0 / 2e5);
   EXPECT_EQ(tile_working_set(t), 4u * (100 * 20 + 20 * 50 + 100 * 50));
-  EXPECT_TRUE(std::isinf(predict_tile(t, prof(0, 1e9, 1e6, 1e6, 0), false, false).seconds));
+  EXPECT_TRUE(std::isinf(predict_tile(t, gemm_element_bytes, prof(0, 1e9, 1e6, 1e6, 0), false, false).seconds));
 }
 
 TEST(PlannerCost, SplitEdgesAreAlignedAndBalanced) {
@@ -776,7 +776,8 @@ TEST(ps_tile_seconds, a_finer_grid_must_save_more_than_its_tiles_cost) {
   EXPECT_EQ(few.tiles.size(), make_plan(g, fleet(8, device), costly).tiles.size());
   // The prediction carries the tiles' cost, and beats the fine grid's under it.
   EXPECT_NEAR(few.predicted_seconds,
-              split_seconds(0, few.bytes_down, few.bytes_up, 0, costly) + 3e-5 * few.tiles.size(),
+              split_seconds(0, few.bytes_down, few.bytes_up, 0, egress_tail(few, fleet(64, device)), costly)
+                  + 3e-5 * few.tiles.size(),
               1e-12 + 1e-9 * few.predicted_seconds);
   EXPECT_LT(few.predicted_seconds, fine.predicted_seconds + 3e-5 * fine.tiles.size());
 }

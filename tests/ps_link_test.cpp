@@ -56,8 +56,8 @@ TEST(ps_link_seconds, devices_download_while_the_ps_sends_and_results_queue_at_i
   plan p;
   p.local = false;
   p.tiles = {on(0, t), on(1, t)};
-  p.bytes_down = 2 * (t.a_bytes() + t.b_bytes());
-  p.bytes_up = 2 * t.c_bytes();
+  p.bytes_down = 2 * (t.a_bytes(gemm_element_bytes) + t.b_bytes(gemm_element_bytes));
+  p.bytes_up = 2 * t.c_bytes(gemm_element_bytes);
   planner_config cfg;
   cfg.ps_egress = 1e6;
   cfg.ps_ingress = 1e6;

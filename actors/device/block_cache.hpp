@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "schema/profile.hpp"
+
 namespace cleave {
 
 // rows x cols at `offset` of `data`, row stride `ld` (0: cols): a block the
@@ -24,11 +26,6 @@ struct cached_block {
   int64_t stride() const { return ld > 0 ? ld : cols; }
 };
 
-// A device's cache size unless its options set one: half its declared
-// memory, at most 1 GiB. One rule for live devices and simulated ones.
-inline uint64_t default_cache_bytes(uint64_t memory_bytes) {
-  return memory_bytes / 2 < (uint64_t{1} << 30) ? memory_bytes / 2 : uint64_t{1} << 30;
-}
 
 class block_cache {
  public:

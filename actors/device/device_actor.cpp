@@ -90,7 +90,7 @@ void run_task(device_actor_ptr self, tile_task& task, const caf::actor& to) {
     // The planner's own cost model: a device emulates its declared profile
     // exactly as the planner predicts it.
     const double paced =
-      s.slowdown * predict_tile(tile{0, m, 0, n, 0, k}, s.opts.profile, a_hit, b_hit).seconds;
+      s.slowdown * predict_tile(tile{0, m, 0, n, 0, k}, gemm_element_bytes, s.opts.profile, a_hit, b_hit).seconds;
     // A task sent long ago waited on the shared host, not on this device.
     const auto arrived = task.sent_at_ns > 0 ? std::min(start, sent) : start;
     const auto span = pace(arrived, s.busy_until, now, paced);

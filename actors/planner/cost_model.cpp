@@ -31,23 +31,48 @@ fleet_share fair_share(const std::vector<device_view>& devices, const planner_co
   return out;
 }
 
-tile_cost predict_tile(const tile& t, const device_profile& p, bool a_cached, bool b_cached) {
+tile_cost predict_tile(const tile& t, uint64_t element_bytes, const device_profile& p, bool a_cached,
+                       bool b_cached) {
   tile_cost c;
-  c.bytes_down = (a_cached ? 0 : t.a_bytes()) + (b_cached ? 0 : t.b_bytes());
-  c.bytes_up = t.c_bytes();
+  c.bytes_down = (a_cached ? 0 : t.a_bytes(element_bytes)) + (b_cached ? 0 : t.b_bytes(element_bytes));
+  c.bytes_up = t.c_bytes(element_bytes);
   c.seconds = usable(p) ? tile_seconds(p.latency, 1.0 / p.downlink, 1.0 / p.flops, 1.0 / p.uplink,
                                        c.bytes_down, static_cast<double>(t.flops()), c.bytes_up)
                         : std::numeric_limits<double>::infinity();
   return c;
 }
 
-uint64_t tile_working_set(const tile& t) { return t.a_bytes() + t.b_bytes() + t.c_bytes(); }
+uint64_t tile_working_set(const tile& t) {
+  return t.a_bytes(gemm_element_bytes) + t.b_bytes(gemm_element_bytes) + t.c_bytes(gemm_element_bytes);
+}
+
+uint32_t pipeline_depth(uint64_t memory_bytes, uint64_t cache_bytes, uint64_t working_set) {
+  const uint64_t room = memory_bytes > cache_bytes ? memory_bytes - cache_bytes : 0;
+  if (working_set == 0) return max_pipeline_depth;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(room / working_set, 1, max_pipeline_depth));
+}
 
 double split_seconds(double max_finish, uint64_t bytes_down, uint64_t bytes_up, size_t tiles,
-                     const planner_config& cfg) {
-  return std::max({max_finish, static_cast<double>(bytes_down) / cfg.ps_egress,
+                     double tail, const planner_config& cfg) {
+  return std::max({max_finish, static_cast<double>(bytes_down) / cfg.ps_egress + tail,
                    static_cast<double>(bytes_up) / cfg.ps_ingress})
          + static_cast<double>(tiles) * cfg.ps_tile_seconds;
+}
+
+double egress_tail(const plan& p, const std::vector<device_view>& devices) {
+  if (p.local) return 0;
+  std::map<int32_t, const device_profile*> by_id;
+  for (const auto& d : devices) by_id[d.id] = &d.profile;
+  double tail = std::numeric_limits<double>::infinity();
+  for (const auto& a : p.tiles) {
+    const auto it = by_id.find(a.device);
+    if (it == by_id.end() || !usable(*it->second)) continue;
+    const device_profile& d = *it->second;
+    tail = std::min(tail, tile_seconds(d.latency, 0, 1.0 / d.flops, 1.0 / d.uplink, 0,
+                                       static_cast<double>(a.t.flops()),
+                                       a.t.c_bytes(p.problem.element_bytes)));
+  }
+  return std::isfinite(tail) ? tail : 0;
 }
 
 plan_parts parts_of(const plan& p, const std::vector<device_view>& devices,
@@ -70,10 +95,8 @@ plan_parts parts_of(const plan& p, const std::vector<device_view>& devices,
   for (const auto& a : p.tiles) {
     if (a.device != out.last_device) continue;
     out.compute += static_cast<double>(a.t.flops()) / profile->flops;
-    out.down +=
-        static_cast<double>((a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes())) /
-        profile->downlink;
-    out.up += static_cast<double>(a.t.c_bytes()) / profile->uplink;
+    out.down += static_cast<double>(tile_bytes_down(p.problem, a)) / profile->downlink;
+    out.up += static_cast<double>(a.t.c_bytes(p.problem.element_bytes)) / profile->uplink;
     out.latency += 2 * profile->latency;
   }
   return out;
@@ -99,13 +122,13 @@ double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
       return std::numeric_limits<double>::infinity();
     auto& s = it->second;
     const device_profile& d = s.view->profile;
-    const uint64_t down = (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
+    const uint64_t down = tile_bytes_down(p.problem, a);
     s.down += static_cast<double>(down) / d.downlink;
     s.compute = std::max(s.down + d.latency, s.compute) + static_cast<double>(a.t.flops()) / d.flops;
-    s.up = std::max(s.compute, s.up) + static_cast<double>(a.t.c_bytes()) / d.uplink;
+    s.up = std::max(s.compute, s.up) + static_cast<double>(a.t.c_bytes(p.problem.element_bytes)) / d.uplink;
     finish = std::max(finish, s.up + d.latency);
   }
-  return split_seconds(finish, p.bytes_down, p.bytes_up, p.tiles.size(), cfg);
+  return split_seconds(finish, p.bytes_down, p.bytes_up, p.tiles.size(), egress_tail(p, devices), cfg);
 }
 
 double ps_link_seconds(const plan& p, const std::vector<device_view>& devices,
@@ -130,15 +153,16 @@ double ps_link_seconds(const plan& p, const std::vector<device_view>& devices,
     if (it == by_id.end() || !usable(it->second->profile))
       return std::numeric_limits<double>::infinity();
     const device_profile& d = it->second->profile;
-    const uint64_t down = (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
+    const uint64_t down = tile_bytes_down(p.problem, a);
+    const uint64_t up = a.t.c_bytes(p.problem.element_bytes);
     const double sending = egress_free;
     egress_free += static_cast<double>(down) / cfg.ps_egress;
-    const double whole = predict_tile(a.t, d, a.a_cached, a.b_cached).seconds;
+    const double whole = predict_tile(a.t, p.problem.element_bytes, d, a.a_cached, a.b_cached).seconds;
     const double downloading = static_cast<double>(down) / d.downlink;
-    const double uploading = static_cast<double>(a.t.c_bytes()) / d.uplink;
+    const double uploading = static_cast<double>(up) / d.uplink;
     double& idle = idle_at[a.device];
     idle = std::max(std::max(idle, sending) + whole, egress_free + whole - downloading);
-    results.push_back({idle - uploading - d.latency, idle, a.t.c_bytes()});
+    results.push_back({idle - uploading - d.latency, idle, up});
   }
   std::sort(results.begin(), results.end(),
             [](const upload& x, const upload& y) { return x.begins < y.begins; });
@@ -147,7 +171,7 @@ double ps_link_seconds(const plan& p, const std::vector<device_view>& devices,
     ingress_free = std::max(ingress_free, u.begins) + static_cast<double>(u.bytes) / cfg.ps_ingress;
     last = std::max({last, u.ends, ingress_free});
   }
-  return split_seconds(last, p.bytes_down, p.bytes_up, p.tiles.size(), cfg);
+  return split_seconds(last, p.bytes_down, p.bytes_up, p.tiles.size(), egress_tail(p, devices), cfg);
 }
 
 plan_bound split_bound(const plan& p, const std::vector<device_view>& devices,

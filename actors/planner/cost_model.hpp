@@ -65,13 +65,24 @@ struct planner_config {
 };
 
 // Time a device needs for a tile: 2 x latency (one way each: task down,
-// result up) + bytes in / downlink + 2 m n k / flops + bytes out / uplink; a
-// cached operand costs no transfer. Emulated devices pace themselves by it.
+// result up) + bytes in / downlink + 2 m n k / flops + bytes out / uplink,
+// with element_bytes per element on the wire; a cached operand costs no
+// transfer. Emulated devices pace themselves by it.
 // A device with a non-positive or non-finite rate takes forever.
-tile_cost predict_tile(const tile& t, const device_profile& p, bool a_cached, bool b_cached);
+tile_cost predict_tile(const tile& t, uint64_t element_bytes, const device_profile& p, bool a_cached,
+                       bool b_cached);
 
 // Bytes a device must hold to compute the tile (A + B + C blocks).
 uint64_t tile_working_set(const tile& t);
+
+// How many tiles a device holds at once when it pipelines them (one
+// arriving, one computing, one leaving, each stage one tile at a time): as
+// many working sets as fit in its memory beside its block cache
+// (cache_bytes), at least one, at most max_pipeline_depth (a fourth tile
+// would only wait). Shared by the simulator's devices and the planner's
+// pipelined tile model.
+constexpr uint32_t max_pipeline_depth = 3;
+uint32_t pipeline_depth(uint64_t memory_bytes, uint64_t cache_bytes, uint64_t working_set);
 
 // Whether the planner can use a device at all (positive, finite rates).
 bool usable(const device_profile& p);
@@ -101,10 +112,19 @@ inline double tile_seconds(double latency, double inv_downlink, double inv_flops
 }
 
 // A split plan's predicted time: its last device's finish, or the PS's link
-// (bytes_down / ps_egress, bytes_up / ps_ingress) when that takes longer,
-// plus the PS's own work on its tiles (tiles x ps_tile_seconds).
+// when that takes longer (bytes_down / ps_egress + tail, bytes_up /
+// ps_ingress), plus the PS's own work on its tiles (tiles x
+// ps_tile_seconds). `tail` is the least time from the PS's last byte out to
+// the plan's end: the last tile sent still crosses its device (a latency
+// down, its compute, its result up, a latency back; egress_tail), so a PS
+// link that binds never ends the plan by itself.
 double split_seconds(double max_finish, uint64_t bytes_down, uint64_t bytes_up, size_t tiles,
-                     const planner_config& cfg);
+                     double tail, const planner_config& cfg);
+
+// The least, over a split plan's tiles, of what a tile costs its device
+// after its operands are out: 2 x latency + compute + result up (0 for a
+// plan without device tiles).
+double egress_tail(const plan& p, const std::vector<device_view>& devices);
 
 // Where a split plan's time goes, on the devices it was planned for (one
 // planner's view: after fair_share and expected_profile): the PS link's

@@ -38,6 +38,7 @@ struct dev {
   int32_t id;
   double latency, downlink, flops, uplink, ready;
   uint64_t memory;
+  uint64_t cache;  // its operand cache: a larger block is sent again for every tile
   double inv_downlink, inv_flops, inv_uplink;
   dev(int32_t id_, const device_profile& p, double ready_)
       : id(id_),
@@ -47,6 +48,7 @@ struct dev {
         uplink(p.uplink),
         ready(ready_),
         memory(p.memory_bytes),
+        cache(default_cache_bytes(p.memory_bytes)),
         inv_downlink(1.0 / p.downlink),
         inv_flops(1.0 / p.flops),
         inv_uplink(1.0 / p.uplink) {}
@@ -117,11 +119,40 @@ struct entry_after {
   }
 };
 
+// When a device's stages are next free: its downlink (operands in), its
+// compute and its uplink (the result out). A device that takes its tiles
+// whole, one after another, has all three at its last tile's finish.
 struct dev_state {
-  double avail;
+  double down, comp, up;
   uint32_t ver;
   int64_t last_a, last_b;  // block indices of the previous tile, -1 if none
 };
+
+// When a tile of `down` bytes in, `fl` FLOPs and `up` bytes out that the PS
+// finishes sending at `sent` would be back at the PS, and the device's
+// stages after it. A pipelined device fetches the tile's operands once its
+// downlink is free (cut through: not before the PS sent them), computes once
+// they arrived and its last tile is computed, and sends the result once
+// that and its uplink are free; otherwise the tile starts when the last one
+// finished. Either way it needs a latency each way.
+struct tile_pass {
+  double finish;
+  dev_state after;
+};
+tile_pass pass(const dev& d, const dev_state& s, uint64_t down, double fl, uint64_t up,
+               double sent, bool pipelined) {
+  tile_pass out{0, s};
+  if (!pipelined) {
+    out.finish = std::max(s.up + d.cost(down, fl, up), sent + d.cost(0, fl, up));
+    out.after.down = out.after.comp = out.after.up = out.finish;
+    return out;
+  }
+  out.after.down = std::max(s.down + static_cast<double>(down) * d.inv_downlink, sent);
+  out.after.comp = std::max(out.after.down + d.latency, s.comp) + fl * d.inv_flops;
+  out.after.up = std::max(out.after.comp, s.up) + static_cast<double>(up) * d.inv_uplink;
+  out.finish = out.after.up + d.latency;
+  return out;
+}
 
 // Simulates the assignment of one grid; reused across grids.
 class grid_sim {
@@ -133,12 +164,13 @@ class grid_sim {
   // taken a tile, so d cannot get a tile of a grid with T <= dominators[d]
   // tiles and is left out of that grid's simulation.
   grid_sim(const std::vector<dev>& devs, const std::vector<int64_t>& dominators,
-           const planner_config& cfg)
-      : devs_(devs), dominators_(dominators), cfg_(cfg) {}
+           const planner_config& cfg, uint64_t element_bytes)
+      : devs_(devs), dominators_(dominators), cfg_(cfg), element_bytes_(element_bytes) {}
 
   struct result {
     double predicted = inf;
     double max_finish = 0;
+    double tail = inf;  // egress_tail of the tiles assigned so far
     uint64_t bytes_down = 0, bytes_up = 0;
     int32_t devices_used = 0;
   };
@@ -160,8 +192,13 @@ class grid_sim {
     for (uint32_t d = 0; d < devs_.size(); ++d)
       if (devs_[d].memory >= ws && dominators_[d] < tiles) eligible_.push_back(d);
     if (eligible_.empty()) return res;
-    state_.assign(devs_.size(), dev_state{0, 0, -1, -1});
-    for (uint32_t d : eligible_) state_[d].avail = devs_[d].ready;
+    state_.assign(devs_.size(), dev_state{0, 0, 0, 0, -1, -1});
+    for (uint32_t d : eligible_) state_[d].down = state_[d].comp = state_[d].up = devs_[d].ready;
+    const bool pipelined = cfg_.pipelined_devices;
+    // A device's own finish for a tile, the PS's link aside: the heaps' keys.
+    auto alone = [&](uint32_t d, uint64_t down, double fl, uint64_t up) {
+      return pass(devs_[d], state_[d], down, fl, up, -inf, pipelined).finish;
+    };
     heap_a_.resize(static_cast<size_t>(gm * gk));
     heap_b_.resize(static_cast<size_t>(gk * gn));
     for (auto& h : heap_a_) h.clear();
@@ -201,9 +238,9 @@ class grid_sim {
     entry_after after;
     for (const group& gr : groups) {
       const int64_t sm = cm[gr.a].first, sn = cn[gr.b].first, sk = ck[gr.c].first;
-      const uint64_t ab = gemm_element_bytes * static_cast<uint64_t>(sm * sk);
-      const uint64_t bb = gemm_element_bytes * static_cast<uint64_t>(sk * sn);
-      const uint64_t cb = gemm_element_bytes * static_cast<uint64_t>(sm * sn);
+      const uint64_t ab = element_bytes_ * static_cast<uint64_t>(sm * sk);
+      const uint64_t bb = element_bytes_ * static_cast<uint64_t>(sk * sn);
+      const uint64_t cb = element_bytes_ * static_cast<uint64_t>(sm * sn);
       const double fl = static_cast<double>(2 * sm * sn * sk);
       // Rebuild the heaps for this shape.
       global_.clear();
@@ -213,15 +250,13 @@ class grid_sim {
       touched_b_.clear();
       for (uint32_t d : eligible_) {
         const dev_state& s = state_[d];
-        global_.push_back({s.avail + devs_[d].cost(ab + bb, fl, cb), d, s.ver});
+        global_.push_back({alone(d, ab + bb, fl, cb), d, s.ver});
         if (s.last_a >= 0) {
-          heap_a_[static_cast<size_t>(s.last_a)].push_back(
-              {s.avail + devs_[d].cost(bb, fl, cb), d, s.ver});
+          heap_a_[static_cast<size_t>(s.last_a)].push_back({alone(d, bb, fl, cb), d, s.ver});
           touched_a_.push_back(s.last_a);
         }
         if (s.last_b >= 0) {
-          heap_b_[static_cast<size_t>(s.last_b)].push_back(
-              {s.avail + devs_[d].cost(ab, fl, cb), d, s.ver});
+          heap_b_[static_cast<size_t>(s.last_b)].push_back({alone(d, ab, fl, cb), d, s.ver});
           touched_b_.push_back(s.last_b);
         }
       }
@@ -267,8 +302,9 @@ class grid_sim {
               const entry* e = tops[c];
               if (!e) continue;
               const uint64_t bytes = c == 0 ? ab + bb : c == 1 ? bb : ab;
-              const double o =
-                  std::max(e->key, static_cast<double>(res.bytes_down + bytes) / cfg_.ps_egress);
+              // The PS sends in plan order: this tile's bytes leave after all before it.
+              const double o = std::max(
+                  e->key, static_cast<double>(res.bytes_down + bytes) / cfg_.ps_egress + devs_[e->dev].cost(0, fl, cb));
               if (!any || o < obj ||
                   (o == obj && (e->key < finish || (e->key == finish && e->dev < d)))) {
                 any = true;
@@ -280,25 +316,34 @@ class grid_sim {
             dev_state& s = state_[d];
             const bool a_cached = s.last_a == ai, b_cached = s.last_b == bi;
             const uint64_t down = (a_cached ? 0 : ab) + (b_cached ? 0 : bb);
-            finish = s.avail + devs_[d].cost(down, fl, cb);
+            const tile_pass done =
+                pass(devs_[d], s, down, fl, cb,
+                     static_cast<double>(res.bytes_down + down) / cfg_.ps_egress, pipelined);
+            finish = done.finish;
             res.bytes_down += down;
             res.bytes_up += cb;
             res.max_finish = std::max(res.max_finish, finish);
+            res.tail = std::min(res.tail, devs_[d].cost(0, fl, cb));
             if (!(res.max_finish < bound) || !(static_cast<double>(res.bytes_down) < egress_bound))
               return result{};  // cannot beat the bound
             if (!used[d]) {
               used[d] = true;
               ++res.devices_used;
             }
-            s.avail = finish;
-            ++s.ver;
-            if (s.last_a != ai) {
-              s.last_a = ai;
-              touched_a_.push_back(ai);
+            const uint32_t ver = s.ver + 1;
+            s = done.after;
+            s.ver = ver;
+            // Its cache (least recently used out) takes A, then B: A stays
+            // only when both fit.
+            const int64_t keeps_a = ab + bb <= devs_[d].cache ? ai : -1;
+            const int64_t keeps_b = bb <= devs_[d].cache ? bi : -1;
+            if (s.last_a != keeps_a) {
+              s.last_a = keeps_a;
+              if (keeps_a >= 0) touched_a_.push_back(ai);
             }
-            if (s.last_b != bi) {
-              s.last_b = bi;
-              touched_b_.push_back(bi);
+            if (s.last_b != keeps_b) {
+              s.last_b = keeps_b;
+              if (keeps_b >= 0) touched_b_.push_back(bi);
             }
             assignment as;
             as.t = tile{dm.edges[i],     dm.edges[i + 1], dn.edges[j],
@@ -308,12 +353,13 @@ class grid_sim {
             as.a_cached = a_cached;
             as.b_cached = b_cached;
             out.push_back(as);
-            push(global_, {s.avail + devs_[d].cost(ab + bb, fl, cb), d, s.ver});
-            push(ha, {s.avail + devs_[d].cost(bb, fl, cb), d, s.ver});
-            push(hb, {s.avail + devs_[d].cost(ab, fl, cb), d, s.ver});
+            push(global_, {alone(d, ab + bb, fl, cb), d, s.ver});
+            if (keeps_a >= 0) push(ha, {alone(d, bb, fl, cb), d, s.ver});
+            if (keeps_b >= 0) push(hb, {alone(d, ab, fl, cb), d, s.ver});
           }
     }
-    res.predicted = split_seconds(res.max_finish, res.bytes_down, res.bytes_up, out.size(), cfg_);
+    res.predicted = split_seconds(res.max_finish, res.bytes_down, res.bytes_up, out.size(),
+                                  out.empty() ? 0 : res.tail, cfg_);
     if (!(res.predicted - static_cast<double>(tiles) * cfg_.ps_tile_seconds < bound)) return result{};
     return res;
   }
@@ -322,6 +368,7 @@ class grid_sim {
   const std::vector<dev>& devs_;
   const std::vector<int64_t>& dominators_;
   const planner_config& cfg_;
+  uint64_t element_bytes_;  // on the wire
   std::vector<uint32_t> eligible_;
   std::vector<dev_state> state_;
   std::vector<entry> global_;
@@ -338,7 +385,7 @@ class grid_search {
   };
 
   grid_search(const gemm_problem& g, const std::vector<dev>& devs, const planner_config& cfg)
-      : g_(g), devs_(devs), cfg_(cfg), sim_(devs, dominators_, cfg) {
+      : g_(g), devs_(devs), cfg_(cfg), sim_(devs, dominators_, cfg, g.element_bytes) {
     const size_t nd = devs.size();
     auto prefix_desc = [&](auto field) {
       std::vector<double> v;
@@ -517,7 +564,7 @@ class grid_search {
         mem_sorted_.end() - std::lower_bound(mem_sorted_.begin(), mem_sorted_.end(), ws));
     if (T > max_tiles_ || fits == 0) return f;
     f.feasible = true;
-    const double E = static_cast<double>(gemm_element_bytes);
+    const double E = static_cast<double>(g_.element_bytes);
     const double md = double(g_.m), nd = double(g_.n), kd = double(g_.k), T_ = double(T);
     const double total = g_.flops();
     const double up = E * md * nd * double(K.g);
@@ -530,9 +577,12 @@ class grid_search {
     const double one_tile = ready_min_ + lat_min_ + E * bk * (bm + bn) / pre_dl_[1] +
                             2 * bm * bn * bk / pre_f_[1] + E * bm * bn / pre_ul_[1];
     const double ingress = up / cfg_.ps_ingress;
+    // After the last byte out, the smallest tile on the best device (split_seconds' tail).
+    const double tail = 2 * lat_min_ + 2 * double(M.smin * N.smin * K.smin) / pre_f_[1] +
+                        E * double(M.smin * N.smin) / pre_ul_[1];
     auto egress = [&](size_t u) {
       const double ud = double(u);
-      return std::max(once, ud * (a_min + b_min) + (T_ - ud) * per_tile) / cfg_.ps_egress;
+      return std::max(once, ud * (a_min + b_min) + (T_ - ud) * per_tile) / cfg_.ps_egress + tail;
     };
     auto device_side = [&](size_t u, int* which) {
       const double v[] = {total / pre_f_[u], down_min / pre_dl_[u], up / pre_ul_[u],

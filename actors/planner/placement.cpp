@@ -58,7 +58,7 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_
       a.b_cached = dy_at.count({f.t.m0, f.t.m1, f.t.n0, f.t.n1, f.device}) > 0;
     }
     if (v.profile.memory_bytes < tile_working_set(a.t)) return std::nullopt;
-    auto cost = predict_tile(a.t, v.profile, a.a_cached, a.b_cached);
+    auto cost = predict_tile(a.t, p.problem.element_bytes, v.profile, a.a_cached, a.b_cached);
     auto [slot, fresh] = avail.emplace(f.device, std::max(0.0, v.ready_at));
     slot->second += cost.seconds;
     a.predicted_finish = slot->second;
@@ -77,7 +77,8 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_
     p.grid_k = forward.grid_m;
   }
   p.devices_used = static_cast<int32_t>(avail.size());
-  p.predicted_seconds = split_seconds(max_finish, p.bytes_down, p.bytes_up, p.tiles.size(), cfg);
+  p.predicted_seconds =
+      split_seconds(max_finish, p.bytes_down, p.bytes_up, p.tiles.size(), egress_tail(p, alive), cfg);
   p.bound = split_bound(p, alive, cfg);
   p.reason = std::string("mirror of forward ") + std::to_string(forward.grid_m) + "x" +
              std::to_string(forward.grid_n) + " placement (" +
@@ -124,7 +125,7 @@ plan replace_plan(const plan& p, const std::vector<device_view>& fleet,
     double best_finish = std::numeric_limits<double>::infinity();
     for (const auto* d : by_id) {
       if (d->profile.memory_bytes < tile_working_set(a.t)) continue;
-      const auto cost = predict_tile(a.t, d->profile, false, false);
+      const auto cost = predict_tile(a.t, p.problem.element_bytes, d->profile, false, false);
       const double finish = avail[d->id] + cost.seconds;
       if (finish < best_finish) {
         best = d;
@@ -141,7 +142,8 @@ plan replace_plan(const plan& p, const std::vector<device_view>& fleet,
     out.bytes_up += best_cost.bytes_up;
   }
   out.devices_used = static_cast<int32_t>(used.size());
-  out.predicted_seconds = split_seconds(max_finish, out.bytes_down, out.bytes_up, out.tiles.size(), cfg);
+  out.predicted_seconds = split_seconds(max_finish, out.bytes_down, out.bytes_up, out.tiles.size(),
+                                        egress_tail(out, devices), cfg);
   out.bound = split_bound(out, devices, cfg);
   // The reason keeps what the plan was first made for, once.
   const std::string marker = "; first planned as: ";

@@ -54,14 +54,14 @@ double gemm_problem::flops() const {
 }
 
 int64_t tile::flops() const { return 2 * (m1 - m0) * (n1 - n0) * (k1 - k0); }
-uint64_t tile::a_bytes() const {
-  return gemm_element_bytes * static_cast<uint64_t>((m1 - m0) * (k1 - k0));
+uint64_t tile::a_bytes(uint64_t element_bytes) const {
+  return element_bytes * static_cast<uint64_t>((m1 - m0) * (k1 - k0));
 }
-uint64_t tile::b_bytes() const {
-  return gemm_element_bytes * static_cast<uint64_t>((k1 - k0) * (n1 - n0));
+uint64_t tile::b_bytes(uint64_t element_bytes) const {
+  return element_bytes * static_cast<uint64_t>((k1 - k0) * (n1 - n0));
 }
-uint64_t tile::c_bytes() const {
-  return gemm_element_bytes * static_cast<uint64_t>((m1 - m0) * (n1 - n0));
+uint64_t tile::c_bytes(uint64_t element_bytes) const {
+  return element_bytes * static_cast<uint64_t>((m1 - m0) * (n1 - n0));
 }
 
 bool operator==(const tile& x, const tile& y) {
@@ -69,12 +69,16 @@ bool operator==(const tile& x, const tile& y) {
          x.k1 == y.k1;
 }
 
+uint64_t tile_bytes_down(const gemm_problem& g, const assignment& a) {
+  return (a.a_cached ? 0 : a.t.a_bytes(g.element_bytes)) + (a.b_cached ? 0 : a.t.b_bytes(g.element_bytes));
+}
+
 double plan_seconds(const plan& p) { return p.local ? p.local_seconds : p.predicted_seconds; }
 
 std::vector<std::pair<int32_t, uint64_t>> bytes_down_per_device(const plan& p) {
   std::map<int32_t, uint64_t> m;
   for (const auto& a : p.tiles)
-    m[a.device] += (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
+    m[a.device] += tile_bytes_down(p.problem, a);
   return {m.begin(), m.end()};
 }
 

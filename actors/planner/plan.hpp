@@ -46,7 +46,8 @@ enum class plan_bound : uint8_t {
 const char* to_string(plan_bound b);
 const char* to_string(gemm_role r);
 
-constexpr uint64_t gemm_element_bytes = 4;  // float32 operands and results
+// A device computes in float32: what a tile's blocks take in its memory.
+constexpr uint64_t gemm_element_bytes = 4;
 
 struct gemm_problem {
   int64_t m = 0, n = 0, k = 0;
@@ -54,15 +55,20 @@ struct gemm_problem {
   // PS shards planning their slices of one product at the same time: each
   // plans on its fair share of the fleet (see fair_share).
   int32_t sharers = 1;
+  // Bytes an operand or result element takes on the wire (--wire: 4 for
+  // fp32, 2 for bf16; schema/wire_precision.hpp).
+  uint64_t element_bytes = gemm_element_bytes;
   double flops() const;  // 2 m n k
 };
 
 struct tile {
   int64_t m0 = 0, m1 = 0, n0 = 0, n1 = 0, k0 = 0, k1 = 0;  // half-open
   int64_t flops() const;                                   // 2 (m1-m0)(n1-n0)(k1-k0)
-  uint64_t a_bytes() const;                                // (m1-m0)(k1-k0) floats
-  uint64_t b_bytes() const;                                // (k1-k0)(n1-n0) floats
-  uint64_t c_bytes() const;                                // (m1-m0)(n1-n0) floats
+  // The blocks' bytes at `element_bytes` each (a problem's element_bytes on
+  // the wire, gemm_element_bytes in a device's memory).
+  uint64_t a_bytes(uint64_t element_bytes) const;  // (m1-m0)(k1-k0) elements
+  uint64_t b_bytes(uint64_t element_bytes) const;  // (k1-k0)(n1-n0) elements
+  uint64_t c_bytes(uint64_t element_bytes) const;  // (m1-m0)(n1-n0) elements
 };
 
 bool operator==(const tile& x, const tile& y);
@@ -88,6 +94,10 @@ struct plan {
   int32_t grids_considered = 0;  // grids whose lower bound was computed (diagnostics)
   int32_t grids_evaluated = 0;   // of those, grids whose assignment was simulated
 };
+
+// Bytes the PS sends with the tile: its blocks not marked cached, at the
+// problem's wire element size.
+uint64_t tile_bytes_down(const gemm_problem& g, const assignment& a);
 
 // Predicted seconds of a plan as executed: predicted_seconds when
 // distributed, local_seconds when local.

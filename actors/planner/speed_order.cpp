@@ -26,7 +26,7 @@ double finish_of(const plan& p, const std::vector<size_t>& tiles, const device_v
   double t = std::max(0.0, d.ready_at);
   for (size_t i : tiles) {
     const auto& a = p.tiles[i];
-    t += predict_tile(a.t, d.profile, a.a_cached, a.b_cached).seconds;
+    t += predict_tile(a.t, p.problem.element_bytes, d.profile, a.a_cached, a.b_cached).seconds;
   }
   return t;
 }
@@ -82,13 +82,14 @@ void give_faster_devices_more(plan& p, const std::vector<device_view>& devices,
     for (size_t i : l.tiles) {
       auto& a = p.tiles[i];
       a.device = id;
-      t += predict_tile(a.t, l.view->profile, a.a_cached, a.b_cached).seconds;
+      t += predict_tile(a.t, p.problem.element_bytes, l.view->profile, a.a_cached, a.b_cached).seconds;
       a.predicted_finish = t;
     }
     max_finish = std::max(max_finish, t);
   }
   p.devices_used = used;
-  p.predicted_seconds = split_seconds(max_finish, p.bytes_down, p.bytes_up, p.tiles.size(), cfg);
+  p.predicted_seconds =
+      split_seconds(max_finish, p.bytes_down, p.bytes_up, p.tiles.size(), egress_tail(p, devices), cfg);
   p.bound = split_bound(p, devices, cfg);
   p.reason = split_reason(p);
 }

@@ -115,9 +115,8 @@ step_prediction predict_step(const model_config& cfg, int64_t batch,
       if (a.device < 0) continue;
       auto& t = traffic[a.device];
       t.id = a.device;
-      const uint64_t down = (a.a_cached ? 0 : a.t.a_bytes()) + (a.b_cached ? 0 : a.t.b_bytes());
-      t.bytes_down += down * count * static_cast<uint64_t>(senders);
-      t.bytes_up += a.t.c_bytes() * count * static_cast<uint64_t>(senders);
+      t.bytes_down += tile_bytes_down(pp.p.problem, a) * count * static_cast<uint64_t>(senders);
+      t.bytes_up += a.t.c_bytes(pp.p.problem.element_bytes) * count * static_cast<uint64_t>(senders);
     }
     out.products.push_back(std::move(pp));
     if (progress) progress(out.products.size(), gemms.size());

@@ -16,9 +16,10 @@ constexpr double infinity = std::numeric_limits<double>::infinity();
 }  // namespace
 
 batch_sim::batch_sim(std::vector<shard_links> shards, schedule_options schedule, double ps_flops,
-                     double detection_seconds)
+                     double detection_seconds, ps_link_model egress_model, bool pipelined)
     : links_cfg_(std::move(shards)), schedule_(schedule), ps_flops_(ps_flops),
-      detection_seconds_(detection_seconds), shards_(static_cast<uint32_t>(links_cfg_.size())) {
+      detection_seconds_(detection_seconds), egress_model_(egress_model), pipelined_(pipelined),
+      shards_(static_cast<uint32_t>(links_cfg_.size())) {
   link_version_.assign(2 * shards_, 0);
   clock_version_.assign(shards_, 0);
   ps_free_at_.assign(shards_, 0);
@@ -30,16 +31,14 @@ void batch_sim::size_for(size_t devices) {
   devices_ = std::max(devices, devices_);
   links_.clear();
   for (const auto& l : links_cfg_) {
-    links_.emplace_back(l.egress, devices_);
-    links_.emplace_back(l.ingress, devices_);
+    links_.emplace_back(egress_model_, l.egress, devices_);
+    links_.emplace_back(ps_link_model::fair, l.ingress, devices_);
   }
   const size_t slots = devices_ * shards_;
-  head_.assign(slots, none);
-  tail_.assign(slots, none);
-  current_.assign(slots, none);
+  pipes_.assign(slots, pipeline{});
   epoch_.assign(slots, 0);
-  started_.assign(slots, 0);
   held_bytes_.assign(devices_, 0);
+  busy_since_.assign(devices_, 0);
 }
 
 void batch_sim::push(double at, ev_kind kind, uint32_t slot, uint32_t arg) {
@@ -92,31 +91,88 @@ issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
   return out;
 }
 
+void batch_sim::append(queue& q, uint32_t e) {
+  entries_[e].next = none;
+  if (q.tail == none) q.head = e;
+  else entries_[q.tail].next = e;
+  q.tail = e;
+}
+
+uint32_t batch_sim::take(queue& q) {
+  const uint32_t e = q.head;
+  q.head = entries_[e].next;
+  if (q.head == none) q.tail = none;
+  return e;
+}
+
 void batch_sim::enqueue(double now, uint32_t shard, int32_t device, uint32_t tile,
                         uint64_t bytes_down) {
   const uint32_t slot = shard * static_cast<uint32_t>(devices_) + static_cast<uint32_t>(device);
   const uint32_t e = static_cast<uint32_t>(entries_.size());
   entries_.push_back({tile, none, bytes_down});
-  if (tail_[slot] == none) head_[slot] = e;
-  else entries_[tail_[slot]].next = e;
-  tail_[slot] = e;
-  if (current_[slot] == none && fleet_->devices()[static_cast<size_t>(device)].alive)
-    start_next(now, slot);
+  append(pipes_[slot].pending, e);
+  if (fleet_->devices()[static_cast<size_t>(device)].alive) fetch(now, slot);
 }
 
-void batch_sim::start_next(double now, uint32_t slot) {
-  const uint32_t e = head_[slot];
-  current_[slot] = e;
-  if (e == none) return;
-  head_[slot] = entries_[e].next;
-  if (head_[slot] == none) tail_[slot] = none;
-  const uint32_t shard = slot / static_cast<uint32_t>(devices_);
-  const int32_t dev = static_cast<int32_t>(slot % devices_);
-  auto& d = fleet_->devices()[static_cast<size_t>(dev)];
-  started_[slot] = now;
-  held_bytes_[static_cast<size_t>(dev)] += tile_working_set(plans_[shard]->tiles[entries_[e].tile].t);
-  d.peak_bytes = std::max(d.peak_bytes, held_bytes_[static_cast<size_t>(dev)]);
-  push(now + d.profile.latency, ev_kind::arrived, slot, e);
+void batch_sim::hold(double now, uint32_t dev, int64_t bytes) {
+  auto& d = fleet_->devices()[dev];
+  if (held_bytes_[dev] == 0) busy_since_[dev] = now;
+  held_bytes_[dev] = static_cast<uint64_t>(static_cast<int64_t>(held_bytes_[dev]) + bytes);
+  if (held_bytes_[dev] == 0) d.busy_seconds += now - busy_since_[dev];
+  d.peak_bytes = std::max(d.peak_bytes, held_bytes_[dev]);
+}
+
+void batch_sim::fetch(double now, uint32_t slot) {
+  auto& pipe = pipes_[slot];
+  const uint32_t dev = device_of(slot);
+  const auto& d = fleet_->devices()[dev];
+  while (pipe.downloading == none && !pipe.pending.empty()) {
+    const uint64_t ws = tile_working_set(tile_of(slot, pipe.pending.head));
+    const uint64_t memory = d.profile.memory_bytes / shards_;
+    const uint32_t depth = pipelined_ ? pipeline_depth(memory, default_cache_bytes(memory), ws) : 1;
+    if (pipe.in_hand >= depth) return;
+    const uint32_t e = take(pipe.pending);
+    ++pipe.in_hand;
+    hold(now, dev, static_cast<int64_t>(ws));
+    const uint64_t bytes = entries_[e].bytes_down;
+    const uint32_t shard = shard_of(slot);
+    fleet_->devices()[dev].bytes_down += bytes;
+    totals_->shard_bytes_down[shard] += bytes;
+    if (bytes == 0) {  // every block cached: the task alone crosses
+      push(now + d.profile.latency, ev_kind::arrived, slot, e);
+      continue;
+    }
+    pipe.downloading = e;
+    links_[2 * shard].start(now, dev, static_cast<double>(bytes),
+                            rate(static_cast<int32_t>(dev), d.profile.downlink), entries_[e].tile);
+    wake_link(2 * shard);
+  }
+}
+
+void batch_sim::compute(double now, uint32_t slot) {
+  auto& pipe = pipes_[slot];
+  if (pipe.computing != none || pipe.to_compute.empty()) return;
+  const uint32_t e = take(pipe.to_compute);
+  pipe.computing = e;
+  const uint32_t dev = device_of(slot);
+  const double flops = static_cast<double>(tile_of(slot, e).flops());
+  push(now + flops / rate(static_cast<int32_t>(dev), fleet_->devices()[dev].profile.flops),
+       ev_kind::computed, slot, e);
+}
+
+void batch_sim::upload(double now, uint32_t slot) {
+  auto& pipe = pipes_[slot];
+  if (pipe.uploading != none || pipe.to_upload.empty()) return;
+  const uint32_t e = take(pipe.to_upload);
+  pipe.uploading = e;
+  const uint32_t shard = shard_of(slot), dev = device_of(slot);
+  auto& d = fleet_->devices()[dev];
+  const uint64_t up = tile_of(slot, e).c_bytes(plans_[shard]->problem.element_bytes);
+  d.bytes_up += up;
+  totals_->shard_bytes_up[shard] += up;
+  links_[2 * shard + 1].start(now, dev, static_cast<double>(up),
+                              rate(static_cast<int32_t>(dev), d.profile.uplink));
+  wake_link(2 * shard + 1);
 }
 
 void batch_sim::wake_link(uint32_t link) {
@@ -167,19 +223,19 @@ void batch_sim::apply(double now, uint32_t shard, const std::vector<schedule_act
   }
 }
 
-void batch_sim::on_result(double now, uint32_t slot, uint32_t which) {
-  const uint32_t shard = slot / static_cast<uint32_t>(devices_);
-  const int32_t dev = static_cast<int32_t>(slot % devices_);
-  auto& d = fleet_->devices()[static_cast<size_t>(dev)];
+void batch_sim::on_result(double now, uint32_t slot, uint32_t e) {
+  const uint32_t shard = shard_of(slot), dev = device_of(slot);
+  auto& d = fleet_->devices()[dev];
+  const uint32_t which = entries_[e].tile;
   const tile& t = plans_[shard]->tiles[which].t;
-  d.busy_seconds += now - started_[slot];
-  held_bytes_[static_cast<size_t>(dev)] -= tile_working_set(t);
-  if (!at_ps_[shard][which] && flights_[shard].result(now, 0, which, dev)) {
+  --pipes_[slot].in_hand;
+  hold(now, dev, -static_cast<int64_t>(tile_working_set(t)));
+  if (!at_ps_[shard][which] && flights_[shard].result(now, 0, which, static_cast<int32_t>(dev))) {
     ++d.tiles;
     d.flops += static_cast<double>(t.flops());
     push_clock(shard);
   }
-  start_next(now, slot);
+  fetch(now, slot);
 }
 
 void batch_sim::on_link(double now, uint32_t link) {
@@ -188,14 +244,16 @@ void batch_sim::on_link(double now, uint32_t link) {
   const uint32_t shard = link / 2;
   for (uint32_t dev : finished_) {
     const uint32_t slot = shard * static_cast<uint32_t>(devices_) + dev;
-    const auto& d = fleet_->devices()[dev];
-    const uint32_t tile = entries_[current_[slot]].tile;
-    if (link % 2 == 0) {  // operands in: compute
-      const double flops = static_cast<double>(plans_[shard]->tiles[tile].t.flops());
-      push(now + flops / rate(static_cast<int32_t>(dev), d.profile.flops), ev_kind::computed, slot,
-           tile);
+    auto& pipe = pipes_[slot];
+    const double latency = fleet_->devices()[dev].profile.latency;
+    if (link % 2 == 0) {  // operands in: they reach the device a latency later
+      push(now + latency, ev_kind::arrived, slot, pipe.downloading);
+      pipe.downloading = none;
+      fetch(now, slot);
     } else {  // result out: it reaches the PS a latency later
-      push(now + d.profile.latency, ev_kind::result, slot, tile);
+      push(now + latency, ev_kind::result, slot, pipe.uploading);
+      pipe.uploading = none;
+      upload(now, slot);
     }
   }
   wake_link(link);
@@ -213,13 +271,14 @@ void batch_sim::on_churn(double now, const timed_churn& ev) {
     for (uint32_t s = 0; s < shards_; ++s) {
       const uint32_t slot = s * static_cast<uint32_t>(devices_) + dev;
       ++epoch_[slot];
-      current_[slot] = none;
+      pipes_[slot] = pipeline{};
       for (uint32_t link : {2 * s, 2 * s + 1})
         if (links_[link].running(dev)) {
           links_[link].cancel(now, dev);
           wake_link(link);
         }
     }
+    if (held_bytes_[dev] > 0) fleet_->devices()[dev].busy_seconds += now - busy_since_[dev];
     held_bytes_[dev] = 0;
     caches_.forget(ev.device);
   }
@@ -300,39 +359,20 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
     events_.pop_back();
     now = ev.at;
     switch (ev.kind) {
-      case ev_kind::arrived: {
-        if (ev.epoch != epoch_[ev.slot]) break;
-        const uint32_t shard = ev.slot / static_cast<uint32_t>(devices_);
-        const uint32_t dev = ev.slot % static_cast<uint32_t>(devices_);
-        const auto& e = entries_[ev.arg];
-        const auto& a = plans_[shard]->tiles[e.tile];
-        auto& d = fleet.devices()[dev];
-        const uint64_t bytes = e.bytes_down;
-        d.bytes_down += bytes;
-        totals.shard_bytes_down[shard] += bytes;
-        if (bytes > 0) {
-          links_[2 * shard].start(now, dev, static_cast<double>(bytes),
-                                  rate(static_cast<int32_t>(dev), d.profile.downlink));
-          wake_link(2 * shard);
-        } else {
-          push(now + static_cast<double>(a.t.flops()) / rate(static_cast<int32_t>(dev), d.profile.flops),
-               ev_kind::computed, ev.slot, e.tile);
+      case ev_kind::arrived:
+        if (ev.epoch == epoch_[ev.slot]) {
+          append(pipes_[ev.slot].to_compute, ev.arg);
+          compute(now, ev.slot);
         }
         break;
-      }
-      case ev_kind::computed: {
-        if (ev.epoch != epoch_[ev.slot]) break;
-        const uint32_t shard = ev.slot / static_cast<uint32_t>(devices_);
-        const uint32_t dev = ev.slot % static_cast<uint32_t>(devices_);
-        auto& d = fleet.devices()[dev];
-        const uint64_t up = plans_[shard]->tiles[ev.arg].t.c_bytes();
-        d.bytes_up += up;
-        totals.shard_bytes_up[shard] += up;
-        links_[2 * shard + 1].start(now, dev, static_cast<double>(up),
-                                    rate(static_cast<int32_t>(dev), d.profile.uplink));
-        wake_link(2 * shard + 1);
+      case ev_kind::computed:
+        if (ev.epoch == epoch_[ev.slot]) {
+          pipes_[ev.slot].computing = none;
+          append(pipes_[ev.slot].to_upload, ev.arg);
+          upload(now, ev.slot);
+          compute(now, ev.slot);
+        }
         break;
-      }
       case ev_kind::result:
         if (ev.epoch == epoch_[ev.slot]) on_result(now, ev.slot, ev.arg);
         break;
@@ -358,9 +398,9 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
   for (uint32_t link = 0; link < links_.size(); ++link)
     for (uint32_t dev = 0; dev < devices_; ++dev)
       if (links_[link].running(dev)) links_[link].cancel(now, dev);
-  std::fill(head_.begin(), head_.end(), none);
-  std::fill(tail_.begin(), tail_.end(), none);
-  std::fill(current_.begin(), current_.end(), none);
+  std::fill(pipes_.begin(), pipes_.end(), pipeline{});
+  for (uint32_t dev = 0; dev < devices_; ++dev)
+    if (held_bytes_[dev] > 0) fleet.devices()[dev].busy_seconds += now - busy_since_[dev];
   std::fill(held_bytes_.begin(), held_bytes_.end(), 0);
   for (auto& e : epoch_) ++e;
   entries_.clear();

@@ -1,13 +1,18 @@
 #pragma once
 // One GEMM of a step in virtual time, on every PS shard at once: the
-// shards' tiles as their plans place them, each device running its tiles
-// one after another in plan order (INGRESS -> COMPUTE -> EGRESS, a one-way
-// latency before the first and after the last), each shard's egress and
-// ingress shared by the devices transferring through it (shared_link.hpp),
-// the PS computing the tiles no device holds, and churn applied as virtual
-// time reaches it. What moves when a device fails, a tile times out or the
-// GEMM runs late is the runtime's own tile_schedule's decision
-// (tile_flight.hpp).
+// shards' tiles as their plans place them, each device pipelining its tiles
+// in plan order (its downlink fetching the next tile's operands while it
+// computes one and its uplink returns the one before: three stages, each
+// one tile at a time, each stage's start one latency after the stage before
+// it ended on the other side of the link), as many tiles in hand as its
+// memory holds beside its block cache (pipeline_depth). Emulated devices
+// (planner_config::pipelined_devices off) take one tile at a time, whole,
+// as they pace themselves. Each shard's egress
+// either shared fairly among the transfers or served in the order the PS
+// sends (ps_link.hpp), its ingress shared fairly; the PS computing the tiles
+// no device holds, and churn applied as virtual time reaches it. What moves
+// when a device fails, a tile times out or the GEMM runs late is the
+// runtime's own tile_schedule's decision (tile_flight.hpp).
 //
 // Devices take part in every shard's GEMM at once; each shard sees its fair
 // share of a device (fair_share: FLOP/s and links divided by the shards),
@@ -26,7 +31,7 @@
 #include "actors/planner/plan.hpp"
 #include "actors/ps/engine/tile_schedule.hpp"
 #include "actors/simulator/operand_cache.hpp"
-#include "actors/simulator/shared_link.hpp"
+#include "actors/simulator/ps_link.hpp"
 #include "actors/simulator/sim_fleet.hpp"
 #include "actors/simulator/tile_flight.hpp"
 
@@ -56,7 +61,8 @@ using issued_bytes = std::vector<std::vector<uint64_t>>;
 class batch_sim {
  public:
   batch_sim(std::vector<shard_links> shards, schedule_options schedule, double ps_flops,
-            double detection_seconds);
+            double detection_seconds, ps_link_model egress_model = ps_link_model::fair,
+            bool pipelined = false);
 
   // The PS issues shard s's plan shard_plans[s], reading ops[s], to the
   // fleet's members: what each tile is sent, as the caches now stand (and
@@ -80,49 +86,76 @@ class batch_sim {
     uint64_t seq;
     ev_kind kind;
     uint32_t slot;   // shard * devices + device, or the link, or the shard (clock, ps_done)
-    uint32_t arg;    // tile, or version
+    uint32_t arg;    // entry, tile (ps_done) or version (link, clock)
     uint32_t epoch;  // the slot's epoch when scheduled: stale after a death
     bool operator>(const event& o) const { return at > o.at || (at == o.at && seq > o.seq); }
   };
-  struct entry {  // a tile in a device's queue
+  struct entry {  // a tile given to a device
     uint32_t tile;
-    uint32_t next;
+    uint32_t next;        // the next entry in the same stage's queue
     uint64_t bytes_down;  // what the PS sends with it
   };
   static constexpr uint32_t none = ~uint32_t{0};
+  // A FIFO of entries threaded through entry::next.
+  struct queue {
+    uint32_t head = none, tail = none;
+    bool empty() const { return head == none; }
+  };
+  // A device's pipeline on one shard: tiles not yet fetched, then the three
+  // stages, each holding at most one tile, with the tiles that wait for a
+  // stage in its queue.
+  struct pipeline {
+    queue pending, to_compute, to_upload;
+    uint32_t downloading = none, computing = none, uploading = none;
+    uint32_t in_hand = 0;  // fetched and not yet delivered
+  };
 
   void size_for(size_t devices);
   void push(double at, ev_kind kind, uint32_t slot, uint32_t arg);
+  void append(queue& q, uint32_t e);
+  uint32_t take(queue& q);
   void enqueue(double now, uint32_t shard, int32_t device, uint32_t tile, uint64_t bytes_down);
   uint64_t resend(uint32_t shard, int32_t device, uint32_t tile);
-  void start_next(double now, uint32_t slot);
+  // Start each stage of the slot's pipeline that is free and has work.
+  void fetch(double now, uint32_t slot);
+  void compute(double now, uint32_t slot);
+  void upload(double now, uint32_t slot);
+  void hold(double now, uint32_t dev, int64_t bytes);
   void wake_link(uint32_t link);
   void on_link(double now, uint32_t link);
   void apply(double now, uint32_t shard, const std::vector<schedule_action>& actions);
   void compute_here(double now, uint32_t shard, uint32_t tile);
-  void on_result(double now, uint32_t slot, uint32_t which);
+  void on_result(double now, uint32_t slot, uint32_t e);
   void on_churn(double now, const timed_churn& ev);
   void push_clock(uint32_t shard);
   double rate(int32_t device, double declared) const;
+  uint32_t shard_of(uint32_t slot) const { return slot / static_cast<uint32_t>(devices_); }
+  uint32_t device_of(uint32_t slot) const { return slot % static_cast<uint32_t>(devices_); }
+  const tile& tile_of(uint32_t slot, uint32_t e) const {
+    return plans_[shard_of(slot)]->tiles[entries_[e].tile].t;
+  }
 
   std::vector<shard_links> links_cfg_;
   schedule_options schedule_;
   double ps_flops_;
   double detection_seconds_;
+  ps_link_model egress_model_;
+  bool pipelined_;  // devices pipeline their tiles; else each takes one whole at a time
   uint32_t shards_;
   size_t devices_ = 0;  // slots per shard
 
   // One run's state (reused: nothing is allocated per event).
   std::vector<event> events_;  // a binary heap (std::push_heap), cleared between runs
   uint64_t seq_ = 0;
-  std::vector<shared_link> links_;          // shard s: 2s egress, 2s+1 ingress
+  std::vector<ps_link> links_;              // shard s: 2s egress, 2s+1 ingress
   std::vector<uint32_t> link_version_;
   std::vector<uint32_t> clock_version_;     // by shard
   std::vector<double> ps_free_at_;          // by shard: the PS computes one tile at a time
   std::vector<entry> entries_;
-  std::vector<uint32_t> head_, tail_, current_, epoch_;  // by slot
-  std::vector<double> started_;                          // by slot: the current tile's start
-  std::vector<uint64_t> held_bytes_;                     // by device: working sets of tiles in hand
+  std::vector<pipeline> pipes_;             // by slot
+  std::vector<uint32_t> epoch_;             // by slot
+  std::vector<uint64_t> held_bytes_;        // by device: working sets of tiles in hand
+  std::vector<double> busy_since_;          // by device: when it last went from idle to busy
   std::vector<uint32_t> finished_;
   std::vector<const plan*> plans_;
   std::vector<tile_flight> flights_;

@@ -139,6 +139,14 @@ void add_scaled(const run_marks& before, const run_marks& after_run, double time
   }
 }
 
+// Bytes every shard sent and received so far.
+std::pair<uint64_t, uint64_t> shard_bytes(const batch_totals& t) {
+  uint64_t down = 0, up = 0;
+  for (uint64_t b : t.shard_bytes_down) down += b;
+  for (uint64_t b : t.shard_bytes_up) up += b;
+  return {down, up};
+}
+
 }  // namespace
 
 std::vector<shard_links> sim_config::ps_links() const {
@@ -152,7 +160,8 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
                                           const sim_progress& progress) {
   if (cfg.shards.empty()) return fail("simulate: no PS shard");
   if (cfg.fleet.empty()) return fail("simulate: the fleet has no devices");
-  const auto gemms = step_gemms(cfg.model, cfg.batch);
+  auto gemms = step_gemms(cfg.model, cfg.batch);
+  for (auto& g : gemms) g.problem.element_bytes = wire_element_bytes(cfg.wire);
   sim_result res;
   planner_config as_is = cfg.planner;
   as_is.ps_flops = cfg.ps_flops();
@@ -161,7 +170,8 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
   res.total_flops_per_step = step_gemm_flops(gemms);
   sim_fleet fleet(cfg.fleet);
   sim_plans plans(cfg, gemms);
-  batch_sim batches(cfg.ps_links(), cfg.schedule, cfg.ps_flops(), res.detection_seconds);
+  batch_sim batches(cfg.ps_links(), cfg.schedule, cfg.ps_flops(), res.detection_seconds,
+                    cfg.egress_model, cfg.planner.pipelined_devices);
   batch_totals& totals = res.totals;
   double now = 0;
   auto drain = [&](double until) {  // churn while no GEMM runs
@@ -182,6 +192,11 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
     const double step_began = now;
     for (size_t i = 0; i < gemms.size(); ++i) {
       const auto& e = gemms[i];
+      product_time pt;
+      pt.name = e.name;
+      pt.count = e.count;
+      const double product_began = now;
+      const double predicted_before = st.predicted_device_gemms;
       int64_t left = e.count;
       int64_t instance = 0;
       std::vector<product_operands> ops;
@@ -213,12 +228,27 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
           issued = batches.issue(shard_plans, ops, fleet);
         }
         const run_marks before{fleet.devices(), totals};
+        const bool first_run = !pt.split;
+        const auto [down_before, up_before] = shard_bytes(totals);
+        if (first_run) {
+          pt.split = true;
+          for (const plan* p : shard_plans) {
+            if (p->local) continue;
+            pt.tiles += p->tiles.size();
+            pt.devices = std::max(pt.devices, p->devices_used);
+          }
+        }
         const uint64_t epoch = fleet.epoch();
         const double began = now;
         auto end = batches.run(now, shard_plans, ops, issued, fleet, churn, totals);
         if (!end) return end.error();
         now = *end;
         const double took = now - began;
+        if (first_run) {
+          const auto [down_after, up_after] = shard_bytes(totals);
+          pt.bytes_down = down_after - down_before;
+          pt.bytes_up = up_after - up_before;
+        }
         --left;
         ++instance;
         if (step == 0) ++res.split_products;
@@ -252,6 +282,11 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
           left -= same;
           instance += same;
         }
+      }
+      if (step == 0) {
+        pt.seconds = now - product_began;
+        pt.predicted_seconds = st.predicted_device_gemms - predicted_before;
+        res.products.push_back(std::move(pt));
       }
     }
     st.ps_rowwise = res.ps.rowwise_seconds;

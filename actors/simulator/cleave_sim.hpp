@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <caf/expected.hpp>
@@ -33,6 +34,7 @@
 #include "actors/simulator/batch_sim.hpp"
 #include "actors/simulator/ps_work.hpp"
 #include "actors/simulator/sim_fleet.hpp"
+#include "schema/wire_precision.hpp"
 
 namespace cleave {
 
@@ -58,6 +60,8 @@ struct sim_config {
   std::vector<shard_links> ps_links() const;
   schedule_options schedule;
   detector_options detector;
+  wire_precision wire = wire_precision::fp32;  // tiles' operands and results
+  ps_link_model egress_model = ps_link_model::fair;
 };
 
 // Where one step's time went.
@@ -70,8 +74,21 @@ struct step_time {
   double ps_optimizer = 0;
 };
 
+// One entry of step_gemms in the first step: where its time went.
+struct product_time {
+  std::string name;
+  int64_t count = 0;         // instances per step
+  bool split = false;        // planned onto the devices (else the PS computes it)
+  uint64_t tiles = 0;        // of one instance's plan, over the shards
+  int32_t devices = 0;       // the most any shard's plan uses
+  uint64_t bytes_down = 0, bytes_up = 0;  // of the first instance, every shard
+  double seconds = 0;        // all its instances
+  double predicted_seconds = 0;  // all its instances, as their plans predict
+};
+
 struct sim_result {
   std::vector<step_time> steps;
+  std::vector<product_time> products;  // the first step's, by step_gemms entry
   std::vector<sim_device> devices;  // with what each did over the run
   batch_totals totals;
   ps_work ps;

@@ -36,10 +36,8 @@ named_block block_of(const tensor_ref& t, int64_t r0, int64_t r1, int64_t c0, in
   return {key, r1 - r0, c1 - c0};
 }
 
-}  // namespace
-
-product_operands operands_of(const std::vector<step_gemm>& gemms, size_t index, int64_t instance,
-                             int shard) {
+product_operands tensors_of(const std::vector<step_gemm>& gemms, size_t index, int64_t instance,
+                            int shard) {
   const step_gemm& g = gemms[index];
   const auto s = static_cast<uint64_t>(shard);
   const auto i = static_cast<uint64_t>(instance);
@@ -57,6 +55,15 @@ product_operands operands_of(const std::vector<step_gemm>& gemms, size_t index, 
   if (g.problem.role == gemm_role::forward)
     return {{tensor_id(input, index, i, s), false}, {tensor_id(weight, index, i, s), false}};
   return {{tensor_id(first, index, i, s), false}, {tensor_id(second, index, i, s), false}};
+}
+
+}  // namespace
+
+product_operands operands_of(const std::vector<step_gemm>& gemms, size_t index, int64_t instance,
+                             int shard) {
+  product_operands out = tensors_of(gemms, index, instance, shard);
+  out.element_bytes = gemms[index].problem.element_bytes;
+  return out;
 }
 
 void operand_cache::begin_step() {
@@ -91,7 +98,7 @@ operand_cache::sent_task operand_cache::send(int32_t device, uint64_t capacity, 
     ++operands_;
     with_data[i] = all_operands || st.sent.count(blocks[i].key) == 0;
     if (!with_data[i]) continue;
-    bytes += static_cast<uint64_t>(blocks[i].rows * blocks[i].cols) * sizeof(float);
+    bytes += static_cast<uint64_t>(blocks[i].rows * blocks[i].cols) * ops.element_bytes;
     st.sent.insert(blocks[i].key);
   }
   // The device's side, A then B: it caches what came with data and looks up

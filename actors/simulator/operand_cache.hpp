@@ -38,6 +38,7 @@ struct tensor_ref {
 
 struct product_operands {
   tensor_ref a, b;
+  uint64_t element_bytes = gemm_element_bytes;  // on the wire (the product's)
 };
 
 // The tensors run `instance` (0-based, in issue order) of product `index` of
