@@ -39,7 +39,7 @@ STEPS=6
 MODEL=(--model=gpt --shape=small --context=64 --batch=8)
 # The planner is told a slow PS so that it splits products among devices
 # (as calibration.sh does); the simulated PS computes as this host's does.
-PS_COST=(--ps-flops=5e8 --ps-memory-bandwidth=3.3e9)
+PS_COST=(--ps-flops=5e8 --ps-memory-bandwidth=3.3e9 ${PIPELINED---pipelined-devices})
 SIM_PS=(--sim-ps-flops=1e11)
 # Heartbeats at 1 s, as calibration.sh: a device's heartbeat queues behind
 # its results on its 40 Mbit/s uplink (0.2 s for a 1 MB result), and a
