@@ -39,6 +39,12 @@ STEPS=6
 MODEL=(--model=gpt --shape=small --context=64 --batch=8)
 # The planner is told a slow PS so that it splits products among devices
 # (as calibration.sh does); the simulated PS computes as this host's does.
+# Both plan for device processes (--pipelined-devices), which take a tile's
+# operands while they compute or send another's, so that the live ps and
+# the simulator run the same plans and the simulated devices overlap as
+# these do. PIPELINED= (empty) plans and simulates emulated devices (one
+# tile after another) instead: the simulated devices then wait where the
+# processes do not (see docs/SIMULATOR.md, Shaped links).
 PS_COST=(--ps-flops=5e8 --ps-memory-bandwidth=3.3e9 ${PIPELINED---pipelined-devices})
 SIM_PS=(--sim-ps-flops=1e11)
 # Heartbeats at 1 s, as calibration.sh: a device's heartbeat queues behind
@@ -133,8 +139,8 @@ echo "info: TCP congestion control $(on ps sysctl -n net.ipv4.tcp_congestion_con
 rate_tool="$CLI_DIR/tcp_rate.py"
 address() { [[ $1 == ps ]] && echo 10.79.0.1 || echo "10.79.0.$((10 + ${1#dev}))"; }
 # measure NAME SECONDS "SENDERS" "RECEIVERS": every sender sends to every
-# receiver at once, one TCP flow each; prints the receivers' steady rates
-# summed (B/s) and writes the flows' rates to $WORK/rate_NAME.*.
+# receiver at once, one TCP flow each; prints the flows' rates summed (B/s)
+# over the window they all ran in, each flow's in $WORK/rates_NAME.json.
 measure() {
   local name=$1 seconds=$2 senders=($3) receivers=($4) targets=() pids=()
   for ns in "${receivers[@]}"; do
@@ -144,7 +150,8 @@ measure() {
   done
   for ns in "${senders[@]}"; do on "$ns" python3 "$rate_tool" send "$seconds" "${targets[@]}" & pids+=($!); done
   wait "${pids[@]}"
-  cat "$WORK/rate_$name".* | python3 -c "import json,sys; print(sum(json.loads(l)['rate'] for l in sys.stdin))"
+  python3 "$rate_tool" rates "$WORK/rate_$name".* > "$WORK/rates_$name.json"
+  json "$WORK/rates_$name.json" "d['rate']"
 }
 devs=$(for ((i = 1; i <= DEVICES; i++)); do printf 'dev%d ' $i; done)
 got_down=$(measure down 2 ps dev1)
@@ -168,10 +175,8 @@ echo "$sanity"
 # How TCP shares the PS's link among flows: equal rates are what the
 # simulator's fair sharing assumes.
 for dir in ps_out ps_in; do
-  cat "$WORK/rate_$dir".* | python3 -c "
-import json, sys
-r = sorted(x for l in sys.stdin for x in json.loads(l)['rates'])
-print(f'info: raw TCP, $dir, {len(r)} flows at once: per flow {r[0] / 1e6:.2f} to {r[-1] / 1e6:.2f} MB/s (max/min {r[-1] / r[0]:.2f})')"
+  json "$WORK/rates_$dir.json" "(lambda r: f'info: raw TCP, $dir, {len(r)} flows at once: per flow {r[0] / 1e6:.2f} to '
+    f'{r[-1] / 1e6:.2f} MB/s (max/min {r[-1] / r[0] if r[0] else float("inf"):.2f})')(sorted(d['rates']))"
 done
 # Transfers that start together, as a product's operands do, timed from
 # their start, against the two link models.

@@ -2,8 +2,11 @@
 """Raw TCP throughput through a shaped link, for tests/cli/shaped_links.sh.
 
   tcp_rate.py recv PORT SECONDS [N]  accept N connections (1), read each
-                                     until it closes, print JSON: the rates
-                                     of the flows and their sum
+                                     until it closes, print JSON: each flow's
+                                     arrivals over time
+  tcp_rate.py rates FILE...          the flows of every recv's output: print
+                                     JSON, each flow's rate over the window
+                                     they all ran in, and their sum
   tcp_rate.py send SECONDS HOST:PORT...  one thread per target, each writing
                                      64 KiB buffers for SECONDS, then close
   tcp_rate.py burst-recv PORT BYTES ROUNDS   accept one connection; per
@@ -18,10 +21,10 @@ The burst modes time transfers that start together, as a product's operands
 do: the namespaces share one monotonic clock, so a receiver's finish less
 the sender's start is the transfer's time.
 
-The receiver counts only what arrives after WARMUP seconds from its first
-byte: slow start and the token bucket's initial burst would otherwise make
-a short run look faster or slower than the link's steady rate, which is
-what the planner is told.
+Rates count only what arrives after WARMUP seconds from the last flow's
+first byte: slow start and the token bucket's initial burst would otherwise
+make a short run look faster or slower than the link's steady rate, which
+is what the planner is told.
 """
 import json
 import socket
@@ -33,22 +36,21 @@ WARMUP = 0.5
 
 
 def count(conn, seconds, out):
-    """Appends conn's steady rate (B/s) to out."""
+    """Appends conn's arrivals to out: [[time, bytes so far], ...], CLOCK_MONOTONIC,
+    a sample at most every 10 ms."""
     conn.settimeout(seconds + 10)
-    first = last = None
-    counted = 0
+    total, samples = 0, []
     while True:
         data = conn.recv(1 << 20)
         now = time.monotonic()
         if not data:
             break
-        if first is None:
-            first = now
-        if now - first >= WARMUP:
-            counted += len(data)
-            last = now
-    span = (last - first - WARMUP) if last else 0
-    out.append(counted / span if span > 0 else 0)
+        total += len(data)
+        if not samples or now - samples[-1][0] >= 0.01:
+            samples.append([now, total])
+        else:
+            samples[-1][1] = total
+    out.append(samples)
 
 
 def recv(port, seconds, connections):
@@ -57,14 +59,30 @@ def recv(port, seconds, connections):
     server.bind(("0.0.0.0", port))
     server.listen(connections)
     server.settimeout(seconds + 10)
-    rates, threads = [], []
+    flows, threads = [], []
     for _ in range(connections):
         conn, _ = server.accept()
-        threads.append(threading.Thread(target=count, args=(conn, seconds, rates)))
+        threads.append(threading.Thread(target=count, args=(conn, seconds, flows)))
         threads[-1].start()
     for t in threads:
         t.join()
-    print(json.dumps({"rates": rates, "rate": sum(rates)}))
+    print(json.dumps({"flows": flows}))
+
+
+def rates(flows):
+    """Each flow's rate (B/s) over the window all of them were running in,
+    less WARMUP at its start: flows that ran at other times (one starved
+    while another ran alone) would otherwise add up to more than the link."""
+    begin = max(f[0][0] for f in flows) + WARMUP
+    end = min(f[-1][0] for f in flows)
+    if end <= begin:
+        raise SystemExit("tcp_rate: the flows never ran together past the warm-up")
+    def at(f, t):  # bytes so far at t, interpolated
+        for (t0, b0), (t1, b1) in zip(f, f[1:]):
+            if t0 <= t <= t1:
+                return b0 + (b1 - b0) * (t - t0) / (t1 - t0) if t1 > t0 else b1
+        return f[-1][1] if t > f[-1][0] else f[0][1]
+    return [(at(f, end) - at(f, begin)) / (end - begin) for f in flows]
 
 
 def send(seconds, targets):
@@ -141,6 +159,9 @@ def burst_send(size, rounds, targets):
 if __name__ == "__main__":
     if sys.argv[1] == "recv":
         recv(int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]) if len(sys.argv) > 4 else 1)
+    elif sys.argv[1] == "rates":
+        r = rates([f for path in sys.argv[2:] for f in json.load(open(path))["flows"]])
+        print(json.dumps({"rates": r, "rate": sum(r)}))
     elif sys.argv[1] == "burst-recv":
         burst_recv(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
     elif sys.argv[1] == "burst-send":
