@@ -291,6 +291,12 @@ for key, l, s, tol in [("step_seconds", median, sim["mean_step_seconds"], step_t
     r = s / l - 1 if l else float("inf")
     worst_ok &= abs(r) <= tol
     parts.append(f"{key} live {l:.4g} sim {s:.4g} ({100 * r:+.1f}%)")
+# The step's two parts, for where a residual comes from: the wait on
+# devices (the links) and the rest (the PS's own work: issuing tiles,
+# row-wise ops, the optimizer). Means over the run, as the reports keep them.
+lw, sw = live["step_split_seconds"]["wait_on_devices"], sim["step_split_seconds"]["wait_on_devices"]
+parts.append(f"wait on devices live {lw:.3f} sim {sw:.3f} ({100 * (sw / lw - 1):+.1f}%), the rest live "
+             f"{sum(live['step_seconds']) / len(live['step_seconds']) - lw:.3f} sim {sim['mean_step_seconds'] - sw:.3f}")
 parts.append(f"live failures {live['failures_detected']}, tiles live {live['tiles']} sim {sim['tiles']}, "
              f"cache hits live {live['cache_hit_rate']:.3f} sim {sim['cache_hit_rate']:.3f}")
 print(("ok" if worst_ok else "MISS") + f": {model} link model: " + "; ".join(parts))
