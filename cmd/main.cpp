@@ -116,6 +116,9 @@ int main(int argc, char** argv) {
   }
   if (cfg.ps_link_model != "fair" && cfg.ps_link_model != "scheduled")
     return usage_error("--ps-link-model must be fair or scheduled, not '" + cfg.ps_link_model + "'");
+  if ((cfg.ps_link_model != "fair" || cfg.attention_tiles) && cfg.role != "simulate")
+    return usage_error("--ps-link-model and --attention-tiles are for --role=simulate: the live PS "
+                       "computes attention itself and leaves its link's sharing to TCP");
   if (!cfg.churn.empty() && cfg.churn_rate > 0) return usage_error("use --churn or --churn-rate, not both");
   if ((!cfg.churn.empty() || cfg.churn_rate > 0) && cfg.role != "all" && cfg.role != "simulate")
     return usage_error("--churn and --churn-rate emulate churn in the in-process fleet (--role=all) "

@@ -108,6 +108,7 @@ cleave_config::cleave_config() {
     .add(sim_ps_flops, "sim-ps-flops", "--role=simulate: the FLOP/s the PS computes at, where the planner is told --ps-flops (default: the same)")
     .add(sim_ps_link, "sim-ps-link", "--role=simulate: bytes/s each way of each PS shard's link, where the planner is told --ps-egress/--ps-ingress (default: the same)")
     .add(wire, "wire", "fp32 or bf16: the floats of tiles' operands and results on the wire (default fp32; --role=simulate: bf16 for the opt-* shapes)")
+    .add(attention_tiles, "attention-tiles", "--role=simulate: gpt's attention as fused tiles the planner may place on devices (default: per-head products on the PS, as live runs)")
     .add(ps_link_model, "ps-link-model", "--role=simulate: fair (the PS link shared by every transfer in flight, default) or scheduled (the PS sends in order, each at its device's downlink)")
     .add(recovery, "recovery", "--role=simulate --system=asteroid: replay (pipeline replay, default) or restart (from the last checkpoint)");
   add_cleave_message_types(*this);

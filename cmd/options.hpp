@@ -124,6 +124,7 @@ class cleave_config : public caf::actor_system_config {
   double sim_ps_link = 0;
   std::string wire;           // fp32 or bf16 (default: bf16 for the opt-* shapes in --role=simulate, else fp32)
   std::string ps_link_model = "fair";  // --role=simulate: fair or scheduled
+  bool attention_tiles = false;        // --role=simulate: gpt's attention as fused device tiles
   std::string recovery = "replay";  // asteroid: replay (pipeline replay) or restart (from a checkpoint)
   bool vocab_given = false;         // --vocab on the command line (simulate: OPT's 50272 otherwise)
 };

@@ -70,6 +70,7 @@ caf::expected<sim_config> simulation_of(const cleave_config& cfg, const train_op
   auto link_model = parse_ps_link_model(cfg.ps_link_model);
   if (!link_model) return link_model.error();
   sc.egress_model = *link_model;
+  sc.attention_tiles = cfg.attention_tiles;
   sc.schedule.tile_timeout_seconds = cfg.tile_timeout;
   sc.schedule.speculate_factor = cfg.speculate;
   sc.detector = detector_opts(cfg);

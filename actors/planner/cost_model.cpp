@@ -69,8 +69,7 @@ double egress_tail(const plan& p, const std::vector<device_view>& devices) {
     if (it == by_id.end() || !usable(*it->second)) continue;
     const device_profile& d = *it->second;
     tail = std::min(tail, tile_seconds(d.latency, 0, 1.0 / d.flops, 1.0 / d.uplink, 0,
-                                       static_cast<double>(a.t.flops()),
-                                       a.t.c_bytes(p.problem.element_bytes)));
+                                       tile_flops(p, a.t), tile_up_bytes(p, a.t)));
   }
   return std::isfinite(tail) ? tail : 0;
 }
@@ -94,9 +93,9 @@ plan_parts parts_of(const plan& p, const std::vector<device_view>& devices,
   if (profile == nullptr || !usable(*profile)) return out;
   for (const auto& a : p.tiles) {
     if (a.device != out.last_device) continue;
-    out.compute += static_cast<double>(a.t.flops()) / profile->flops;
-    out.down += static_cast<double>(tile_bytes_down(p.problem, a)) / profile->downlink;
-    out.up += static_cast<double>(a.t.c_bytes(p.problem.element_bytes)) / profile->uplink;
+    out.compute += tile_flops(p, a.t) / profile->flops;
+    out.down += static_cast<double>(tile_down_bytes(p, a)) / profile->downlink;
+    out.up += static_cast<double>(tile_up_bytes(p, a.t)) / profile->uplink;
     out.latency += 2 * profile->latency;
   }
   return out;
@@ -122,10 +121,10 @@ double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
       return std::numeric_limits<double>::infinity();
     auto& s = it->second;
     const device_profile& d = s.view->profile;
-    const uint64_t down = tile_bytes_down(p.problem, a);
+    const uint64_t down = tile_down_bytes(p, a);
     s.down += static_cast<double>(down) / d.downlink;
-    s.compute = std::max(s.down + d.latency, s.compute) + static_cast<double>(a.t.flops()) / d.flops;
-    s.up = std::max(s.compute, s.up) + static_cast<double>(a.t.c_bytes(p.problem.element_bytes)) / d.uplink;
+    s.compute = std::max(s.down + d.latency, s.compute) + tile_flops(p, a.t) / d.flops;
+    s.up = std::max(s.compute, s.up) + static_cast<double>(tile_up_bytes(p, a.t)) / d.uplink;
     finish = std::max(finish, s.up + d.latency);
   }
   return split_seconds(finish, p.bytes_down, p.bytes_up, p.tiles.size(), egress_tail(p, devices), cfg);
@@ -153,11 +152,12 @@ double ps_link_seconds(const plan& p, const std::vector<device_view>& devices,
     if (it == by_id.end() || !usable(it->second->profile))
       return std::numeric_limits<double>::infinity();
     const device_profile& d = it->second->profile;
-    const uint64_t down = tile_bytes_down(p.problem, a);
-    const uint64_t up = a.t.c_bytes(p.problem.element_bytes);
+    const uint64_t down = tile_down_bytes(p, a);
+    const uint64_t up = tile_up_bytes(p, a.t);
     const double sending = egress_free;
     egress_free += static_cast<double>(down) / cfg.ps_egress;
-    const double whole = predict_tile(a.t, p.problem.element_bytes, d, a.a_cached, a.b_cached).seconds;
+    const double whole = tile_seconds(d.latency, 1.0 / d.downlink, 1.0 / d.flops, 1.0 / d.uplink, down,
+                                      tile_flops(p, a.t), up);
     const double downloading = static_cast<double>(down) / d.downlink;
     const double uploading = static_cast<double>(up) / d.uplink;
     double& idle = idle_at[a.device];

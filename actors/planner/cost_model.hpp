@@ -4,6 +4,7 @@
 // count on, and what limits a split plan. Pure; grid_search.hpp and
 // placement.hpp plan with it, and emulated devices pace themselves by it.
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -109,6 +110,42 @@ inline double tile_seconds(double latency, double inv_downlink, double inv_flops
                            uint64_t down, double flops, uint64_t up) {
   return 2 * latency + static_cast<double>(down) * inv_downlink + flops * inv_flops +
          static_cast<double>(up) * inv_uplink;
+}
+
+// When a device's stages are next free: its downlink (operands in), its
+// compute and its uplink (the result out). A device that takes its tiles
+// whole, one after another, has all three at its last tile's finish.
+struct device_stages {
+  double down = 0, comp = 0, up = 0;
+};
+struct tile_pass {
+  double finish = 0;  // the result is back at the PS
+  device_stages after;
+};
+
+// When a tile of `down` bytes in, `flops` and `up` bytes out, whose operands
+// the PS finishes sending at `sent`, would be back at the PS, and the
+// device's stages after it. A pipelined device fetches the operands once
+// its downlink is free (cut through: not before the PS sent them), computes
+// once they arrived and its last tile is computed, and sends the result once
+// that and its uplink are free; otherwise the tile starts when the last one
+// finished. Either way it pays a latency each way. Rates as reciprocals; the
+// grid search's inner loop and the attention planner share it.
+inline tile_pass pass_tile(double latency, double inv_downlink, double inv_flops, double inv_uplink,
+                           const device_stages& s, uint64_t down, double flops, uint64_t up,
+                           double sent, bool pipelined) {
+  tile_pass out{0, s};
+  if (!pipelined) {
+    out.finish = std::max(s.up + tile_seconds(latency, inv_downlink, inv_flops, inv_uplink, down, flops, up),
+                          sent + tile_seconds(latency, 0, inv_flops, inv_uplink, 0, flops, up));
+    out.after.down = out.after.comp = out.after.up = out.finish;
+    return out;
+  }
+  out.after.down = std::max(s.down + static_cast<double>(down) * inv_downlink, sent);
+  out.after.comp = std::max(out.after.down + latency, s.comp) + flops * inv_flops;
+  out.after.up = std::max(out.after.comp, s.up) + static_cast<double>(up) * inv_uplink;
+  out.finish = out.after.up + latency;
+  return out;
 }
 
 // A split plan's predicted time: its last device's finish, or the PS's link

@@ -119,39 +119,16 @@ struct entry_after {
   }
 };
 
-// When a device's stages are next free: its downlink (operands in), its
-// compute and its uplink (the result out). A device that takes its tiles
-// whole, one after another, has all three at its last tile's finish.
 struct dev_state {
-  double down, comp, up;
+  device_stages at;  // when its stages are next free
   uint32_t ver;
   int64_t last_a, last_b;  // block indices of the previous tile, -1 if none
 };
 
-// When a tile of `down` bytes in, `fl` FLOPs and `up` bytes out that the PS
-// finishes sending at `sent` would be back at the PS, and the device's
-// stages after it. A pipelined device fetches the tile's operands once its
-// downlink is free (cut through: not before the PS sent them), computes once
-// they arrived and its last tile is computed, and sends the result once
-// that and its uplink are free; otherwise the tile starts when the last one
-// finished. Either way it needs a latency each way.
-struct tile_pass {
-  double finish;
-  dev_state after;
-};
 tile_pass pass(const dev& d, const dev_state& s, uint64_t down, double fl, uint64_t up,
                double sent, bool pipelined) {
-  tile_pass out{0, s};
-  if (!pipelined) {
-    out.finish = std::max(s.up + d.cost(down, fl, up), sent + d.cost(0, fl, up));
-    out.after.down = out.after.comp = out.after.up = out.finish;
-    return out;
-  }
-  out.after.down = std::max(s.down + static_cast<double>(down) * d.inv_downlink, sent);
-  out.after.comp = std::max(out.after.down + d.latency, s.comp) + fl * d.inv_flops;
-  out.after.up = std::max(out.after.comp, s.up) + static_cast<double>(up) * d.inv_uplink;
-  out.finish = out.after.up + d.latency;
-  return out;
+  return pass_tile(d.latency, d.inv_downlink, d.inv_flops, d.inv_uplink, s.at, down, fl, up, sent,
+                   pipelined);
 }
 
 // Simulates the assignment of one grid; reused across grids.
@@ -192,8 +169,8 @@ class grid_sim {
     for (uint32_t d = 0; d < devs_.size(); ++d)
       if (devs_[d].memory >= ws && dominators_[d] < tiles) eligible_.push_back(d);
     if (eligible_.empty()) return res;
-    state_.assign(devs_.size(), dev_state{0, 0, 0, 0, -1, -1});
-    for (uint32_t d : eligible_) state_[d].down = state_[d].comp = state_[d].up = devs_[d].ready;
+    state_.assign(devs_.size(), dev_state{{}, 0, -1, -1});
+    for (uint32_t d : eligible_) state_[d].at = {devs_[d].ready, devs_[d].ready, devs_[d].ready};
     const bool pipelined = cfg_.pipelined_devices;
     // A device's own finish for a tile, the PS's link aside: the heaps' keys.
     auto alone = [&](uint32_t d, uint64_t down, double fl, uint64_t up) {
@@ -241,6 +218,8 @@ class grid_sim {
       const uint64_t ab = element_bytes_ * static_cast<uint64_t>(sm * sk);
       const uint64_t bb = element_bytes_ * static_cast<uint64_t>(sk * sn);
       const uint64_t cb = element_bytes_ * static_cast<uint64_t>(sm * sn);
+      const uint64_t a_mem = gemm_element_bytes * static_cast<uint64_t>(sm * sk);
+      const uint64_t b_mem = gemm_element_bytes * static_cast<uint64_t>(sk * sn);
       const double fl = static_cast<double>(2 * sm * sn * sk);
       // Rebuild the heaps for this shape.
       global_.clear();
@@ -330,13 +309,12 @@ class grid_sim {
               used[d] = true;
               ++res.devices_used;
             }
-            const uint32_t ver = s.ver + 1;
-            s = done.after;
-            s.ver = ver;
-            // Its cache (least recently used out) takes A, then B: A stays
-            // only when both fit.
-            const int64_t keeps_a = ab + bb <= devs_[d].cache ? ai : -1;
-            const int64_t keeps_b = bb <= devs_[d].cache ? bi : -1;
+            s.at = done.after;
+            ++s.ver;
+            // Its cache (least recently used out, float32 blocks) takes A,
+            // then B: A stays only when both fit.
+            const int64_t keeps_a = a_mem + b_mem <= devs_[d].cache ? ai : -1;
+            const int64_t keeps_b = b_mem <= devs_[d].cache ? bi : -1;
             if (s.last_a != keeps_a) {
               s.last_a = keeps_a;
               if (keeps_a >= 0) touched_a_.push_back(ai);

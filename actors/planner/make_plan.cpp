@@ -1,5 +1,7 @@
 // make_plan: selection (device_selection.hpp) around the grid search.
 
+#include <functional>
+#include <set>
 #include <string>
 
 #include "actors/planner/device_selection.hpp"
@@ -22,13 +24,18 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
   // device's first tiles can cost the PS's link more than they save. So the
   // fastest u devices (u: the ones the plan used, or 3/4 of all) are planned
   // alone too, then 3/4 of those, and so on (at most max_prefixes plans),
-  // and the fastest plan wins.
+  // and the fastest 2^j for every power of two below the fleet, so that a
+  // fleet never plans worse than its fastest half would; the fastest plan
+  // wins.
   constexpr int max_prefixes = 8;
   const size_t all = sel.ranked.size();
   size_t kept = all;
+  std::set<size_t, std::greater<>> sizes;
   size_t size = static_cast<size_t>(best.devices_used) < all ? static_cast<size_t>(best.devices_used)
                                                              : all * 3 / 4;
-  for (int tries = 0; tries < max_prefixes && size >= 1; ++tries, size = size * 3 / 4) {
+  for (int tries = 0; tries < max_prefixes && size >= 1; ++tries, size = size * 3 / 4) sizes.insert(size);
+  for (size_t half = 1; half < all; half *= 2) sizes.insert(half);
+  for (size_t size : sizes) {
     const std::vector<device_view> head(sel.ranked.begin(),
                                         sel.ranked.begin() + static_cast<std::ptrdiff_t>(size));
     plan p = search_grids(g, head, cfg);

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <map>
 
+#include "actors/planner/cost_model.hpp"
+
 namespace cleave {
 
 const char* to_string(plan_bound b) {
@@ -71,6 +73,54 @@ bool operator==(const tile& x, const tile& y) {
 
 uint64_t tile_bytes_down(const gemm_problem& g, const assignment& a) {
   return (a.a_cached ? 0 : a.t.a_bytes(g.element_bytes)) + (a.b_cached ? 0 : a.t.b_bytes(g.element_bytes));
+}
+
+const char* to_string(tile_op op) {
+  switch (op) {
+    case tile_op::gemm: return "gemm";
+    case tile_op::attention_forward: return "attention forward";
+    case tile_op::attention_backward: return "attention backward";
+  }
+  return "unknown";
+}
+
+attention_tile_cost attention_tile(tile_op op, const gemm_problem& g, int64_t pairs) {
+  const auto p = static_cast<uint64_t>(pairs), s = static_cast<uint64_t>(g.n),
+             dh = static_cast<uint64_t>(g.k), e = g.element_bytes, f = gemm_element_bytes;
+  attention_tile_cost c;
+  const double flops_per_pair = 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(dh);
+  if (op == tile_op::attention_forward) {
+    c.down = e * 3 * p * s * dh;                 // Q, K, V
+    c.up = e * p * s * dh + f * p * s;           // O, log of sums
+    c.flops = 2 * flops_per_pair * static_cast<double>(p);  // Q K^T, P V
+    c.memory = f * (4 * p * s * dh + p * s) + f * s * s;     // one pair's scores at a time
+  } else {
+    c.down = e * 4 * p * s * dh + f * 2 * p * s;  // Q, K, V, dO; log of sums, D
+    c.up = e * 3 * p * s * dh;                    // dQ, dK, dV
+    c.flops = 5 * flops_per_pair * static_cast<double>(p);  // S again, dV, dP, dQ, dK
+    c.memory = f * (7 * p * s * dh + 2 * p * s) + 2 * f * s * s;
+  }
+  return c;
+}
+
+uint64_t tile_down_bytes(const plan& p, const assignment& a) {
+  if (p.op == tile_op::gemm) return tile_bytes_down(p.problem, a);
+  return attention_tile(p.op, p.problem, a.t.m1 - a.t.m0).down;
+}
+
+uint64_t tile_up_bytes(const plan& p, const tile& t) {
+  if (p.op == tile_op::gemm) return t.c_bytes(p.problem.element_bytes);
+  return attention_tile(p.op, p.problem, t.m1 - t.m0).up;
+}
+
+double tile_flops(const plan& p, const tile& t) {
+  if (p.op == tile_op::gemm) return static_cast<double>(t.flops());
+  return attention_tile(p.op, p.problem, t.m1 - t.m0).flops;
+}
+
+uint64_t tile_memory(const plan& p, const tile& t) {
+  if (p.op == tile_op::gemm) return tile_working_set(t);
+  return attention_tile(p.op, p.problem, t.m1 - t.m0).memory;
 }
 
 double plan_seconds(const plan& p) { return p.local ? p.local_seconds : p.predicted_seconds; }

@@ -73,6 +73,17 @@ struct tile {
 
 bool operator==(const tile& x, const tile& y);
 
+// What a plan's tiles compute: blocks of a GEMM, or fused attention over a
+// range [m0, m1) of a layer's (sequence, head) pairs (the problem's m is the
+// pair count, n the sequence length, k the head dimension; a tile spans all
+// of n and k). Forward takes Q, K and V and returns O and the softmax's log
+// of sums (one float per query); backward takes Q, K, V, dO, the log of
+// sums and D = rowsum(dO o O), recomputes the scores, and returns dQ, dK
+// and dV, as FlashAttention's backward does.
+enum class tile_op : uint8_t { gemm, attention_forward, attention_backward };
+
+const char* to_string(tile_op op);
+
 struct assignment {
   tile t;
   int32_t device = -1;
@@ -82,6 +93,7 @@ struct assignment {
 
 struct plan {
   bool local = true;     // selective: run on the PS
+  tile_op op = tile_op::gemm;
   plan_bound bound = plan_bound::none;  // what limits it (see plan_bound)
   std::string reason;    // why, in words, for logs and the admin console
   gemm_problem problem;  // what was planned
@@ -98,6 +110,22 @@ struct plan {
 // Bytes the PS sends with the tile: its blocks not marked cached, at the
 // problem's wire element size.
 uint64_t tile_bytes_down(const gemm_problem& g, const assignment& a);
+
+// A tile of a plan of any op: what the PS sends with it (attention: every
+// operand; statistics travel as float32), what comes back, its FLOPs and
+// the bytes a device holds while it has it (float32).
+uint64_t tile_down_bytes(const plan& p, const assignment& a);
+uint64_t tile_up_bytes(const plan& p, const tile& t);
+double tile_flops(const plan& p, const tile& t);
+uint64_t tile_memory(const plan& p, const tile& t);
+
+// The same for `pairs` pairs of an attention op on problem g (m pairs, n
+// sequence, k head dimension), for planners that size tiles before making them.
+struct attention_tile_cost {
+  uint64_t down = 0, up = 0, memory = 0;
+  double flops = 0;
+};
+attention_tile_cost attention_tile(tile_op op, const gemm_problem& g, int64_t pairs);
 
 // Predicted seconds of a plan as executed: predicted_seconds when
 // distributed, local_seconds when local.

@@ -102,6 +102,45 @@ std::vector<step_gemm> gpt_step(const model_config& cfg, int64_t batch) {
 
 }  // namespace
 
+double step_gemm::flops() const {
+  const double one = op == tile_op::gemm ? problem.flops() : attention_tile(op, problem, problem.m).flops;
+  return one * static_cast<double>(count);
+}
+
+std::vector<step_gemm> fuse_attention(const std::vector<step_gemm>& gemms, const model_config& cfg,
+                                      int64_t batch) {
+  auto is_attention = [](gemm_role r) {
+    return r == gemm_role::attn_scores || r == gemm_role::attn_values || r == gemm_role::attn_grad;
+  };
+  std::vector<step_gemm> out;
+  std::vector<int32_t> moved(gemms.size(), -1);  // old index -> new
+  bool forward_in = false, backward_in = false;
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const auto& g = gemms[i];
+    if (!is_attention(g.problem.role)) {
+      moved[i] = static_cast<int32_t>(out.size());
+      out.push_back(g);
+      continue;
+    }
+    const bool backward = g.problem.role == gemm_role::attn_grad;
+    if (backward ? backward_in : forward_in) continue;
+    (backward ? backward_in : forward_in) = true;
+    step_gemm f;
+    f.name = backward ? "attention backward" : "attention forward";
+    f.op = backward ? tile_op::attention_backward : tile_op::attention_forward;
+    f.problem.m = batch * cfg.heads;
+    f.problem.n = cfg.context;
+    f.problem.k = cfg.d_model / cfg.heads;
+    f.problem.role = backward ? gemm_role::attn_grad : gemm_role::attn_scores;
+    f.problem.element_bytes = g.problem.element_bytes;
+    f.count = cfg.layers;
+    out.push_back(std::move(f));
+  }
+  for (auto& g : out)
+    if (g.forward >= 0) g.forward = moved[static_cast<size_t>(g.forward)];
+  return out;
+}
+
 std::vector<step_gemm> step_gemms(const model_config& cfg, int64_t batch) {
   if (cfg.kind == "gpt") return gpt_step(cfg, batch);
   return mlp_step(cfg, batch);

@@ -27,7 +27,10 @@ struct step_gemm {
   // in the step's list, whose plan the runtime mirrors (placement.hpp); -1
   // for the rest.
   int32_t forward = -1;
-  double flops() const { return problem.flops() * static_cast<double>(count); }
+  // A GEMM, or fused attention over all of a layer's (sequence, head) pairs
+  // (fuse_attention; problem: m pairs, n sequence, k head dimension).
+  tile_op op = tile_op::gemm;
+  double flops() const;  // of all `count` products
 };
 
 // The products of one step (forward then backward) of cfg on `batch`
@@ -35,6 +38,15 @@ struct step_gemm {
 // first issues each shape. Products with equal shape and role are merged
 // into one entry whose count adds up. cfg must be valid (make_model's checks).
 std::vector<step_gemm> step_gemms(const model_config& cfg, int64_t batch);
+
+// The step's per-head attention products as the planner can place them on
+// devices: per layer one attention forward and one attention backward, each
+// over every (sequence, head) pair of the batch, in place of the per-head
+// GEMMs (the first of each takes their place in the order; `forward`
+// indices follow). The live engine computes attention on the PS, per head:
+// what step_gemms lists.
+std::vector<step_gemm> fuse_attention(const std::vector<step_gemm>& gemms, const model_config& cfg,
+                                      int64_t batch);
 
 // Sum of flops() over the step's products.
 double step_gemm_flops(const std::vector<step_gemm>& gemms);

@@ -55,6 +55,8 @@ double batch_sim::rate(int32_t device, double declared) const {
 
 uint64_t batch_sim::resend(uint32_t shard, int32_t device, uint32_t tile) {
   resent_ = true;
+  const plan& p = *plans_[shard];
+  if (p.op != tile_op::gemm) return tile_down_bytes(p, p.tiles[tile]);  // attention: no shared blocks
   const auto& profile = fleet_->devices()[static_cast<size_t>(device)].profile;
   return caches_.send(device, default_cache_bytes(profile.memory_bytes), plans_[shard]->tiles[tile].t,
                       ops_[shard], true).bytes;
@@ -74,6 +76,10 @@ issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
       if (dev < 0 || static_cast<size_t>(dev) >= fleet.size()
           || !fleet.devices()[static_cast<size_t>(dev)].member)
         continue;
+      if (p.op != tile_op::gemm) {  // attention: every operand, no shared blocks
+        out[s][i] = tile_down_bytes(p, p.tiles[i]);
+        continue;
+      }
       const auto& profile = fleet.devices()[static_cast<size_t>(dev)].profile;
       const auto sent = caches_.send(dev, default_cache_bytes(profile.memory_bytes), p.tiles[i].t,
                                      ops[s], false);
@@ -127,7 +133,7 @@ void batch_sim::fetch(double now, uint32_t slot) {
   const uint32_t dev = device_of(slot);
   const auto& d = fleet_->devices()[dev];
   while (pipe.downloading == none && !pipe.pending.empty()) {
-    const uint64_t ws = tile_working_set(tile_of(slot, pipe.pending.head));
+    const uint64_t ws = tile_memory(*plans_[shard_of(slot)], tile_of(slot, pipe.pending.head));
     const uint64_t memory = d.profile.memory_bytes / shards_;
     const uint32_t depth = pipelined_ ? pipeline_depth(memory, default_cache_bytes(memory), ws) : 1;
     if (pipe.in_hand >= depth) return;
@@ -155,7 +161,7 @@ void batch_sim::compute(double now, uint32_t slot) {
   const uint32_t e = take(pipe.to_compute);
   pipe.computing = e;
   const uint32_t dev = device_of(slot);
-  const double flops = static_cast<double>(tile_of(slot, e).flops());
+  const double flops = tile_flops(*plans_[shard_of(slot)], tile_of(slot, e));
   push(now + flops / rate(static_cast<int32_t>(dev), fleet_->devices()[dev].profile.flops),
        ev_kind::computed, slot, e);
 }
@@ -167,7 +173,7 @@ void batch_sim::upload(double now, uint32_t slot) {
   pipe.uploading = e;
   const uint32_t shard = shard_of(slot), dev = device_of(slot);
   auto& d = fleet_->devices()[dev];
-  const uint64_t up = tile_of(slot, e).c_bytes(plans_[shard]->problem.element_bytes);
+  const uint64_t up = tile_up_bytes(*plans_[shard], tile_of(slot, e));
   d.bytes_up += up;
   totals_->shard_bytes_up[shard] += up;
   links_[2 * shard + 1].start(now, dev, static_cast<double>(up),
@@ -190,7 +196,7 @@ void batch_sim::push_clock(uint32_t shard) {
 void batch_sim::compute_here(double now, uint32_t shard, uint32_t tile) {
   ++totals_->tiles_at_ps;
   at_ps_[shard][tile] = true;
-  const double seconds = static_cast<double>(plans_[shard]->tiles[tile].t.flops()) / ps_flops_;
+  const double seconds = tile_flops(*plans_[shard], plans_[shard]->tiles[tile].t) / ps_flops_;
   ps_free_at_[shard] = std::max(now, ps_free_at_[shard]) + seconds;
   totals_->ps_tile_seconds += seconds;
   push(ps_free_at_[shard], ev_kind::ps_done, shard, tile);
@@ -229,10 +235,10 @@ void batch_sim::on_result(double now, uint32_t slot, uint32_t e) {
   const uint32_t which = entries_[e].tile;
   const tile& t = plans_[shard]->tiles[which].t;
   --pipes_[slot].in_hand;
-  hold(now, dev, -static_cast<int64_t>(tile_working_set(t)));
+  hold(now, dev, -static_cast<int64_t>(tile_memory(*plans_[shard], t)));
   if (!at_ps_[shard][which] && flights_[shard].result(now, 0, which, static_cast<int32_t>(dev))) {
     ++d.tiles;
-    d.flops += static_cast<double>(t.flops());
+    d.flops += tile_flops(*plans_[shard], t);
     push_clock(shard);
   }
   fetch(now, slot);
@@ -318,7 +324,7 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
     if (!p.local) {
       view[0].resize(p.tiles.size());
       for (size_t i = 0; i < p.tiles.size(); ++i) {
-        view[0][i].working_set = tile_working_set(p.tiles[i].t);
+        view[0][i].working_set = tile_memory(p, p.tiles[i].t);
         const int32_t dev = p.tiles[i].device;
         if (dev >= 0 && static_cast<size_t>(dev) < fleet.size()
             && fleet.devices()[static_cast<size_t>(dev)].member)

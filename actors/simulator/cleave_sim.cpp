@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/detector/detection_time.hpp"
+#include "actors/planner/attention_plan.hpp"
 #include "actors/planner/grid_search.hpp"
 #include "actors/planner/placement.hpp"
 #include "actors/ps/shards/shard_slices.hpp"
@@ -53,7 +54,10 @@ class sim_plans {
       if (epochs_[at] == ~uint64_t{0}) {
         plans_[at] = make(i, s, fleet);
       } else if (epochs_[at] != fleet.epoch()) {
-        plans_[at] = replace_plan(plans_[at], members(fleet), config_of(s));
+        // Attention tiles share no blocks: planned afresh on the devices left.
+        plans_[at] = gemms_[i].op != tile_op::gemm
+                       ? make(i, s, fleet)
+                       : replace_plan(plans_[at], members(fleet), config_of(s));
       }
       epochs_[at] = fleet.epoch();
       out.push_back(&plans_[at]);
@@ -84,6 +88,7 @@ class sim_plans {
     const gemm_problem g = slice_of(e.problem, s, shards_);
     const auto views = members(fleet);
     const auto cfg = config_of(s);
+    if (e.op != tile_op::gemm) return plan_attention(e.op, g, views, cfg);
     if ((e.problem.role == gemm_role::grad_input || e.problem.role == gemm_role::grad_weight)
         && e.forward >= 0) {
       // The engine asks the planner to mirror the layer's forward plan of
@@ -162,6 +167,7 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
   if (cfg.fleet.empty()) return fail("simulate: the fleet has no devices");
   auto gemms = step_gemms(cfg.model, cfg.batch);
   for (auto& g : gemms) g.problem.element_bytes = wire_element_bytes(cfg.wire);
+  if (cfg.attention_tiles && cfg.model.kind == "gpt") gemms = fuse_attention(gemms, cfg.model, cfg.batch);
   sim_result res;
   planner_config as_is = cfg.planner;
   as_is.ps_flops = cfg.ps_flops();
@@ -212,7 +218,8 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
           for (size_t s = 0; s < shard_plans.size(); ++s) {
             const gemm_problem g = slice_of(e.problem, static_cast<int>(s),
                                             static_cast<int>(cfg.shards.size()));
-            if (s == 0 || has_weight(g.role)) slowest = std::max(slowest, g.flops() / cfg.ps_flops());
+            const double flops = e.op == tile_op::gemm ? g.flops() : e.flops() / static_cast<double>(e.count);
+            if (s == 0 || has_weight(g.role)) slowest = std::max(slowest, flops / cfg.ps_flops());
           }
           st.ps_gemms += slowest * static_cast<double>(left);
           now += slowest * static_cast<double>(left);

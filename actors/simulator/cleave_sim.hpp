@@ -62,6 +62,9 @@ struct sim_config {
   detector_options detector;
   wire_precision wire = wire_precision::fp32;  // tiles' operands and results
   ps_link_model egress_model = ps_link_model::fair;
+  // gpt's attention as fused tiles the planner may place on devices
+  // (fuse_attention); else per-head products on the PS, as the live engine.
+  bool attention_tiles = false;
 };
 
 // Where one step's time went.
