@@ -59,6 +59,12 @@ RUN=(--heartbeat=1 --steps=$STEPS)
 # percent of the step either way.
 DEVICE_FLOPS=3e10
 LATENCY=0.0001  # one way
+# RELAY_MS=N puts a relay (delay_relay.py) in front of each device that holds
+# every byte N ms each way, and the profiles declare it as their latency.
+# Not by default: the relays' own CPU on this 2-core host is a cost neither
+# side models (see docs/SIMULATOR.md, Shaped links).
+RELAY_MS=${RELAY_MS:-0}
+((RELAY_MS > 0)) && LATENCY=$(python3 -c "print($RELAY_MS / 1000 + $LATENCY)")
 SANITY=0.10 STEP_TOLERANCE=0.20 BYTES_TOLERANCE=0.15
 # How the PS's egress queues, for looking into the link-sharing model:
 # fifo (tbf's own single queue) or per-device (one queue per device,
@@ -245,8 +251,17 @@ on ps "$CLEAVE" --role=ps --listen=10.79.0.1:4300 --min-devices=$DEVICES "${MODE
   "${PS_LINK_FLAGS[@]}" "${RUN[@]}" --threads=2 --eval-tokens=512 --report="$WORK/live.json" > "$WORK/ps.log" 2>&1 &
 ps=$!
 for _ in $(seq 1 500); do on ps ss -ltnH "sport = :4300" | grep -q . && break; sleep 0.02; done
+connect=10.79.0.1:4300
+if ((RELAY_MS > 0)); then
+  for ((i = 1; i <= DEVICES; i++)); do
+    on dev$i python3 "$CLI_DIR/delay_relay.py" 4300 10.79.0.1:4300 "$(python3 -c "print($RELAY_MS / 1000)")" \
+      > "$WORK/relay-$i.log" 2>&1 &
+  done
+  for i in $(seq 1 500); do on dev$DEVICES ss -ltnH "sport = :4300" | grep -q . && break; sleep 0.02; done
+  connect=127.0.0.1:4300
+fi
 for ((i = 1; i <= DEVICES; i++)); do
-  on dev$i "$CLEAVE" --role=device --connect=10.79.0.1:4300 --fleet="$WORK/device.json" --threads=1 \
+  on dev$i "$CLEAVE" --role=device --connect=$connect --fleet="$WORK/device.json" --threads=1 \
     --heartbeat=1 > "$WORK/device-$i.log" 2>&1 &
 done
 # 6 steps take about 50 s; a device that never joins would keep the ps
