@@ -270,6 +270,11 @@ timeout 150 tail --pid=$ps -f /dev/null \
   || { fail "the live run did not end within 150 s: $(tail -3 "$WORK/ps.log")"; finish; }
 wait $ps || { fail "the live run exited non-zero: $(tail -3 "$WORK/ps.log")"; finish; }
 echo "live run: $((SECONDS - start)) s"
+# The relays' CPU is this host's too: what they took is time the run lost.
+if ((RELAY_MS > 0)); then
+  echo "info: the relays took $(for ((i = 1; i <= DEVICES; i++)); do ip netns pids $id-dev$i; done \
+    | paste -sd, | xargs -r -I{} ps -o times=,args= -p {} | awk '/delay_relay/ {n += $1} END {print n + 0}') CPU seconds in all"
+fi
 # Drops at the token buckets cut TCP's windows back: a step that shows them
 # lost time the simulator does not model.
 drops() { tc -n "$1" -s qdisc show dev "$2" | grep -o "dropped [0-9]*" | awk '{n += $2} END {print n}'; }
