@@ -80,7 +80,7 @@ cleave_config::cleave_config() {
     .add(join_token, "join-token", "--role=device: a one-time token to trade for a certificate, written to --tls-cert (with its key at --tls-key)")
     .add(device_name, "device-name", "--role=device: the name in the certificate a join token buys (default: device-HOSTNAME)")
     .add(min_devices, "min-devices", "devices to wait for before the first step")
-    .add(tile_timeout, "tile-timeout", "seconds before an unanswered tile is reassigned (default 30)")
+    .add(tile_timeout, "tile-timeout", "slack: a GEMM that ran 4x its predicted time and then heard nothing this long has its tiles computed on the PS (default 30)")
     .add(ps_flops, "ps-flops", "the PS's own GEMM rate in FLOP/s, for the cost model (default 5e10)")
     .add(ps_tile_seconds, "ps-tile-seconds", "the PS's own seconds per tile it sends (the task, taking, checking and folding the result), for the cost model: a finer grid must save more than its extra tiles cost (default 3e-5)")
     .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9; --role=plan: each shard's own link)")

@@ -24,6 +24,7 @@ tile_schedule::tile_schedule(schedule_options opts, double now, double predicted
                       ? now + std::max(opts.speculate_factor * predicted_seconds,
                                        opts.speculate_min_seconds)
                       : std::numeric_limits<double>::infinity()),
+      late_after_(now + std::max(0.0, opts.timeout_factor * predicted_seconds)),
       last_progress_(now), log_(log) {
   if (log_ == nullptr) return;
   std::vector<schedule_action> sent;
@@ -38,7 +39,7 @@ tile_schedule::tile_schedule(schedule_options opts, double now, double predicted
 }
 
 double tile_schedule::deadline() const {
-  return std::min(last_progress_ + opts_.tile_timeout_seconds,
+  return std::min(std::max(late_after_, last_progress_) + opts_.tile_timeout_seconds,
                   speculated_ ? std::numeric_limits<double>::infinity() : speculate_at_);
 }
 
@@ -50,7 +51,7 @@ void tile_schedule::result(double now, size_t call, size_t tile, int32_t device)
 std::vector<schedule_action> tile_schedule::on_clock(double now, batch_view& view,
                                                      const tile_policy& policy) {
   std::vector<schedule_action> out;
-  if (now >= last_progress_ + opts_.tile_timeout_seconds) {
+  if (now >= std::max(late_after_, last_progress_) + opts_.tile_timeout_seconds) {
     for (size_t c = 0; c < view.size(); ++c)
       for (size_t t = 0; t < view[c].size(); ++t) {
         auto& pt = view[c][t];

@@ -14,7 +14,13 @@
 namespace cleave {
 
 struct schedule_options {
-  double tile_timeout_seconds = 30;  // no progress this long: the PS computes what is left
+  // A batch is late once it ran timeout_factor x its predicted time and then
+  // nothing progressed for tile_timeout_seconds (the slack): the PS computes
+  // what is left. Relative to the prediction, so a batch that honestly takes
+  // minutes (5 MB/s uplinks) is not given up on, and one predicted in
+  // milliseconds is after the slack of silence.
+  double tile_timeout_seconds = 30;
+  double timeout_factor = 4;
   // A batch running past speculate_factor x its predicted time (and at least
   // speculate_min_seconds) gives copies of its unfinished tiles to idle
   // devices. 0 disables speculation.
@@ -72,15 +78,15 @@ class tile_schedule {
   tile_schedule(schedule_options opts, double now, double predicted_seconds,
                 const batch_view& issued, const tile_policy& policy, schedule_log* log = nullptr);
 
-  // When on_clock next has something to do: the tile timeout, or the start
-  // of speculation while it is ahead.
+  // When on_clock next has something to do: the batch being late (see
+  // schedule_options), or the start of speculation while it is ahead.
   double deadline() const;
 
   // Tile `tile` of `call` came back from `device` (its result was taken).
   void result(double now, size_t call, size_t tile, int32_t device);
 
   // The clock reached `now` (after any message): every unfinished tile still
-  // held is timed out when nothing progressed for the tile timeout; else,
+  // held is timed out when the batch is late; else,
   // once, the speculation: policy.speculate's copies for each GEMM. The
   // actions are applied to `view` too.
   std::vector<schedule_action> on_clock(double now, batch_view& view, const tile_policy& policy);
@@ -103,6 +109,7 @@ class tile_schedule {
   schedule_options opts_;
   double start_;
   double speculate_at_;
+  double late_after_;  // start + timeout_factor x the prediction
   double last_progress_;
   bool speculated_ = false;
   schedule_log* log_;

@@ -22,9 +22,11 @@ struct stage_costs {
   std::vector<double> dev_flops, dev_up, dev_down;  // device prefix sums
   std::vector<std::vector<uint64_t>> min_memory;   // [a][b): units a..b-1
   std::vector<std::vector<double>> min_link;        // slowest min(up, down)
+  double wire_bytes;  // per activation and gradient element on the links
 
-  stage_costs(const model_footprint& m, const std::vector<device_view>& devices)
-      : model(m), order(fastest_first(devices)), units(std::min(max_units, order.size())) {
+  stage_costs(const model_footprint& m, const std::vector<device_view>& devices, uint64_t wire)
+      : model(m), order(fastest_first(devices)), units(std::min(max_units, order.size())),
+        wire_bytes(static_cast<double>(wire)) {
     const size_t n = order.size();
     for (size_t u = 0; u <= units; ++u) unit_begin.push_back(u * n / units);
     params.assign(1, 0);
@@ -81,13 +83,13 @@ struct stage_costs {
     if (s.memory > min_memory[a][b]) return s;
     const double mbd = static_cast<double>(mb);
     s.compute = 3 * (flops[j] - flops[i]) * mbd / (dev_flops[lo + s.active] - dev_flops[lo]);
-    const double in = i > 0 ? model.layers[i - 1].output_floats_per_sample * mbd * 4 : 0;
-    const double out = j < model.layers.size() ? model.layers[j - 1].output_floats_per_sample * mbd * 4 : 0;
+    const double in = i > 0 ? model.layers[i - 1].output_floats_per_sample * mbd * wire_bytes : 0;
+    const double out = j < model.layers.size() ? model.layers[j - 1].output_floats_per_sample * mbd * wire_bytes : 0;
     // Forward: the input comes in, the output goes out; backward the
     // reverse with the gradients of the same sizes.
     s.traffic = (in + out) / (dev_down[lo + s.active] - dev_down[lo])
                 + (in + out) / (dev_up[lo + s.active] - dev_up[lo]);
-    s.allreduce_estimate = ring_allreduce_bytes(4 * p, g) / min_link[a][b];
+    s.allreduce_estimate = ring_allreduce_bytes(wire_bytes * p, g) / min_link[a][b];
     s.per_micro = std::max(s.compute, s.traffic);
     return s;
   }
@@ -101,13 +103,14 @@ struct dp_cell {
 }  // namespace
 
 baseline_step plan_asteroid(const model_footprint& model, int64_t batch,
-                            const std::vector<device_view>& devices) {
+                            const std::vector<device_view>& devices,
+                            uint64_t wire_bytes) {
   baseline_step best;
   if (devices.empty()) {
     best.reason = "no device";
     return best;
   }
-  const stage_costs sc(model, devices);
+  const stage_costs sc(model, devices, wire_bytes);
   const size_t layers = model.layers.size(), units = sc.units;
   for (int64_t mb = batch; mb >= 1; mb = mb == 1 ? 0 : (mb + 1) / 2) {
     const double micro_batches = std::ceil(static_cast<double>(batch) / static_cast<double>(mb));
@@ -143,6 +146,7 @@ baseline_step plan_asteroid(const model_footprint& model, int64_t batch,
     s.micro_batch = mb;
     s.stages = static_cast<int32_t>(stages.size());
     double bottleneck = 0, allreduce = 0, optimizer = 0, compute = 0;
+    std::vector<double> stage_allreduce;
     for (size_t k = 0; k < stages.size(); ++k) {
       const auto [layer_range, unit_range] = stages[k];
       const auto st = sc.cost(layer_range.first, layer_range.second, unit_range.first,
@@ -157,13 +161,14 @@ baseline_step plan_asteroid(const model_footprint& model, int64_t batch,
         ring.push_back(&sc.order[i].profile);
         slowest = std::max(slowest, 1.0 / sc.order[i].profile.flops);
       }
-      allreduce = std::max(allreduce, ring_allreduce_seconds(4 * p, ring));
+      stage_allreduce.push_back(ring_allreduce_seconds(sc.wire_bytes * p, ring));
+      allreduce = std::max(allreduce, stage_allreduce.back());
       optimizer = std::max(optimizer, 12 * p * slowest);
       const double in = layer_range.first > 0 ? model.layers[layer_range.first - 1].output_floats_per_sample : 0;
       const double out = layer_range.second < layers ? model.layers[layer_range.second - 1].output_floats_per_sample : 0;
-      const auto traffic = static_cast<uint64_t>(micro_batches * (in + out) * 4 * static_cast<double>(mb)
+      const auto traffic = static_cast<uint64_t>(micro_batches * (in + out) * sc.wire_bytes * static_cast<double>(mb)
                                                  / static_cast<double>(st.active)
-                                                 + ring_allreduce_bytes(4 * p, hi - lo));
+                                                 + ring_allreduce_bytes(sc.wire_bytes * p, hi - lo));
       for (size_t i = lo; i < hi; ++i)
         s.add_member(sc.order[i].id, static_cast<int32_t>(k), st.memory,
                      state_bytes(static_cast<uint64_t>(p)), traffic);
@@ -173,9 +178,19 @@ baseline_step plan_asteroid(const model_footprint& model, int64_t batch,
     s.stage_seconds = bottleneck;
     s.compute = micro_batches * compute;
     s.bubble = (static_cast<double>(stages.size()) - 1) * bottleneck;
+    // Each stage all-reduces its gradients as its last backward ends (1F1B:
+    // the last stage first, one bottleneck apart), overlapped with that
+    // backward as PyTorch DDP's buckets are (about 2/3 of a micro-batch's
+    // time is its backward); the step ends with the last of them.
+    const double pipeline = (micro_batches + static_cast<double>(stages.size()) - 1) * bottleneck;
+    double tail = 0;
+    for (size_t k = 0; k < stages.size(); ++k) {
+      const double ends_before = static_cast<double>(k) * bottleneck;  // stage k's last backward
+      tail = std::max(tail, stage_allreduce[k] - 2.0 / 3.0 * bottleneck - ends_before);
+    }
     s.communication = micro_batches * bottleneck - s.compute + allreduce;
     s.optimizer = optimizer;
-    s.seconds = (micro_batches + static_cast<double>(stages.size()) - 1) * bottleneck + allreduce + optimizer;
+    s.seconds = pipeline + std::max(0.0, tail) + optimizer;
     s.reason = format_numbers("%.0f stages over %.0f devices, micro-batch %.0f",
                               static_cast<double>(stages.size()), static_cast<double>(s.used.size()),
                               static_cast<double>(mb));

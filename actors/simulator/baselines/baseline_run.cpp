@@ -51,9 +51,11 @@ double recovery_cost(const baseline_config& cfg, const baseline_step& plan, size
 baseline_step plan_baseline(const baseline_config& cfg, const std::vector<device_view>& devices) {
   const auto footprint = footprint_of(cfg.model);
   switch (cfg.system) {
-    case baseline_system::asteroid: return plan_asteroid(footprint, cfg.batch, devices);
-    case baseline_system::megatron: return plan_megatron(cfg.model, footprint, cfg.batch, devices);
-    case baseline_system::data_parallel: return plan_data_parallel(footprint, cfg.batch, devices);
+    case baseline_system::asteroid: return plan_asteroid(footprint, cfg.batch, devices, cfg.wire_bytes);
+    case baseline_system::megatron:
+      return plan_megatron(cfg.model, footprint, cfg.batch, devices, cfg.wire_bytes);
+    case baseline_system::data_parallel:
+      return plan_data_parallel(footprint, cfg.batch, devices, cfg.wire_bytes);
   }
   return {};
 }

@@ -37,6 +37,9 @@ struct baseline_config {
   bool replay = true;            // asteroid: pipeline replay, else checkpoint restart
   int64_t checkpoint_every = 0;  // restart: steps between checkpoints (0: every step)
   double detection_seconds = 0;
+  // Bytes per activation and gradient element on the device links: the
+  // same --wire as Cleave's tiles, so every system moves equal floats.
+  uint64_t wire_bytes = 4;
 };
 
 struct baseline_result {

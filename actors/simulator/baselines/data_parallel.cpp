@@ -5,7 +5,8 @@
 namespace cleave {
 
 baseline_step plan_data_parallel(const model_footprint& model, int64_t batch,
-                                 const std::vector<device_view>& devices) {
+                                 const std::vector<device_view>& devices,
+                            uint64_t wire_bytes) {
   baseline_step out;
   double forward_flops = 0, activations = 0;
   for (const auto& l : model.layers) {
@@ -43,7 +44,7 @@ baseline_step plan_data_parallel(const model_footprint& model, int64_t batch,
   out.micro_batch = largest_micro_batch(share, [&](int64_t mb) { return needs(mb) <= smallest; });
   const double forward = forward_flops * static_cast<double>(share) * slowest;
   const double backward = 2 * forward;
-  const double grad_bytes = 4.0 * static_cast<double>(model.parameters);
+  const double grad_bytes = static_cast<double>(wire_bytes) * static_cast<double>(model.parameters);
   out.communication = ring_allreduce_seconds(grad_bytes, ring);
   out.compute = forward + backward;
   out.optimizer = 12.0 * static_cast<double>(model.parameters) * slowest;

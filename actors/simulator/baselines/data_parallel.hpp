@@ -15,6 +15,7 @@
 namespace cleave {
 
 baseline_step plan_data_parallel(const model_footprint& model, int64_t batch,
-                                 const std::vector<device_view>& devices);
+                                 const std::vector<device_view>& devices,
+                            uint64_t wire_bytes = 4);
 
 }  // namespace cleave

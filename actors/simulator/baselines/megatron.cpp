@@ -7,7 +7,8 @@
 namespace cleave {
 
 baseline_step plan_megatron(const model_config& cfg, const model_footprint& model, int64_t batch,
-                            const std::vector<device_view>& devices) {
+                            const std::vector<device_view>& devices,
+                            uint64_t wire_bytes) {
   baseline_step best;
   const auto order = fastest_first(devices);
   double forward_flops = 0, activations = 0;
@@ -18,7 +19,7 @@ baseline_step plan_megatron(const model_config& cfg, const model_footprint& mode
   const int64_t blocks = cfg.kind == "gpt" ? cfg.layers : static_cast<int64_t>(model.layers.size());
   const int64_t max_t = std::min<int64_t>(static_cast<int64_t>(order.size()),
                                           cfg.kind == "gpt" ? cfg.heads : static_cast<int64_t>(order.size()));
-  const double hidden_bytes = 4.0 * model.hidden_floats_per_sample;
+  const double hidden_bytes = static_cast<double>(wire_bytes) * model.hidden_floats_per_sample;
   uint64_t closest_need = std::numeric_limits<uint64_t>::max();
   for (int64_t t = 1; t <= max_t; ++t) {
     if (cfg.kind == "gpt" && cfg.heads % t != 0) continue;

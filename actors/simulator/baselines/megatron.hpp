@@ -16,6 +16,7 @@
 namespace cleave {
 
 baseline_step plan_megatron(const model_config& cfg, const model_footprint& model, int64_t batch,
-                            const std::vector<device_view>& devices);
+                            const std::vector<device_view>& devices,
+                            uint64_t wire_bytes = 4);
 
 }  // namespace cleave
