@@ -6,11 +6,12 @@
 # bridge; token buckets (tc tbf; this kernel has no netem) on the veths set
 # each device's downlink and uplink and the PS's link each way, the PS's
 # slower than the devices' sum both ways so that it binds, as the issue
-# asks. No latency is added: without netem that needs a delaying relay,
-# whose own cost on this 2-core host would be a part of the step neither
-# side models; the profiles declare about the veths' own (tens of
-# microseconds; the token buckets' queues add delay under load, which
-# neither the planner nor the simulator counts as latency).
+# asks. No latency is added by default: without netem that needs a
+# delaying relay (RELAY_MS, below), whose own CPU on this 2-core host is a
+# part of the step neither side models; the profiles declare about the
+# veths' own (tens of microseconds; the token buckets' queues add delay
+# under load, which neither the planner nor the simulator counts as
+# latency).
 #
 #  1. Raw TCP through the shaping (tcp_rate.py): one device's downlink and
 #     uplink alone, and the PS's egress and ingress with every device at
