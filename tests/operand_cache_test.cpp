@@ -189,12 +189,15 @@ void expect_the_simulator_caches_alike(uint64_t cache_bytes) {
     EXPECT_EQ(sim.hits(), live_hits);
     EXPECT_EQ(sim.operands(), live_operands);
     if (cache_bytes == 0) {
-      // More than the plans mark: blocks of the forward product found by the backward pair.
+      // At least what the plans mark (blocks of the forward product found by
+      // the backward pair come on top when the pair mirrors the forward
+      // tiling), and some: else the caches were never exercised.
       uint64_t marked = 0;
       for (const auto& batch : {fwd, bwd})
         for (auto [p, index] : batch)
           for (const auto& a : p->tiles) marked += a.a_cached + a.b_cached;
-      EXPECT_GT(sim.hits(), marked) << "hits only where the plans mark them: the test proves little";
+      EXPECT_GE(sim.hits(), marked);
+      EXPECT_GT(sim.hits(), 0u) << "no block was found in a cache: the test proves little";
     } else {
       EXPECT_GT(sim.misses(), 0u) << "no block was missed: the test proves little";
     }

@@ -54,7 +54,8 @@ uint32_t pipeline_depth(uint64_t memory_bytes, uint64_t cache_bytes, uint64_t wo
 
 double split_seconds(double max_finish, uint64_t bytes_down, uint64_t bytes_up, size_t tiles,
                      double tail, const planner_config& cfg) {
-  return std::max({max_finish, static_cast<double>(bytes_down) / cfg.ps_egress + tail,
+  return std::max({max_finish,
+                   static_cast<double>(bytes_down) / cfg.ps_egress + (cfg.pipelined_devices ? tail : 0),
                    static_cast<double>(bytes_up) / cfg.ps_ingress})
          + static_cast<double>(tiles) * cfg.ps_tile_seconds;
 }
@@ -127,7 +128,7 @@ double pipelined_seconds(const plan& p, const std::vector<device_view>& devices,
     s.up = std::max(s.compute, s.up) + static_cast<double>(tile_up_bytes(p, a.t)) / d.uplink;
     finish = std::max(finish, s.up + d.latency);
   }
-  return split_seconds(finish, p.bytes_down, p.bytes_up, p.tiles.size(), egress_tail(p, devices), cfg);
+  return split_seconds(finish, p.bytes_down, p.bytes_up, p.tiles.size(), 0, cfg);
 }
 
 double ps_link_seconds(const plan& p, const std::vector<device_view>& devices,
@@ -171,7 +172,7 @@ double ps_link_seconds(const plan& p, const std::vector<device_view>& devices,
     ingress_free = std::max(ingress_free, u.begins) + static_cast<double>(u.bytes) / cfg.ps_ingress;
     last = std::max({last, u.ends, ingress_free});
   }
-  return split_seconds(last, p.bytes_down, p.bytes_up, p.tiles.size(), egress_tail(p, devices), cfg);
+  return split_seconds(last, p.bytes_down, p.bytes_up, p.tiles.size(), 0, cfg);
 }
 
 plan_bound split_bound(const plan& p, const std::vector<device_view>& devices,
@@ -182,7 +183,10 @@ plan_bound split_bound(const plan& p, const std::vector<device_view>& devices,
     if (a.device >= 0) finish = std::max(finish, a.predicted_finish);
   if (parts.ps_tiles > finish && parts.ps_tiles > parts.ps_egress && parts.ps_tiles > parts.ps_ingress)
     return plan_bound::ps_tiles;
-  if (parts.ps_egress >= finish && parts.ps_egress >= parts.ps_ingress) return plan_bound::ps_egress;
+  // A tile's finish includes the PS's sending before it: a plan whose last
+  // tile waited on the egress ends at most its tail after the egress.
+  const double egress_end = parts.ps_egress + (cfg.pipelined_devices ? egress_tail(p, devices) : 0);
+  if (egress_end >= finish && parts.ps_egress >= parts.ps_ingress) return plan_bound::ps_egress;
   if (parts.ps_ingress >= finish) return plan_bound::ps_ingress;
   const double most = std::max({parts.compute, parts.down, parts.up, parts.latency});
   if (most == 0 || most == parts.compute) return plan_bound::compute;

@@ -125,19 +125,20 @@ struct tile_pass {
 
 // When a tile of `down` bytes in, `flops` and `up` bytes out, whose operands
 // the PS finishes sending at `sent`, would be back at the PS, and the
-// device's stages after it. A pipelined device fetches the operands once
-// its downlink is free (cut through: not before the PS sent them), computes
-// once they arrived and its last tile is computed, and sends the result once
-// that and its uplink are free; otherwise the tile starts when the last one
-// finished. Either way it pays a latency each way. Rates as reciprocals; the
-// grid search's inner loop and the attention planner share it.
+// device's stages after it. A pipelined device (a device process, its PS
+// sending in plan order) fetches the operands once its downlink is free (cut
+// through: not before the PS sent them), computes once they arrived and its
+// last tile is computed, and sends the result once that and its uplink are
+// free, paying a latency each way. An emulated device takes the tile whole
+// when its last one finished (tile_seconds), and the PS's link counts only
+// in the plan's total. Rates as reciprocals; the grid search's inner loop
+// and the attention planner share it.
 inline tile_pass pass_tile(double latency, double inv_downlink, double inv_flops, double inv_uplink,
                            const device_stages& s, uint64_t down, double flops, uint64_t up,
                            double sent, bool pipelined) {
   tile_pass out{0, s};
   if (!pipelined) {
-    out.finish = std::max(s.up + tile_seconds(latency, inv_downlink, inv_flops, inv_uplink, down, flops, up),
-                          sent + tile_seconds(latency, 0, inv_flops, inv_uplink, 0, flops, up));
+    out.finish = s.up + tile_seconds(latency, inv_downlink, inv_flops, inv_uplink, down, flops, up);
     out.after.down = out.after.comp = out.after.up = out.finish;
     return out;
   }
@@ -151,10 +152,10 @@ inline tile_pass pass_tile(double latency, double inv_downlink, double inv_flops
 // A split plan's predicted time: its last device's finish, or the PS's link
 // when that takes longer (bytes_down / ps_egress + tail, bytes_up /
 // ps_ingress), plus the PS's own work on its tiles (tiles x
-// ps_tile_seconds). `tail` is the least time from the PS's last byte out to
-// the plan's end: the last tile sent still crosses its device (a latency
-// down, its compute, its result up, a latency back; egress_tail), so a PS
-// link that binds never ends the plan by itself.
+// ps_tile_seconds). With pipelined_devices, `tail` is the least time from
+// the PS's last byte out to the plan's end: the last tile sent still crosses
+// its device (a latency down, its compute, its result up, a latency back;
+// egress_tail), so a PS link that binds never ends the plan by itself.
 double split_seconds(double max_finish, uint64_t bytes_down, uint64_t bytes_up, size_t tiles,
                      double tail, const planner_config& cfg);
 

@@ -281,9 +281,8 @@ class grid_sim {
               const entry* e = tops[c];
               if (!e) continue;
               const uint64_t bytes = c == 0 ? ab + bb : c == 1 ? bb : ab;
-              // The PS sends in plan order: this tile's bytes leave after all before it.
-              const double o = std::max(
-                  e->key, static_cast<double>(res.bytes_down + bytes) / cfg_.ps_egress + devs_[e->dev].cost(0, fl, cb));
+              const double o =
+                  std::max(e->key, static_cast<double>(res.bytes_down + bytes) / cfg_.ps_egress);
               if (!any || o < obj ||
                   (o == obj && (e->key < finish || (e->key == finish && e->dev < d)))) {
                 any = true;
@@ -311,10 +310,14 @@ class grid_sim {
             }
             s.at = done.after;
             ++s.ver;
-            // Its cache (least recently used out, float32 blocks) takes A,
-            // then B: A stays only when both fit.
-            const int64_t keeps_a = a_mem + b_mem <= devs_[d].cache ? ai : -1;
-            const int64_t keeps_b = b_mem <= devs_[d].cache ? bi : -1;
+            // A device process's cache (least recently used out, float32
+            // blocks) takes A, then B: A stays only when both fit. Emulated
+            // devices' plans keep the rule the live calibration was made
+            // with: the previous tile's blocks.
+            const bool a_fits = !pipelined || a_mem + b_mem <= devs_[d].cache;
+            const bool b_fits = !pipelined || b_mem <= devs_[d].cache;
+            const int64_t keeps_a = a_fits ? ai : -1;
+            const int64_t keeps_b = b_fits ? bi : -1;
             if (s.last_a != keeps_a) {
               s.last_a = keeps_a;
               if (keeps_a >= 0) touched_a_.push_back(ai);
@@ -556,8 +559,9 @@ class grid_search {
                             2 * bm * bn * bk / pre_f_[1] + E * bm * bn / pre_ul_[1];
     const double ingress = up / cfg_.ps_ingress;
     // After the last byte out, the smallest tile on the best device (split_seconds' tail).
-    const double tail = 2 * lat_min_ + 2 * double(M.smin * N.smin * K.smin) / pre_f_[1] +
-                        E * double(M.smin * N.smin) / pre_ul_[1];
+    const double tail = !cfg_.pipelined_devices ? 0
+                        : 2 * lat_min_ + 2 * double(M.smin * N.smin * K.smin) / pre_f_[1] +
+                              E * double(M.smin * N.smin) / pre_ul_[1];
     auto egress = [&](size_t u) {
       const double ud = double(u);
       return std::max(once, ud * (a_min + b_min) + (T_ - ud) * per_tile) / cfg_.ps_egress + tail;

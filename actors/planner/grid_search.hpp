@@ -34,15 +34,20 @@ std::vector<int64_t> split_edges(int64_t size, int64_t parts, int64_t align);
 //    order; slow). Over random shapes and fleets the budgeted search
 //    lands within 0.5% of the exhaustive one on average (12% worst seen);
 //  - assignment: tiles largest first; each goes to the device with the
-//    earliest predicted finish (ready_at + queued work + tile time with its
-//    cached operands). When the PS's egress binds, the choice is by
-//    max(finish, bytes sent so far including this tile / ps_egress) first, so
-//    a device that holds an operand can win over an idle one that needs both;
-//    otherwise that is the same device. Never a device whose memory_bytes is
-//    below the working set of the grid's largest tile; ties go to the lower
-//    device id. Faster devices therefore get more tiles;
-//  - predicted_seconds = max(latest device finish, bytes_down / ps_egress,
-//    bytes_up / ps_ingress);
+//    earliest predicted finish (its stages' queued work + tile time with its
+//    cached operands: pass_tile, pipelined when cfg.pipelined_devices). When
+//    the PS's egress binds, the choice is by max(finish, bytes sent so far
+//    including this tile / ps_egress) first, so a device that holds an
+//    operand can win over an idle one that needs both; otherwise that is the
+//    same device. Never a device whose memory_bytes is below the working set
+//    of the grid's largest tile; ties go to the lower device id. Faster
+//    devices therefore get more tiles. A block counts as cached when the
+//    device's previous tile had it and its cache (default_cache_bytes,
+//    float32 blocks) keeps it: A when A and B both fit, B when B fits. A
+//    tile's finish is never before the PS sent its operands (the PS sends in
+//    plan order) plus its compute, result and latencies;
+//  - predicted_seconds = max(latest device finish, bytes_down / ps_egress +
+//    egress_tail, bytes_up / ps_ingress);
 //  - deterministic: the same inputs, in any device order, give the same plan.
 plan search_grids(const gemm_problem& g, const std::vector<device_view>& devices,
                   const planner_config& cfg);

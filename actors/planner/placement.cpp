@@ -40,7 +40,7 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_
   p.problem = backward;
   p.problem.role = role;
   p.local_seconds = backward.flops() / cfg.ps_flops;
-  std::map<int32_t, double> avail;
+  std::map<int32_t, device_stages> avail;
   double max_finish = 0;
   for (const auto& f : forward.tiles) {
     auto it = by_id.find(f.device);
@@ -59,12 +59,18 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_
     }
     if (v.profile.memory_bytes < tile_working_set(a.t)) return std::nullopt;
     auto cost = predict_tile(a.t, p.problem.element_bytes, v.profile, a.a_cached, a.b_cached);
-    auto [slot, fresh] = avail.emplace(f.device, std::max(0.0, v.ready_at));
-    slot->second += cost.seconds;
-    a.predicted_finish = slot->second;
-    max_finish = std::max(max_finish, a.predicted_finish);
+    const double ready = std::max(0.0, v.ready_at);
+    auto [slot, fresh] = avail.emplace(f.device, device_stages{ready, ready, ready});
     p.bytes_down += cost.bytes_down;
     p.bytes_up += cost.bytes_up;
+    const auto& pr = v.profile;
+    const tile_pass done = pass_tile(pr.latency, 1.0 / pr.downlink, 1.0 / pr.flops, 1.0 / pr.uplink,
+                                     slot->second, cost.bytes_down, static_cast<double>(a.t.flops()),
+                                     cost.bytes_up, static_cast<double>(p.bytes_down) / cfg.ps_egress,
+                                     cfg.pipelined_devices);
+    slot->second = done.after;
+    a.predicted_finish = done.finish;
+    max_finish = std::max(max_finish, a.predicted_finish);
     p.tiles.push_back(a);
   }
   if (role == gemm_role::grad_input) {

@@ -21,14 +21,35 @@ struct device_load {
   double finish = 0;
 };
 
-// When `d` would finish `tiles` of p, run in order from its ready time.
-double finish_of(const plan& p, const std::vector<size_t>& tiles, const device_view& d) {
-  double t = std::max(0.0, d.ready_at);
+// When the PS has sent tile i's operands, sending in plan order.
+std::vector<double> sent_at(const plan& p, const planner_config& cfg) {
+  std::vector<double> out;
+  uint64_t sent = 0;
+  for (const auto& a : p.tiles) {
+    sent += tile_down_bytes(p, a);
+    out.push_back(static_cast<double>(sent) / cfg.ps_egress);
+  }
+  return out;
+}
+
+// When `d` would return each of `tiles` of p, run in order from its ready
+// time as the grid search runs them (pass_tile); the last is the device's finish.
+double finish_of(const plan& p, const std::vector<size_t>& tiles, const device_view& d,
+                 const std::vector<double>& sent, bool pipelined, std::vector<double>* each = nullptr) {
+  const double ready = std::max(0.0, d.ready_at);
+  device_stages s{ready, ready, ready};
+  double finish = ready;
+  const auto& pr = d.profile;
   for (size_t i : tiles) {
     const auto& a = p.tiles[i];
-    t += predict_tile(a.t, p.problem.element_bytes, d.profile, a.a_cached, a.b_cached).seconds;
+    const tile_pass done = pass_tile(pr.latency, 1.0 / pr.downlink, 1.0 / pr.flops, 1.0 / pr.uplink, s,
+                                     tile_down_bytes(p, a), tile_flops(p, a.t), tile_up_bytes(p, a.t),
+                                     sent[i], pipelined);
+    s = done.after;
+    finish = done.finish;
+    if (each) each->push_back(finish);
   }
-  return t;
+  return finish;
 }
 
 }  // namespace
@@ -45,7 +66,9 @@ void give_faster_devices_more(plan& p, const std::vector<device_view>& devices,
     it->second.tiles.push_back(i);
     it->second.flops += static_cast<double>(p.tiles[i].t.flops());
   }
-  for (auto& [id, l] : load) l.finish = l.tiles.empty() ? 0 : finish_of(p, l.tiles, *l.view);
+  const auto sent = sent_at(p, cfg);
+  for (auto& [id, l] : load)
+    l.finish = l.tiles.empty() ? 0 : finish_of(p, l.tiles, *l.view, sent, cfg.pipelined_devices);
   std::vector<device_load*> loaded;
   for (auto& [id, l] : load)
     if (!l.tiles.empty()) loaded.push_back(&l);
@@ -58,8 +81,8 @@ void give_faster_devices_more(plan& p, const std::vector<device_view>& devices,
       if (b->tiles.empty()) continue;
       for (auto& [id, a] : load) {
         if (&a == b || !(a.flops < b->flops) || !dominates(figures_of(*a.view), figures_of(*b->view))) continue;
-        const double new_a = finish_of(p, b->tiles, *a.view);
-        const double new_b = a.tiles.empty() ? 0 : finish_of(p, a.tiles, *b->view);
+        const double new_a = finish_of(p, b->tiles, *a.view, sent, cfg.pipelined_devices);
+        const double new_b = a.tiles.empty() ? 0 : finish_of(p, a.tiles, *b->view, sent, cfg.pipelined_devices);
         if (std::max(new_a, new_b) > p.predicted_seconds) continue;
         std::swap(a.tiles, b->tiles);
         std::swap(a.flops, b->flops);
@@ -78,14 +101,13 @@ void give_faster_devices_more(plan& p, const std::vector<device_view>& devices,
   for (auto& [id, l] : load) {
     if (l.tiles.empty()) continue;
     ++used;
-    double t = std::max(0.0, l.view->ready_at);
-    for (size_t i : l.tiles) {
-      auto& a = p.tiles[i];
+    std::vector<double> each;
+    max_finish = std::max(max_finish, finish_of(p, l.tiles, *l.view, sent, cfg.pipelined_devices, &each));
+    for (size_t x = 0; x < l.tiles.size(); ++x) {
+      auto& a = p.tiles[l.tiles[x]];
       a.device = id;
-      t += predict_tile(a.t, p.problem.element_bytes, l.view->profile, a.a_cached, a.b_cached).seconds;
-      a.predicted_finish = t;
+      a.predicted_finish = each[x];
     }
-    max_finish = std::max(max_finish, t);
   }
   p.devices_used = used;
   p.predicted_seconds =
