@@ -56,8 +56,8 @@ RUN=(--heartbeat=1 --steps=$STEPS)
 # What a device process computes at here, one thread each, six at once on
 # this 2-core host: the live reports' FLOPs over busy seconds (printed
 # below) gave 3.0e10-3.7e10 on plans of one tile per device and product,
-# 1.5e10-2.2e10 on the finer tiles of c3f8422's planner. Compute is a few
-# percent of the step either way.
+# 1.5e10-3.1e10 on the finer tiles of the later planners (c3f8422 on).
+# Compute is a few percent of the step either way.
 DEVICE_FLOPS=3e10
 LATENCY=0.0001  # one way
 # RELAY_MS=N puts a relay (delay_relay.py) in front of each device that holds
