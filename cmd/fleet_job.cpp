@@ -1,5 +1,7 @@
 #include "cmd/fleet_job.hpp"
 
+#include "schema/wire_precision.hpp"
+
 namespace cleave {
 
 shard_fleet_msg fleet_job(const cleave_config& cfg, std::string secret) {
@@ -18,6 +20,7 @@ shard_fleet_msg fleet_job(const cleave_config& cfg, std::string secret) {
   m.max_tiles_per_device = cfg.max_tiles_per_device;
   m.quarantine_after = cfg.quarantine_after;
   m.trust_results = cfg.trust_results;
+  if (auto w = parse_wire_precision(cfg.wire)) m.wire = static_cast<uint8_t>(*w);
   m.secret = std::move(secret);
   return m;
 }
@@ -38,6 +41,7 @@ void take_fleet_job(cleave_config& cfg, const shard_fleet_msg& job) {
   cfg.speculate = job.speculate;
   cfg.replicate = job.replicate;
   cfg.trust_results = job.trust_results;
+  cfg.wire = to_string(static_cast<wire_precision>(job.wire));  // decode refused any other byte
   cfg.quarantine_after = job.quarantine_after;
 }
 

@@ -111,8 +111,9 @@ int main(int argc, char** argv) {
   if (!cfg.wire.empty()) {
     auto wire = parse_wire_precision(cfg.wire);
     if (!wire) return usage_error(describe(wire.error()));
-    if (*wire != wire_precision::fp32 && cfg.role != "simulate")
-      return usage_error("--wire=bf16 is for --role=simulate in this build: live tiles cross as fp32");
+    if (*wire != wire_precision::fp32 && cfg.role != "simulate" && cfg.role != "all" && cfg.role != "ps")
+      return usage_error("--wire=bf16 is for --role=all, ps and simulate: the ps decides, shard processes "
+                         "take it from the coordinator's job and devices from their tasks");
   }
   if (cfg.ps_link_model != "fair" && cfg.ps_link_model != "scheduled")
     return usage_error("--ps-link-model must be fair or scheduled, not '" + cfg.ps_link_model + "'");

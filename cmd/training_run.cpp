@@ -129,7 +129,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   std::vector<report_section> sections;
   sections.push_back([&](const train_result& r) { return make_report(opts, r, devices, threads); });
   sections.push_back([&](const train_result&) {
-    return nlohmann::json{{"ps_shards", shards ? shards->shards() : cfg.ps_shards}};
+    return nlohmann::json{{"ps_shards", shards ? shards->shards() : cfg.ps_shards}, {"wire", cfg.wire.empty() ? "fp32" : cfg.wire}};
   });
   for (auto& section : extras.report) sections.push_back(std::move(section));
   if (!engines.empty())

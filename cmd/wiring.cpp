@@ -48,6 +48,7 @@ engine_options engine_opts(const cleave_config& cfg) {
   eo.schedule.speculate_factor = cfg.speculate;
   eo.replicate = cfg.replicate;
   eo.trust_results = cfg.trust_results;
+  if (auto w = parse_wire_precision(cfg.wire)) eo.wire = *w;  // unset: fp32; main refused anything else
   eo.trust.quarantine_after = cfg.quarantine_after;
   eo.stop_on_failure = cfg.failure_policy == "restart";
   eo.shards = static_cast<uint32_t>(cfg.ps_shards);

@@ -54,4 +54,8 @@ uint64_t block_key(const float* data, int64_t rows, int64_t cols, int64_t ld, fl
   return h;
 }
 
+uint64_t wire_block_key(uint64_t key, wire_precision w) {
+  return w == wire_precision::fp32 ? key : mix(key, 0xbf16bf16bf16bf16ULL);
+}
+
 }  // namespace cleave

@@ -18,10 +18,13 @@
 #include <caf/meta/type_name.hpp>
 
 #include "schema/profile.hpp"
+#include "schema/wire_precision.hpp"
 
 namespace cleave {
 
-inline constexpr uint32_t message_schema_version = 8;
+// 9: tile tasks and results carry the wire's precision (--wire), a byte
+// before their values.
+inline constexpr uint32_t message_schema_version = 9;
 
 // Largest operand or result block a peer accepts (elements): the planner never
 // makes a bigger tile, so anything larger is malformed.
@@ -133,9 +136,13 @@ inspect(Inspector& f, operand& x) {
   return f(caf::meta::type_name("operand"), x.key, x.rows, x.cols, x.trans, x.data);
 }
 
-// C_tile = op(a) * op(b)
+// C_tile = op(a) * op(b). `wire`: the precision the operands' values cross
+// the wire in and the result must come back in. With bf16 the PS has
+// already rounded the values (an operand's floats are bf16 values, widened),
+// so an in-process device computes on exactly what a remote one decodes.
 struct tile_task {
   tile_key key;
+  wire_precision wire = wire_precision::fp32;
   operand a;
   operand b;
   // When the PS sent it (caf::make_timestamp, nanoseconds): an emulated
@@ -148,21 +155,24 @@ struct tile_task {
 template <class Inspector>
 typename std::enable_if<Inspector::reads_state, typename Inspector::result_type>::type
 inspect(Inspector& f, tile_task& x) {
-  return f(caf::meta::type_name("tile_task"), x.key, x.a, x.b);
+  return f(caf::meta::type_name("tile_task"), x.key, x.wire, x.a, x.b);
 }
 
 template <class Inspector>
 typename std::enable_if<Inspector::writes_state, typename Inspector::result_type>::type
 inspect(Inspector& f, tile_task& x) {
   x.sent_at_ns = 0;
-  return f(caf::meta::type_name("tile_task"), x.key, x.a, x.b);
+  return f(caf::meta::type_name("tile_task"), x.key, x.wire, x.a, x.b);
 }
 
+// `wire`: the precision `data` crossed the wire in; with bf16 its floats are
+// bf16 values, widened.
 struct tile_result {
   tile_key key;
   int32_t device = -1;
   int64_t rows = 0;
   int64_t cols = 0;
+  wire_precision wire = wire_precision::fp32;
   std::vector<float> data;
   double busy_seconds = 0;  // the device's time on this tile (paced, for emulated devices)
   uint32_t cache_hits = 0;  // operands served from the device's cache
@@ -170,7 +180,7 @@ struct tile_result {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tile_result& x) {
-  return f(caf::meta::type_name("tile_result"), x.key, x.device, x.rows, x.cols, x.data,
+  return f(caf::meta::type_name("tile_result"), x.key, x.device, x.rows, x.cols, x.wire, x.data,
            x.busy_seconds, x.cache_hits);
 }
 

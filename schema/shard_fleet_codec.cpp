@@ -27,7 +27,7 @@ template <class M, class Io>
 wire::fields_of<M, shard_fleet_msg> wire_fields(M& m, Io& io) {
   return std::apply([&](auto&... figure) {
     return io(m.shard, m.shards, m.min_devices, figure..., m.max_tiles_per_device, m.quarantine_after, m.trust_results,
-              wire::text(m.secret, secret_bytes));
+              wire::text(m.secret, secret_bytes), wire::tail([&m] { return m.wire != 0; }, m.wire));
   }, figures(m));
 }
 
@@ -48,6 +48,7 @@ caf::expected<shard_fleet_msg> decode_shard_fleet(const char* data, size_t size)
   if (!(m.ps_flops > 0 && m.ps_egress > 0 && m.heartbeat > 0 && m.heartbeat <= 60 && m.tile_timeout > 0
         && m.replicate <= 1 && m.ps_tile_seconds <= 1))
     return fail("fleet request: a figure out of range");
+  if (m.wire > 1) return fail("fleet request: an unknown wire precision " + std::to_string(m.wire));
   if (m.max_tiles_per_device < 1 || m.max_tiles_per_device > 1 << 16 || m.quarantine_after < 1)
     return fail("fleet request: tiles per device or the quarantine threshold out of range");
   return got;

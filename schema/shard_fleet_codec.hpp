@@ -28,6 +28,9 @@ struct shard_fleet_msg {
   int32_t max_tiles_per_device = 4, quarantine_after = 3;
   bool trust_results = false;
   std::string secret;  // job_secret_bytes
+  // --wire, as wire_precision's value: a tail after the secret, sent only
+  // for bf16, so an fp32 job's frame is what it was before the flag.
+  uint8_t wire = 0;
 };
 
 std::vector<char> encode(const shard_fleet_msg& m);

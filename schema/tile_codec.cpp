@@ -1,5 +1,6 @@
 #include "schema/tile_codec.hpp"
 
+#include "kernels/bf16.hpp"  // its inline conversions only: the fuzz targets build this file alone
 #include "schema/errors.hpp"
 #include "schema/wire.hpp"
 
@@ -17,40 +18,89 @@ size_t value_count(const operand& op) {
   return op.window_valid() ? static_cast<size_t>(op.rows * op.cols) : 0;
 }
 
-// An operand's values after its shape: a flag, then rows * cols floats when
-// it carries them (none: "use the block cached under its key").
-template <class Op>
+// The wire's precision, one byte: anything but fp32 (0) or bf16 (1) is
+// refused before a value is read, since it says how long the values are.
+template <class W>
+struct precision_field : wire::custom_field {
+  W& w;
+  explicit precision_field(W& p) : w(p) {}
+  void put(wire::writer& out) const { out(static_cast<uint8_t>(w)); }
+  bool get(wire::reader& r) {
+    uint8_t b = 0;
+    if (!r(b)) return r.fail("truncated precision");
+    if (b > static_cast<uint8_t>(wire_precision::bf16)) return r.fail("an unknown wire precision " + std::to_string(b));
+    w = static_cast<wire_precision>(b);
+    return true;
+  }
+};
+
+// n floats as the wire carries them: as they are (fp32), or each rounded to
+// bf16 and sent as its upper 16 bits, widened again on arrival. The length
+// is checked against the bytes left before anything is sized.
+void put_values(wire::writer& w, const float* v, size_t n, wire_precision p) {
+  if (p == wire_precision::fp32) return w.bytes().raw(v, n * sizeof(float));
+  for (size_t i = 0; i < n; ++i) w.bytes().put(to_bf16(v[i]));
+}
+
+bool get_values(wire::reader& r, std::vector<float>& v, int64_t n, wire_precision p) {
+  if (p == wire_precision::fp32) return r.bytes().floats(v, n);
+  if (n < 0 || static_cast<uint64_t>(n) > r.left() / sizeof(uint16_t)) return false;
+  std::vector<uint16_t> half(static_cast<size_t>(n));
+  if (!r.bytes().raw(half.data(), half.size() * sizeof(uint16_t))) return false;
+  v.resize(half.size());
+  for (size_t i = 0; i < half.size(); ++i) v[i] = from_bf16(half[i]);
+  return true;
+}
+
+// An operand's values after its shape: a flag, then rows * cols values in
+// the task's precision when it carries them (none: "use the block cached
+// under its key").
+template <class Op, class W>
 struct operand_values : wire::custom_field {
   Op& op;
-  explicit operand_values(Op& o) : op(o) {}
+  W& prec;
+  operand_values(Op& o, W& p) : op(o), prec(p) {}
   void put(wire::writer& w) const {
     const bool values = value_count(op) > 0;
     w(values);
     if (!values) return;
-    if (!op.data.empty()) return w.bytes().floats(op.data);
+    if (!op.data.empty()) return put_values(w, op.data.data(), op.data.size(), prec);
     // A snapshot window is strided: row by row into the (unaligned) frame.
     const float* src = op.shared->data() + op.offset;
-    const size_t row = static_cast<size_t>(op.cols) * sizeof(float);
-    for (int64_t r = 0; r < op.rows; ++r) w.bytes().raw(src + r * op.ld, row);
+    for (int64_t r = 0; r < op.rows; ++r) put_values(w, src + r * op.ld, static_cast<size_t>(op.cols), prec);
   }
   bool get(wire::reader& r) {
     bool values = false;
     if (!r(values)) return r.fail("truncated operand");
     if (!block_shape_ok(op.rows, op.cols) || r.invalid()) return r.fail("an operand has an invalid shape or flags");
-    if (values && !r.bytes().floats(op.data, op.rows * op.cols)) return r.fail("an operand is shorter than its shape");
+    if (values && !get_values(r, op.data, op.rows * op.cols, prec)) return r.fail("an operand is shorter than its shape");
     return true;
   }
 };
 
-// A result's rows * cols floats, after its shape.
+// An operand's fields, its values in the task's precision (read before it).
+template <class Op, class W>
+struct operand_field : wire::custom_field {
+  Op& op;
+  W& prec;
+  operand_field(Op& o, W& p) : op(o), prec(p) {}
+  void put(wire::writer& w) const { w(op.key, op.rows, op.cols, op.trans, operand_values<Op, W>(op, prec)); }
+  bool get(wire::reader& r) { return r(op.key, op.rows, op.cols, op.trans, operand_values<Op, W>(op, prec)); }
+};
+
+// A result's precision, then its rows * cols values in it, after its shape.
 template <class Res>
 struct result_values : wire::custom_field {
   Res& res;
   explicit result_values(Res& r) : res(r) {}
-  void put(wire::writer& w) const { w.bytes().floats(res.data); }
+  void put(wire::writer& w) const {
+    w(precision_field<const wire_precision>(res.wire));
+    put_values(w, res.data.data(), res.data.size(), res.wire);
+  }
   bool get(wire::reader& r) {
     if (!block_shape_ok(res.rows, res.cols)) return r.fail("invalid shape");
-    return r.bytes().floats(res.data, res.rows * res.cols) || r.fail("shorter than its shape");
+    if (!r(precision_field<wire_precision>(res.wire))) return false;
+    return get_values(r, res.data, res.rows * res.cols, res.wire) || r.fail("shorter than its shape");
   }
 };
 
@@ -62,13 +112,11 @@ wire::fields_of<M, tile_key> wire_fields(M& k, Io& io) {
 }
 
 template <class M, class Io>
-wire::fields_of<M, operand> wire_fields(M& op, Io& io) {
-  return io(op.key, op.rows, op.cols, op.trans, operand_values<M>(op));
-}
-
-template <class M, class Io>
 wire::fields_of<M, tile_task> wire_fields(M& t, Io& io) {
-  return io(t.key, t.a, t.b);
+  using W = std::conditional_t<std::is_const_v<M>, const wire_precision, wire_precision>;
+  using Op = std::conditional_t<std::is_const_v<M>, const operand, operand>;
+  return io(t.key, precision_field<W>(t.wire), operand_field<Op, W>(t.a, t.wire),
+            operand_field<Op, W>(t.b, t.wire));
 }
 
 template <class M, class Io>

@@ -25,6 +25,7 @@
 #include "schema/shard_fleet_codec.hpp"
 #include "schema/shard_parts.hpp"
 #include "schema/tile_codec.hpp"
+#include "schema/wire_precision.hpp"
 
 using namespace cleave;
 
@@ -132,6 +133,8 @@ TEST(frame_golden, edge_join_welcome_refusal) {
   round_trips(refusal, decode_refusal, [](const std::string& r) { return encode_refusal(r); });
 }
 
+// Schema version 9 put the wire's precision (--wire) into tile frames: a
+// byte after the task's key and before the result's values.
 TEST(frame_golden, tile_task_result_miss) {
   tile_task t;
   t.key = {3, 1, 2};
@@ -139,7 +142,7 @@ TEST(frame_golden, tile_task_result_miss) {
   t.b.key = 12;  // cached at the device: no values
   t.b.rows = 2;
   t.b.cols = 1;
-  const std::string task = "030000000000000001000000020000000b000000000000000200000000000000020000000000000001010000803f0000004000004040000080400c00000000000000020000000000000001000000000000000000";
+  const std::string task = "03000000000000000100000002000000000b000000000000000200000000000000020000000000000001010000803f0000004000004040000080400c00000000000000020000000000000001000000000000000000";
   EXPECT_EQ(hex(to_bytes(t)), task);
   round_trips(task, decode_task, [](const tile_task& x) { return to_bytes(x); });
 
@@ -159,13 +162,50 @@ TEST(frame_golden, tile_task_result_miss) {
   r.data = {0.5f, -2};
   r.busy_seconds = 0.125;
   r.cache_hits = 1;
-  const std::string result = "03000000000000000100000002000000050000000100000001000000000000000200000000000000000000000000c03f0000003f000000c0";
+  const std::string result = "03000000000000000100000002000000050000000100000001000000000000000200000000000000000000000000c03f000000003f000000c0";
   EXPECT_EQ(hex(to_bytes(r)), result);
   round_trips(result, decode_result, [](const tile_result& x) { return to_bytes(x); });
+
+  // bf16: the same frames with precision 1 and each value's upper 16 bits.
+  tile_task tb = t;
+  tb.wire = wire_precision::bf16;
+  const std::string task_bf16 = "03000000000000000100000002000000010b00000000000000020000000000000002000000000000000101803f004040408040"
+                                "0c00000000000000020000000000000001000000000000000000";
+  EXPECT_EQ(hex(to_bytes(tb)), task_bf16);
+  round_trips(task_bf16, decode_task, [](const tile_task& x) { return to_bytes(x); });
+  tile_result rb = r;
+  rb.wire = wire_precision::bf16;
+  const std::string result_bf16 = "03000000000000000100000002000000050000000100000001000000000000000200000000000000000000000000c03f01003f00c0";
+  EXPECT_EQ(hex(to_bytes(rb)), result_bf16);
+  round_trips(result_bf16, decode_result, [](const tile_result& x) { return to_bytes(x); });
+  // A bf16 value not exactly a bf16 goes out rounded to nearest, ties to even.
+  rb.data = {1.0f + 0x1p-8f, 1.0f + 0x1p-7f + 0x1p-8f};
+  auto rounded = decode_result(to_bytes(rb).data(), to_bytes(rb).size());
+  ASSERT_TRUE(rounded);
+  EXPECT_EQ(rounded->data, (std::vector<float>{1.0f, 1.0f + 0x1p-6f}));
 
   const std::string miss = "03000000000000000100000002000000050000006300000000000000";
   EXPECT_EQ(hex(to_bytes(tile_miss{{3, 1, 2}, 5, 99})), miss);
   round_trips(miss, decode_miss, [](const tile_miss& x) { return to_bytes(x); });
+}
+
+TEST(frame_golden, tile_frames_refuse_an_unknown_precision_and_values_short_of_it) {
+  // A precision byte other than 0 or 1 says nothing of how long the values
+  // are: refused before a value is read.
+  auto task = bytes_of("030000000000000001000000020000000200");
+  EXPECT_FALSE(decode_task(task.data(), task.size()));
+  auto result = bytes_of("03000000000000000100000002000000050000000100000001000000000000000200000000000000000000000000c03f02003f00c0");
+  auto refused = decode_result(result.data(), result.size());
+  ASSERT_FALSE(refused);
+  EXPECT_NE(describe(refused.error()).find("unknown wire precision 2"), std::string::npos) << describe(refused.error());
+  // bf16 says 2 bytes a value: fp32's 4 are trailing bytes, one short is truncated.
+  auto as_fp32 = bytes_of("03000000000000000100000002000000050000000100000001000000000000000200000000000000000000000000c03f010000003f000000c0");
+  EXPECT_FALSE(decode_result(as_fp32.data(), as_fp32.size()));
+  auto short_one = bytes_of("03000000000000000100000002000000050000000100000001000000000000000200000000000000000000000000c03f01003f00");
+  EXPECT_FALSE(decode_result(short_one.data(), short_one.size()));
+  // A result claiming 2^27 bf16 values in a frame that holds two is refused before it is sized.
+  auto huge = bytes_of("03000000000000000100000002000000050000000100000000400000000000000020000000000000000000000000c03f01003f00c0");
+  EXPECT_FALSE(decode_result(huge.data(), huge.size()));
 }
 
 TEST(frame_golden, modellet_frames) {
@@ -328,6 +368,14 @@ TEST(frame_golden, shard_fleet_and_edge) {
   const std::string fleet = "0100000002000000030000000000000065cdcd410000000084d797410000000084d7a7419a9999999999b93f000000000000084000000000000020400000000000003e400000000000000840000000000000e03f000000000000d03f05000000060000000120007373737373737373737373737373737373737373737373737373737373737373";
   EXPECT_EQ(hex(encode(m)), fleet);
   round_trips(fleet, decode_shard_fleet, [](const shard_fleet_msg& x) { return encode(x); });
+  // --wire=bf16 is a tail byte after the secret; fp32's frame is as above.
+  m.wire = 1;
+  EXPECT_EQ(hex(encode(m)), fleet + "01");
+  round_trips(fleet + "01", decode_shard_fleet, [](const shard_fleet_msg& x) { return encode(x); });
+  const auto unknown = bytes_of(fleet + "02");
+  EXPECT_FALSE(decode_shard_fleet(unknown.data(), unknown.size()));
+  const auto empty_tail = bytes_of(fleet + "00");  // a tail that says nothing: no writer makes it
+  EXPECT_FALSE(decode_shard_fleet(empty_tail.data(), empty_tail.size()));
 
   const std::string edge = "0900686f73743a37303031";
   EXPECT_EQ(hex(encode_shard_edge("host:7001")), edge);

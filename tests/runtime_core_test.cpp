@@ -142,6 +142,18 @@ TEST(snapshot_pool, reuses_a_buffer_only_once_nobody_holds_it) {
   EXPECT_LE(pool.buffers(), 3u);
 }
 
+TEST(block_key, a_bf16_block_never_shares_an_fp32_block_s_key) {
+  // Values that are bf16 already round to themselves: the same bytes, yet
+  // the key the bf16 wire sends them under is another, so a device's cache
+  // holds the two apart; fp32's key is block_key's own (fp32 runs' keys are
+  // as they were).
+  std::vector<float> m = {1.0f, -2.0f, 0.5f, 3.0f};
+  const uint64_t k = block_key(m.data(), 2, 2, 2);
+  EXPECT_EQ(wire_block_key(k, wire_precision::fp32), k);
+  EXPECT_NE(wire_block_key(k, wire_precision::bf16), k);
+  EXPECT_EQ(wire_block_key(k, wire_precision::bf16), wire_block_key(k, wire_precision::bf16));
+}
+
 TEST(block_key, depends_on_content_shape_and_only_the_block) {
   std::vector<float> m(6 * 8);
   for (size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i);

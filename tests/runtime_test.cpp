@@ -2,6 +2,9 @@
 // the local GEMM, and bad devices are refused without costing the product.
 
 #include <cmath>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include <caf/all.hpp>
 #include <gtest/gtest.h>
@@ -12,6 +15,7 @@
 #include "actors/ps/engine/distributed_gemm.hpp"
 #include "actors/simulator/tile_flight.hpp"
 #include "actors/supervisor/supervisor.hpp"
+#include "kernels/bf16.hpp"
 #include "kernels/random.hpp"
 
 using namespace cleave;
@@ -180,6 +184,48 @@ TEST_F(runtime, tiles_on_devices_equal_the_local_product) {
   uint64_t hits = 0;
   for (auto& [id, a] : acc.devices) hits += a.cache_hits;
   EXPECT_GT(hits, 0u) << "backward tiles should reuse forward operand blocks";
+}
+
+TEST_F(runtime, bf16_tiles_carry_the_rounded_operands_product_at_2_bytes_an_element) {
+  // Through a bf16 engine: the rounded operands' product up to each
+  // partial's rounding (2^-8 of Σ_k |x_ik w_kj| at most, all partials
+  // together), verified, and every block and result counted at 2 bytes an
+  // element, as the plan (made for 2-byte elements) cuts them: each device
+  // gets each of its blocks once.
+  for (int i = 0; i < 4; ++i) add_device(*preset_profile("fast"));
+  expect_fleet(4);
+  const tensor x = random_matrix(96, 80, 1), w = random_matrix(80, 64, 2);
+  engine_options opts = timeout(10.0);
+  opts.wire = wire_precision::bf16;
+  distributed_gemm eng(sys, planner, opts);
+  tensor y(96, 64), ref(96, 64), bound(96, 64);
+  ASSERT_FALSE(eng.begin_step(1));
+  eng.gemm({0, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), 0.0f);
+  tensor xr = x, wr = w, xa = x, wa = w;
+  for (tensor* t : {&xr, &wr}) round_bf16(t->data(), t->data(), static_cast<size_t>(t->size()));
+  for (auto [from, to] : {std::pair{&xr, &xa}, {&wr, &wa}})
+    for (int64_t i = 0; i < from->size(); ++i) (*to)[i] = std::abs((*from)[i]);
+  gemm_local<float>(xr.view(), false, wr.view(), false, ref.view(), 0.0f);
+  gemm_local<float>(xa.view(), false, wa.view(), false, bound.view(), 0.0f);
+  for (int64_t i = 0; i < ref.size(); ++i) ASSERT_LE(std::abs(y[i] - ref[i]), 0x1p-7f * bound[i]) << i;
+  const auto acc = eng.accounts();
+  ASSERT_GT(acc.tiles, 0u);
+  EXPECT_EQ(acc.verify.tiles_verified, acc.tiles);
+  EXPECT_EQ(acc.refused, 0u);
+  const plan& p = eng.plan_for({0, gemm_role::forward}, 96, 64, 80);
+  EXPECT_EQ(p.problem.element_bytes, 2u);
+  std::map<int32_t, std::set<std::tuple<int, int64_t, int64_t, int64_t, int64_t>>> blocks;
+  std::map<int32_t, uint64_t> down, up;
+  for (const auto& a : p.tiles) {
+    const tile& t = a.t;
+    if (blocks[a.device].insert({0, t.m0, t.m1, t.k0, t.k1}).second) down[a.device] += 2 * (t.m1 - t.m0) * (t.k1 - t.k0);
+    if (blocks[a.device].insert({1, t.k0, t.k1, t.n0, t.n1}).second) down[a.device] += 2 * (t.k1 - t.k0) * (t.n1 - t.n0);
+    up[a.device] += 2 * (t.m1 - t.m0) * (t.n1 - t.n0);
+  }
+  for (const auto& [id, a] : acc.devices) {
+    EXPECT_EQ(a.bytes_down, down[id]) << "device " << id;
+    EXPECT_EQ(a.bytes_up, up[id]) << "device " << id;
+  }
 }
 
 // What the plan keeps on the PS may run on the caller's threads (attention's

@@ -281,8 +281,14 @@ class grid_sim {
               const entry* e = tops[c];
               if (!e) continue;
               const uint64_t bytes = c == 0 ? ab + bb : c == 1 ? bb : ab;
+              // A device process gets the tile once the PS sent it (in plan
+              // order), and still computes and returns it: with the device's
+              // own tail in the objective the heaps' tops are the best of
+              // their kind only among devices of equal latency, FLOP/s and
+              // uplink (a heuristic on mixed fleets).
+              const double sent = static_cast<double>(res.bytes_down + bytes) / cfg_.ps_egress;
               const double o =
-                  std::max(e->key, static_cast<double>(res.bytes_down + bytes) / cfg_.ps_egress);
+                  std::max(e->key, pipelined ? sent + devs_[e->dev].cost(0, fl, cb) : sent);
               if (!any || o < obj ||
                   (o == obj && (e->key < finish || (e->key == finish && e->dev < d)))) {
                 any = true;

@@ -101,10 +101,120 @@ backward_choice backward_plan(const plan& forward, gemm_role role, const gemm_pr
   return {std::move(own), false};
 }
 
+namespace {
+
+// The reason of a re-placed plan: what it was first made for, once.
+std::string replaced_reason(const plan& p, size_t used) {
+  const std::string marker = "; first planned as: ";
+  const auto at = p.reason.find(marker);
+  return "re-placed on " + std::to_string(used) + " devices" + marker
+         + (at == std::string::npos ? p.reason : p.reason.substr(at + marker.size()));
+}
+
+// replace_plan for device processes: lost devices' tile lists move whole.
+plan move_lost_lists(const plan& p, const std::vector<device_view>& devices, const planner_config& cfg) {
+  std::map<int32_t, const device_view*> by_id;
+  for (const auto& d : devices)
+    if (usable(d.profile)) by_id[d.id] = &d;
+  std::vector<double> sent;  // when the PS has sent tile i, sending in plan order
+  uint64_t bytes = 0;
+  for (const auto& a : p.tiles) {
+    bytes += tile_down_bytes(p, a);
+    sent.push_back(static_cast<double>(bytes) / cfg.ps_egress);
+  }
+  std::map<int32_t, std::vector<size_t>> lists;  // by device, in plan order
+  for (size_t i = 0; i < p.tiles.size(); ++i) lists[p.tiles[i].device].push_back(i);
+  // When `d` returns `tiles` (ascending plan indices), and each tile's return.
+  auto run = [&](const device_view& d, const std::vector<size_t>& tiles, std::vector<double>* each) {
+    const double ready = std::max(0.0, d.ready_at);
+    device_stages s{ready, ready, ready};
+    double finish = ready;
+    const auto& pr = d.profile;
+    for (size_t i : tiles) {
+      const auto& a = p.tiles[i];
+      const tile_pass done = pass_tile(pr.latency, 1.0 / pr.downlink, 1.0 / pr.flops, 1.0 / pr.uplink,
+                                       s, tile_down_bytes(p, a), tile_flops(p, a.t),
+                                       tile_up_bytes(p, a.t), sent[i], true);
+      s = done.after;
+      finish = done.finish;
+      if (each) each->push_back(finish);
+    }
+    return finish;
+  };
+  std::map<int32_t, std::vector<size_t>> kept;
+  std::vector<std::vector<size_t>> lost;
+  for (auto& [dev, tiles] : lists) {
+    if (by_id.count(dev)) kept[dev] = std::move(tiles);
+    else lost.push_back(std::move(tiles));
+  }
+  plan out = p;
+  // Each device's finish with what it holds; a lost list is tried on the
+  // few that finish first (trying every device costs the whole fleet per loss).
+  constexpr size_t candidates = 8;
+  std::map<int32_t, double> finish_now;
+  for (const auto& [id, d] : by_id) finish_now[id] = run(*d, kept[id], nullptr);
+  for (const auto& list : lost) {
+    uint64_t memory = 0;
+    for (size_t i : list) memory = std::max(memory, tile_memory(p, p.tiles[i].t));
+    std::vector<std::pair<double, int32_t>> order;
+    for (const auto& [id, d] : by_id)
+      if (d->profile.memory_bytes >= memory) order.emplace_back(finish_now[id], id);
+    const size_t tried = std::min(candidates, order.size());
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(tried), order.end());
+    order.resize(tried);
+    const device_view* best = nullptr;
+    double best_finish = std::numeric_limits<double>::infinity();
+    for (const auto& [now, id] : order) {
+      const device_view* d = by_id[id];
+      std::vector<size_t> merged = kept[id];
+      merged.insert(merged.end(), list.begin(), list.end());
+      std::sort(merged.begin(), merged.end());
+      const double f = run(*d, merged, nullptr);
+      if (f < best_finish) {
+        best_finish = f;
+        best = d;
+      }
+    }
+    for (size_t i : list) out.tiles[i].device = best ? best->id : -1;
+    // The first tile of a moved list brings both blocks: its new device's
+    // previous tile was another's.
+    if (!list.empty()) out.tiles[list.front()].a_cached = out.tiles[list.front()].b_cached = false;
+    if (best) {
+      auto& merged = kept[best->id];
+      merged.insert(merged.end(), list.begin(), list.end());
+      std::sort(merged.begin(), merged.end());
+      finish_now[best->id] = best_finish;
+    }
+  }
+  out.bytes_down = out.bytes_up = 0;
+  for (const auto& a : out.tiles) {
+    out.bytes_down += tile_down_bytes(out, a);
+    out.bytes_up += tile_up_bytes(out, a.t);
+  }
+  double max_finish = 0;
+  size_t used = 0;
+  for (const auto& [id, tiles] : kept) {
+    if (tiles.empty()) continue;
+    ++used;
+    std::vector<double> each;
+    max_finish = std::max(max_finish, run(*by_id[id], tiles, &each));
+    for (size_t x = 0; x < tiles.size(); ++x) out.tiles[tiles[x]].predicted_finish = each[x];
+  }
+  out.devices_used = static_cast<int32_t>(used);
+  out.predicted_seconds = split_seconds(max_finish, out.bytes_down, out.bytes_up, out.tiles.size(),
+                                        egress_tail(out, devices), cfg);
+  out.bound = split_bound(out, devices, cfg);
+  out.reason = replaced_reason(p, used);
+  return out;
+}
+
+}  // namespace
+
 plan replace_plan(const plan& p, const std::vector<device_view>& fleet,
                   const planner_config& fleet_cfg) {
   if (p.local) return p;
   const auto [devices, cfg] = fair_share(fleet, fleet_cfg, p.problem.sharers);
+  if (cfg.pipelined_devices && p.op == tile_op::gemm) return move_lost_lists(p, devices, cfg);
   plan out = p;
   std::vector<size_t> order(p.tiles.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -151,11 +261,7 @@ plan replace_plan(const plan& p, const std::vector<device_view>& fleet,
   out.predicted_seconds = split_seconds(max_finish, out.bytes_down, out.bytes_up, out.tiles.size(),
                                         egress_tail(out, devices), cfg);
   out.bound = split_bound(out, devices, cfg);
-  // The reason keeps what the plan was first made for, once.
-  const std::string marker = "; first planned as: ";
-  const auto at = p.reason.find(marker);
-  out.reason = "re-placed on " + std::to_string(used.size()) + " devices" + marker
-               + (at == std::string::npos ? p.reason : p.reason.substr(at + marker.size()));
+  out.reason = replaced_reason(p, used.size());
   return out;
 }
 

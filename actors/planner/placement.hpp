@@ -45,7 +45,13 @@ backward_choice backward_plan(const plan& forward, gemm_role role, const gemm_pr
 // in tile order) do not depend on who is alive. Tiles largest first, each to
 // the device with the earliest predicted finish (no operand assumed cached)
 // that can hold it, ties to the lower id; a tile no device can hold gets
-// device -1 (the PS computes it). A local plan is returned unchanged.
+// device -1 (the PS computes it). With pipelined_devices (device processes,
+// many tiles each, their caches holding each list's blocks) the devices
+// left keep their tiles and each lost device's list moves whole, in order,
+// to the device that would return it first (pass_tile, the PS sending in
+// plan order): the blocks each device is sent stay those of the plan, where
+// re-placing tile by tile would send every tile both blocks. A local plan
+// is returned unchanged.
 plan replace_plan(const plan& p, const std::vector<device_view>& devices,
                   const planner_config& cfg);
 

@@ -229,19 +229,23 @@ void batch_sim::apply(double now, uint32_t shard, const std::vector<schedule_act
   }
 }
 
+void batch_sim::release(double now, uint32_t slot, uint32_t e) {
+  --pipes_[slot].in_hand;
+  hold(now, device_of(slot), -static_cast<int64_t>(tile_memory(*plans_[shard_of(slot)], tile_of(slot, e))));
+  fetch(now, slot);
+}
+
 void batch_sim::on_result(double now, uint32_t slot, uint32_t e) {
   const uint32_t shard = shard_of(slot), dev = device_of(slot);
   auto& d = fleet_->devices()[dev];
   const uint32_t which = entries_[e].tile;
   const tile& t = plans_[shard]->tiles[which].t;
-  --pipes_[slot].in_hand;
-  hold(now, dev, -static_cast<int64_t>(tile_memory(*plans_[shard], t)));
+  if (!pipelined_) release(now, slot, e);  // an emulated device takes its next tile now
   if (!at_ps_[shard][which] && flights_[shard].result(now, 0, which, static_cast<int32_t>(dev))) {
     ++d.tiles;
     d.flops += tile_flops(*plans_[shard], t);
     push_clock(shard);
   }
-  fetch(now, slot);
 }
 
 void batch_sim::on_link(double now, uint32_t link) {
@@ -257,9 +261,11 @@ void batch_sim::on_link(double now, uint32_t link) {
       pipe.downloading = none;
       fetch(now, slot);
     } else {  // result out: it reaches the PS a latency later
-      push(now + latency, ev_kind::result, slot, pipe.uploading);
+      const uint32_t e = pipe.uploading;
+      push(now + latency, ev_kind::result, slot, e);
       pipe.uploading = none;
       upload(now, slot);
+      if (pipelined_) release(now, slot, e);  // a device process drops the tile once it is sent
     }
   }
   wake_link(link);

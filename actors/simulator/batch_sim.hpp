@@ -121,6 +121,8 @@ class batch_sim {
   void compute(double now, uint32_t slot);
   void upload(double now, uint32_t slot);
   void hold(double now, uint32_t dev, int64_t bytes);
+  // The device no longer holds tile entry e: its memory is free for the next.
+  void release(double now, uint32_t slot, uint32_t e);
   void wake_link(uint32_t link);
   void on_link(double now, uint32_t link);
   void apply(double now, uint32_t shard, const std::vector<schedule_action>& actions);

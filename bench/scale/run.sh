@@ -11,5 +11,5 @@ PY="${PYTHON:-/usr/bin/python3}"
 "$PY" -c 'import matplotlib' 2>/dev/null || { echo "needs python3-matplotlib (apt-get install -y python3-matplotlib)" >&2; exit 2; }
 "$PY" "$here/sweep.py" --cleave "$cleave" --out "$out" --devices "${DEVICES:-16,64,256,1024,4096,16384}"
 mkdir -p "$repo/docs/scale"
-cp "$out"/{step_time,traffic,recovery,time_split}.svg "$out/summary.json" "$repo/docs/scale/"
+cp "$out"/{step_time,traffic,recovery,time_split,efficiency}.svg "$out/summary.json" "$repo/docs/scale/"
 echo "figures in $out; the copies docs/RESULTS.md shows in docs/scale/"

@@ -8,6 +8,9 @@ and 30B), reads each run's JSON report and draws:
 
   step_time.{png,svg}    per-batch time vs device count, one panel per model,
                          with the H100 step times of the cloud anchor as lines
+                         (Cleave also with a 100 Gbit/s PS link)
+  efficiency.{png,svg}   Cleave's step over the largest of its lower bounds,
+                         opt-6.7b, with a 10 and a 100 Gbit/s PS link
   traffic.{png,svg}      per-device and per-shard PS traffic vs device count
   recovery.{png,svg}     recovery time vs failure rate, Cleave vs baselines
   time_split.{png,svg}   Cleave's step split vs device count
@@ -36,9 +39,11 @@ MODELS = ["opt-6.7b", "opt-13b", "opt-30b"]
 # sweep does not give them).
 DEVICE = {"name": "sweep", "flops": 3e12, "memory_bytes": 8_000_000_000,
           "downlink": 1e8, "uplink": 5e6, "latency": 0.02}
-# Cleave waits for a slow device's tile instead of re-running it on the PS
-# after the default 30 s: at 5 MB/s uplinks a tile's result takes minutes.
-CLEAVE_FLAGS = ["--tile-timeout=3600"]
+# Cleave as device processes run it: each device pipelines its tiles, the PS
+# sends in plan order, and attention is planned as tiles like the GEMMs. The
+# wire is bf16 for the opt-* shapes, for every system (the default).
+CLEAVE_FLAGS = ["--pipelined-devices", "--ps-link-model=scheduled", "--attention-tiles"]
+FAST_PS = ["--ps-egress=1.25e10"]  # 100 Gbit/s each way
 
 
 def fleet_file(out, count):
@@ -109,6 +114,8 @@ def main():
             for m in MODELS for n in counts for s in SYSTEMS}
     shard_jobs = {n: pool.submit(run, a.cleave, a.out, "cleave", "opt-6.7b", n, ["--ps-shards=4"])
                   for n in counts}
+    fast_jobs = {(m, n): pool.submit(run, a.cleave, a.out, "cleave", m, n, FAST_PS)
+                 for m in MODELS for n in counts}
     rates = [0.0, 0.01, 0.05, 0.2]  # failures per device-hour
     churn_devices = 1024  # the fewest of the sweep on which Asteroid fits opt-6.7b
     churn_jobs = {(s, r): pool.submit(run, a.cleave, a.out, s, "opt-6.7b", churn_devices,
@@ -117,6 +124,7 @@ def main():
                   for s in ["cleave", "asteroid"] for r in rates}
     reps = {k: j.result() for k, j in jobs.items()}
     shard_reps = {k: j.result() for k, j in shard_jobs.items()}
+    fast_reps = {k: j.result() for k, j in fast_jobs.items()}
     churn_reps = {k: j.result() for k, j in churn_jobs.items()}
     h100 = h100_steps(a.anchors)
 
@@ -128,6 +136,8 @@ def main():
             pts = [(n, t) for n, t in pts if t]
             if pts:
                 ax.plot(*zip(*pts), marker="o", label=s)
+        pts = [(n, step_of(fast_reps[(m, n)])) for n in counts]
+        ax.plot(*zip(*pts), marker="o", ls=":", label="cleave, 100 Gbit/s PS")
         if m in h100:
             ax.axhline(h100[m], color="k", ls="--", label=f"one H100 ({h100[m]} s)")
         ax.set(xscale="log", yscale="log", title=m, xlabel="devices")
@@ -178,16 +188,44 @@ def main():
     ax.legend(fontsize=8)
     save(fig, a.out, "time_split")
 
+    # Efficiency: the step over the largest of its lower bounds.
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, source in (("10 Gbit/s PS", {n: reps[("cleave", "opt-6.7b", n)] for n in counts}),
+                          ("100 Gbit/s PS", {n: fast_reps[("opt-6.7b", n)] for n in counts})):
+        ax.plot(counts, [source[n]["efficiency"] for n in counts], marker="o", label=label)
+    ax.axhline(1.2, color="k", ls="--", label="target 1.2")
+    ax.set(xscale="log", xlabel="devices", ylabel="step / largest lower bound",
+           title="Cleave, opt-6.7b: how close to its bound")
+    ax.legend(fontsize=8)
+    save(fig, a.out, "efficiency")
+
+    def bounds_of(rep):
+        return {"step": rep["mean_step_seconds"], "efficiency": rep["efficiency"],
+                "efficiency_with_ps_work": rep["efficiency_with_ps_work"],
+                "lower_bounds_seconds": rep["lower_bounds_seconds"],
+                "ps_own_work_seconds": rep["ps_own_work_seconds"],
+                "step_split_seconds": rep["step_split_seconds"],
+                "bytes_down": rep["bytes_down"], "bytes_up": rep["bytes_up"],
+                "tiles_timed_out": rep["tiles_timed_out"]}
+
     summary = {"step_seconds": {m: {s: {str(n): step_of(reps[(s, m, n)]) for n in counts}
                                     for s in SYSTEMS} for m in MODELS},
+               "cleave_fast_ps_step_seconds": {m: {str(n): step_of(fast_reps[(m, n)]) for n in counts}
+                                               for m in MODELS},
+               "cleave_opt_6_7b": {"10gbit": {str(n): bounds_of(reps[("cleave", "opt-6.7b", n)]) for n in counts},
+                                   "100gbit": {str(n): bounds_of(fast_reps[("opt-6.7b", n)]) for n in counts}},
                "recovery_step_seconds": {s: {str(r): step_of(churn_reps[(s, r)]) for r in rates}
                                          for s in ["cleave", "asteroid"]},
                "h100_seconds": h100,
-               "commands": sorted({r["_command"] for r in reps.values()})}
+               "commands": sorted({r["_command"] for r in list(reps.values()) + list(fast_reps.values())})}
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     for m in MODELS:
-        print(m, {s: [step_of(reps[(s, m, n)]) for n in counts] for s in SYSTEMS})
+        print(m, {s: [step_of(reps[(s, m, n)]) for n in counts] for s in SYSTEMS},
+              "cleave 100G:", [step_of(fast_reps[(m, n)]) for n in counts])
+    for n in counts:
+        print(f"opt-6.7b cleave {n}: efficiency {reps[('cleave', 'opt-6.7b', n)]['efficiency']:.3f} (10G), "
+              f"{fast_reps[('opt-6.7b', n)]['efficiency']:.3f} (100G)")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,8 @@ def join_payload(name="attacker"):
 
 def result_payload(tile):
     rows = cols = 4
-    return (struct.pack("<QII", 1, 0, tile) + struct.pack("<iIqqd", 0, 0, rows, cols, 0.0)
+    # key, device, cache hits, shape, busy seconds, the wire's precision (fp32), the values
+    return (struct.pack("<QII", 1, 0, tile) + struct.pack("<iIqqdB", 0, 0, rows, cols, 0.0, 0)
             + b"\0" * (4 * rows * cols))
 
 

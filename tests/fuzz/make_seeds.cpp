@@ -82,6 +82,10 @@ void tiles() {
   r.cache_hits = 1;
   seed("tile", "result", encoded(1, r));
   seed("tile", "miss", encoded(2, tile_miss{{7, 2, 3}, 4, 0x1234}));
+  t.wire = wire_precision::bf16;
+  seed("tile", "task_bf16", encoded(0, t));
+  r.wire = wire_precision::bf16;
+  seed("tile", "result_bf16", encoded(1, r));
 }
 
 std::string bytes(const std::vector<char>& v) { return std::string(v.data(), v.size()); }

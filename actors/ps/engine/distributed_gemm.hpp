@@ -77,6 +77,10 @@ struct engine_options {
   // leaves it unpaced, as fast as the process can move messages.
   double paced_egress = 0;
   double paced_ingress = 0;
+  // The precision tiles cross the device links in (--wire): with bf16 the
+  // operands are rounded before they are hashed, sent and checked, results
+  // come back rounded, and every byte counted and paced is 2 an element.
+  wire_precision wire = wire_precision::fp32;
 };
 
 class distributed_gemm final : public gemm_engine<float> {

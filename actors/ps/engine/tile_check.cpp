@@ -35,6 +35,11 @@ bool all_finite(const std::vector<float>& v) {
 
 stored_block distributed_gemm::block_of(const gemm_call& call, const block_ref& ref) const {
   const auto live = call.in.live(ref.which);
+  if (opts_.wire == wire_precision::bf16) {  // what was sent: the rounded copy (locate)
+    const float* snap = call.in.snapshot(ref.which).data();
+    return {snap + ref.r0 * live.cols + ref.c0, ref.r1 - ref.r0, ref.c1 - ref.c0, live.cols,
+            call.in.transposed(ref.which)};
+  }
   return {live.data + ref.r0 * live.ld + ref.c0, ref.r1 - ref.r0, ref.c1 - ref.c0, live.ld,
           call.in.transposed(ref.which)};
 }
@@ -48,11 +53,12 @@ const b_digest& distributed_gemm::b_digest_of(gemm_call& call, const pending_til
 verdict distributed_gemm::check(gemm_call& call, const pending_tile& p, const float* result,
                                 int64_t ld) {
   const auto t0 = clock_type::now();
-  // The operands are the live ones: no product of the batch writes them
-  // while its tiles are in flight.
+  // The operands as sent (block_of): the live ones in fp32, which no product
+  // of the batch writes while its tiles are in flight.
   const tile& t = p.where.t;
   const verdict v = checker_.check(result, t.m1 - t.m0, t.n1 - t.n0, block_of(call, p.a),
-                                   b_digest_of(call, p), freivalds::window(call.probes, call.c.cols, t.n0), ld);
+                                   b_digest_of(call, p), freivalds::window(call.probes, call.c.cols, t.n0), ld,
+                                   opts_.wire);
   acc_.verify.seconds += seconds_since(t0);
   return v;
 }
@@ -120,9 +126,12 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
   if (counts_against) {
     if (r.rows != rows || r.cols != cols || static_cast<int64_t>(r.data.size()) != rows * cols) {
       problem = "of the wrong shape";
+    } else if (r.wire != opts_.wire) {
+      // A coarser result than asked for would widen its own tolerance.
+      problem = fmt::format("in {} where {} was asked for", to_string(r.wire), to_string(opts_.wire));
     } else if (into_group) {
       const auto t0 = clock_type::now();
-      if (!g.sums) g.sums.emplace(rows, t.k1 - t.k0);
+      if (!g.sums) g.sums.emplace(rows, t.k1 - t.k0, opts_.wire);
       // A result C takes by copy (the first on its block of C, beta 0) is
       // copied in by the pass that sums it: no second read of it when the
       // group passes, and its buffer is freed now. Its block of C is
@@ -145,7 +154,7 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
   }
   auto& acct = acc_.devices[from];
   ++acct.tiles;
-  acct.bytes_up += r.data.size() * sizeof(float);
+  acct.bytes_up += r.data.size() * wire_element_bytes(r.wire);
   acct.cache_hits += r.cache_hits;
   acct.busy_seconds += r.busy_seconds;
   acct.flops += static_cast<double>(t.flops());
@@ -231,7 +240,7 @@ void distributed_gemm::settle_copies(gemm_call& call, pending_tile& p, int32_t s
   ++acc_.verify.tiles_replicated;
   const auto t0 = clock_type::now();
   const bool agree =
-    checker_.first_disagreement(p.first_copy.data(), result.data(), rows, cols, k, ad, bd) < 0;
+    checker_.first_disagreement(p.first_copy.data(), result.data(), rows, cols, k, ad, bd, opts_.wire) < 0;
   acc_.verify.seconds += seconds_since(t0);
   if (agree) {
     p.result = std::move(p.first_copy);
@@ -243,7 +252,8 @@ void distributed_gemm::settle_copies(gemm_call& call, pending_tile& p, int32_t s
   p.result = compute_here(call, p);
   acc_.totals.ps_compute_seconds += seconds_since(t1);
   for (auto [dev, copy] : {std::pair{p.first_device, &p.first_copy}, std::pair{second, &result}}) {
-    const int64_t at = checker_.first_disagreement(copy->data(), p.result.data(), rows, cols, k, ad, bd);
+    const int64_t at =
+      checker_.first_disagreement(copy->data(), p.result.data(), rows, cols, k, ad, bd, opts_.wire);
     if (at < 0) continue;
     ++acc_.refused;
     ++acc_.devices[dev].refused;

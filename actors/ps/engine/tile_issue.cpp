@@ -11,6 +11,7 @@
 
 #include "actors/planner/cost_model.hpp"
 #include "actors/ps/engine/distributed_gemm.hpp"
+#include "kernels/bf16.hpp"
 #include "schema/block_key.hpp"
 
 namespace cleave {
@@ -32,7 +33,18 @@ distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which,
     const float* at = m.data + r0 * m.ld + c0;
     const auto where = std::make_tuple(at, r1 - r0, c1 - c0, m.ld);
     auto [known, first] = batch.try_emplace(where);
-    if (first) {
+    if (opts_.wire == wire_precision::bf16) {
+      // Every block is rounded into the snapshot, sent or not: the devices
+      // compute on the rounded values, and so must the PS's checks and its
+      // own tiles (block_of reads them there). The key is the rounded
+      // values', the same in every call that rounds the same live block.
+      float* snap = call.in.snapshot(which).data() + r0 * m.cols + c0;
+      round_bf16_block(at, r1 - r0, c1 - c0, m.ld, snap, m.cols);
+      if (first)
+        known->second =
+          wire_block_key(block_key(snap, r1 - r0, c1 - c0, m.cols), wire_precision::bf16);
+      it->second.copied = true;
+    } else if (first) {
       known->second = block_key(
         at, r1 - r0, c1 - c0, m.ld,
         will_send ? call.in.snapshot(which).data() + r0 * m.cols + c0 : nullptr, m.cols);
@@ -72,13 +84,14 @@ void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
   auto& acct = acc_.devices[dev];
   tile_task msg;
   msg.key = p.key;
+  msg.wire = opts_.wire;
   uint64_t bytes = 0;
   for (auto [ref, dst] : {std::pair{&p.a, &msg.a}, std::pair{&p.b, &msg.b}}) {
     ++acct.operands;
     const bool send = with_all_data || known.count(ref->key) == 0;
     *dst = cut(call, *ref, send);
     if (send) {
-      bytes += static_cast<uint64_t>(dst->rows * dst->cols) * sizeof(float);
+      bytes += static_cast<uint64_t>(dst->rows * dst->cols) * wire_element_bytes(opts_.wire);
       known.insert(ref->key);
     }
   }
@@ -148,6 +161,9 @@ std::vector<float> distributed_gemm::compute_here(const gemm_call& call, const p
   const stored_block b = block_of(call, p.b);
   gemm_local<float>({a.data, a.rows, a.cols, a.ld}, a.trans, {b.data, b.rows, b.cols, b.ld}, b.trans,
                     {out.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
+  // Rounded as a device's result is, so a tile's numbers do not depend on
+  // whether churn left it to the PS.
+  if (opts_.wire == wire_precision::bf16) round_bf16(out.data(), out.data(), out.size());
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "actors/ps/verify/freivalds.hpp"
 
 #include "actors/ps/verify/mixed_dots.hpp"
+#include "kernels/bf16.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -109,13 +110,19 @@ double freivalds::check_tolerance(int64_t k, int64_t n, double row_norm, double 
   return row_tolerance(k, row_norm, weighted) + own;
 }
 
+double freivalds::rounding_tolerance(double half_ulps2) const {
+  return lambda_ * 2 * std::sqrt(half_ulps2);
+}
+
 double freivalds::element_tolerance(int64_t k, double row_norm, double col_norm) const {
   return 2 * row_tolerance(k, row_norm, col_norm);
 }
 
-row_sums::row_sums(int64_t rows, int64_t k) : magnitude(static_cast<size_t>(rows), 0.0) {
+row_sums::row_sums(int64_t rows, int64_t k, wire_precision res)
+    : magnitude(static_cast<size_t>(rows), 0.0), results(res) {
   for (auto& v : c_r) v.assign(static_cast<size_t>(rows), 0.0);
   for (auto& v : b_r) v.assign(static_cast<size_t>(k), 0.0);
+  if (results == wire_precision::bf16) half_ulps2.assign(static_cast<size_t>(rows), 0.0);
 }
 
 bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_digest& bd,
@@ -135,6 +142,16 @@ bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_
     total += out[freivalds_probes];
   }
   if (!std::isfinite(total)) return false;
+  if (results == wire_precision::bf16)
+    for (size_t i = 0; i < rows; ++i) {
+      const float* row = c + static_cast<int64_t>(i) * ld;
+      double h2 = 0;
+      for (int64_t j = 0; j < cols; ++j) {
+        const double h = bf16_half_ulp(row[j]);
+        h2 += h * h;
+      }
+      half_ulps2[i] += h2;
+    }
   for (size_t i = 0; i < rows; ++i) {
     const double* in = tile.data() + i * (freivalds_probes + 1);
     for (int v = 0; v < freivalds_probes; ++v) c_r[v][i] += in[v];
@@ -150,8 +167,9 @@ bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_
 }
 
 verdict freivalds::check(const float* c, int64_t rows, int64_t cols, const stored_block& a,
-                         const b_digest& bd, const probe_window& r, int64_t ld) const {
-  row_sums sums(rows, a.op_cols());
+                         const b_digest& bd, const probe_window& r, int64_t ld,
+                         wire_precision results) const {
+  row_sums sums(rows, a.op_cols(), results);
   if (!sums.add(c, cols, r, bd, ld)) {
     verdict v;
     v.checked = true;
@@ -205,8 +223,9 @@ verdict freivalds::check(const a_expectation& e, int64_t k, const row_sums& sums
   for (size_t i = 0; i < rows; ++i)
     for (int p = 0; p < freivalds_probes; ++p) {
       const double d = sums.c_r[p][i] - expected[p][i];
-      const double tol = check_tolerance(k, sums.columns, norms[i], std::sqrt(sums.weighted2[p]),
-                                         sums.magnitude[i]);
+      double tol = check_tolerance(k, sums.columns, norms[i], std::sqrt(sums.weighted2[p]),
+                                   sums.magnitude[i]);
+      if (sums.results == wire_precision::bf16) tol += rounding_tolerance(sums.half_ulps2[i]);
       // Written so that NaN in a result fails the test.
       const double ratio =
         tol > 0 ? std::fabs(d) / tol : (d == 0 ? 0 : std::numeric_limits<double>::infinity());
@@ -226,12 +245,15 @@ verdict freivalds::check(const a_expectation& e, int64_t k, const row_sums& sums
 
 int64_t freivalds::first_disagreement(const float* c1, const float* c2, int64_t rows,
                                       int64_t cols, int64_t k, const a_digest& ad,
-                                      const b_digest& bd) const {
+                                      const b_digest& bd, wire_precision results) const {
+  const bool bf16 = results == wire_precision::bf16;
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
-      const double diff = std::fabs(static_cast<double>(c1[i * cols + j]) - c2[i * cols + j]);
-      const double tol = element_tolerance(k, ad.row_norms[static_cast<size_t>(i)],
-                                           bd.col_norms[static_cast<size_t>(j)]);
+      const float x = c1[i * cols + j], y = c2[i * cols + j];
+      const double diff = std::fabs(static_cast<double>(x) - y);
+      double tol = element_tolerance(k, ad.row_norms[static_cast<size_t>(i)],
+                                     bd.col_norms[static_cast<size_t>(j)]);
+      if (bf16) tol += bf16_half_ulp(x) + bf16_half_ulp(y);
       if (!(diff <= tol)) return i * cols + j;
     }
   return -1;

@@ -52,11 +52,43 @@
 // honest result lies within λ·u·(1+2Ku)·sqrt(2K-1)·‖a_i‖·‖b_j‖ of the exact
 // product by the same argument (with r = e_j), so two honest results
 // differ by at most twice that.
+//
+// bf16 on the wire (--wire=bf16, schema/wire_precision.hpp). The operands:
+// the PS rounds each block to bf16 before it is hashed and sent, and checks
+// against those rounded blocks, the operands the device was given; their
+// rounding is not the device's error, and the fp32 bound above applies
+// unchanged to the product of the rounded operands (the norms are theirs).
+// The result: an honest device rounds its float32 ĉ_ij to the bf16 c̃_ij it
+// sends, adding e_ij = c̃_ij - ĉ_ij with |e_ij| ≤ h_ij, half an ulp of c̃_ij
+// (bf16_half_ulp: 2^(e-135) for its exponent field e ≥ 1, 2^-134 among
+// subnormals; at most u_b·|c̃_ij|, u_b = 2^-8; also the bound just below a
+// power of two, whose lower binade's ulp is half as large). The check's
+// difference gains Σ_j r_j·e_ij. The e_ij are fixed before the device could
+// know anything of r (secret, drawn at the PS), so this is a sum of
+// independent, mean-zero terms (r_j's sign is a fair coin) in
+// [-2h_ij, 2h_ij], and Hoeffding's inequality gives, rigorously and without
+// the model of rounding the fp32 part needs,
+//
+//   P(|Σ_j r_j e_ij| ≥ λ·σb_i) ≤ 2·exp(-λ²/2),   σb_i = 2·sqrt(Σ_j h_ij²),
+//
+// the same 2.5e-14 at λ = 8. A bf16 row's tolerance is the fp32 one plus
+// λ·σb_i (a union bound over the two parts: twice the false-refusal rate).
+// Tiles checked together sum Σ h² over all their columns. The h_ij come from
+// the returned values, which a liar chooses; moving one element by Δ raises
+// λ·σb_i by at most 2λ·u_b·(|c̃_ij| + |Δ|) = (|c̃_ij| + |Δ|)/16 while moving
+// d_i by |r_j|·Δ ≥ Δ, so the change is still seen, only later. What it costs
+// is resolution: σb_i ≈ 2·2^-8.5·‖c_i‖, so a single element is caught only
+// once it moves by a good part of λ·σb_i, about 0.044·‖c_i‖₂ (a few tenths
+// of the row's largest element at n = 128 to 512; tests/verify_bf16_test.cpp
+// measures it). Two honest bf16 results of one element (--replicate) differ
+// by at most the fp32 allowance plus h of each.
 
 #include <array>
 #include <cstdint>
 #include <random>
 #include <vector>
+
+#include "schema/wire_precision.hpp"
 
 namespace cleave {
 
@@ -93,14 +125,18 @@ struct b_digest {
 // What a set of tiles sharing op(A)'s block brought so far: per probe and
 // row of the block, Σ_t (C_t·r_t); per row, Σ_t Σ_j |c_ij|; per probe,
 // Σ_t op(B_t)·r_t and Σ_t ‖op(B_t)‖_r²; and Σ_t n_t.
+// With results in bf16 (`results`), also per row Σ_t Σ_j h_ij², the half
+// ulps of the returned values (the rounding the header derives).
 struct row_sums {
   std::array<std::vector<double>, freivalds_probes> c_r, b_r;
   std::vector<double> magnitude;
   std::array<double, freivalds_probes> weighted2{};
   int64_t columns = 0;
   bool finite = true;  // the B blocks' digests were finite
+  wire_precision results = wire_precision::fp32;
+  std::vector<double> half_ulps2;  // bf16 results only
 
-  row_sums(int64_t rows, int64_t k);
+  row_sums(int64_t rows, int64_t k, wire_precision results = wire_precision::fp32);
   // Adds tile C (rows x cols, row stride `ld`, 0: packed) with the probes'
   // window `r` and its B block's digest. False, adding nothing, when C holds
   // NaN or infinity (seen in the same pass: Σ|c| is then not finite). With
@@ -141,9 +177,11 @@ class freivalds {
   static b_digest digest_b(const stored_block& b, const probe_window& r);
 
   // The tile C (rows x cols, row-major, row stride `ld`, 0: packed) against
-  // op(A)·op(B), with `r` the same window digest_b saw.
+  // op(A)·op(B), with `r` the same window digest_b saw; `results`: the
+  // precision C came back in.
   verdict check(const float* c, int64_t rows, int64_t cols, const stored_block& a,
-                const b_digest& bd, const probe_window& r, int64_t ld = 0) const;
+                const b_digest& bd, const probe_window& r, int64_t ld = 0,
+                wire_precision results = wire_precision::fp32) const;
   // Tiles sharing op(A)'s block `a`, summed: one pass over the block.
   verdict check(const stored_block& a, const row_sums& sums) const;
   // op(A)·y and op(A)'s row norms, in one pass over the block.
@@ -159,13 +197,17 @@ class freivalds {
   // which grows with the row's Σ_j |c_ij| (`magnitude`) and n.
   double check_tolerance(int64_t k, int64_t n, double row_norm, double weighted,
                          double magnitude) const;
+  // What a row's bf16 results add to its tolerance, given Σ_j h_ij²: λ·σb.
+  double rounding_tolerance(double half_ulps2) const;
   // |c1_ij - c2_ij| allowed between two honest results of the element.
   double element_tolerance(int64_t k, double row_norm, double col_norm) const;
 
   // Two results of the same tile (rows x cols, packed): the first element
-  // further apart than element_tolerance, or -1 when they agree.
+  // further apart than element_tolerance (plus both half ulps for bf16
+  // results), or -1 when they agree.
   int64_t first_disagreement(const float* c1, const float* c2, int64_t rows, int64_t cols,
-                             int64_t k, const a_digest& ad, const b_digest& bd) const;
+                             int64_t k, const a_digest& ad, const b_digest& bd,
+                             wire_precision results = wire_precision::fp32) const;
 
   double lambda() const { return lambda_; }
 
