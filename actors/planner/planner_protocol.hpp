@@ -53,7 +53,7 @@ using plans_atom = caf::atom_constant<caf::atom("plans")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gemm_problem& x) {
-  return f(caf::meta::type_name("gemm_problem"), x.m, x.n, x.k, x.role, x.sharers);
+  return f(caf::meta::type_name("gemm_problem"), x.m, x.n, x.k, x.role, x.sharers, x.element_bytes);
 }
 
 template <class Inspector>

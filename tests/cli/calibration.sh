@@ -95,4 +95,7 @@ calibrate gpt-vm-phone --model=gpt --shape=small --context=64 --batch=16 --fleet
   --ps-egress=2e8
 calibrate gpt-vm-phone-paced --model=gpt --shape=small --context=64 --batch=16 --fleet="$WORK/vm_phone.json" \
   --min-devices=6 --ps-egress=2e8
+# bf16 on the wire: half the bytes, the same plans' tiles.
+calibrate gpt-vm-phone-bf16 --model=gpt --shape=small --context=64 --batch=16 --fleet="$WORK/vm_phone.json" \
+  --min-devices=6 --ps-egress=2e8 --wire=bf16
 finish
