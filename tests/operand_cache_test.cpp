@@ -47,14 +47,14 @@ TEST(operand_cache, a_block_read_forward_and_backward_is_sent_once_a_step) {
   operand_cache c;
   c.begin_step();
   const tile whole{0, 100, 0, 100, 0, 100};
-  EXPECT_EQ(c.send(0, ample, whole, operands_of(gemms, 0, 0, 0), false).bytes, 80000u);
-  EXPECT_EQ(c.send(0, ample, whole, operands_of(gemms, 1, 0, 0), false).bytes, 40000u);
-  EXPECT_EQ(c.send(0, ample, whole, operands_of(gemms, 2, 0, 0), false).bytes, 0u);
+  EXPECT_EQ(c.send(0, ample, ample, whole, operands_of(gemms, 0, 0, 0), false).bytes, 80000u);
+  EXPECT_EQ(c.send(0, ample, ample, whole, operands_of(gemms, 1, 0, 0), false).bytes, 40000u);
+  EXPECT_EQ(c.send(0, ample, ample, whole, operands_of(gemms, 2, 0, 0), false).bytes, 0u);
   EXPECT_EQ(c.hits(), 3u);
   // Another device holds none of it; the next step starts over.
-  EXPECT_EQ(c.send(1, ample, whole, operands_of(gemms, 2, 0, 0), false).bytes, 80000u);
+  EXPECT_EQ(c.send(1, ample, ample, whole, operands_of(gemms, 2, 0, 0), false).bytes, 80000u);
   c.begin_step();
-  EXPECT_EQ(c.send(0, ample, whole, operands_of(gemms, 1, 0, 0), false).bytes, 80000u);
+  EXPECT_EQ(c.send(0, ample, ample, whole, operands_of(gemms, 1, 0, 0), false).bytes, 80000u);
 }
 
 TEST(operand_cache, backward_runs_meet_the_forward_layers_last_first) {
@@ -68,29 +68,38 @@ TEST(operand_cache, backward_runs_meet_the_forward_layers_last_first) {
   EXPECT_NE(operands_of(gemms, 0, 2, 1).a.id, last_forward.a.id) << "shards have slices of their own";
 }
 
-TEST(operand_cache, a_cache_smaller_than_the_working_set_evicts_and_the_tile_is_resent) {
+TEST(operand_cache, the_ps_mirrors_a_device_s_cache_and_resends_what_it_evicted) {
   // Blocks of 40,000 bytes; the cache holds two. Tiles read (A0, B), (A1,
-  // B), then (A0, B) again: the PS sent all three blocks, so it names them,
-  // but A1's arrival evicted A0 (least recent), so the device misses and
-  // the tile is resent with both blocks.
+  // B), then (A0, B) again: A1's arrival evicted A0 (least recent), and the
+  // PS, replaying the device's rule, knows it: A0 comes again, B is named.
   operand_cache c;
   c.begin_step();
   const product_operands ops{{1, false}, {2, false}};
   const tile first{0, 100, 0, 100, 0, 100}, second{100, 200, 0, 100, 0, 100};
-  EXPECT_EQ(c.send(0, 80000, first, ops, false).bytes, 80000u);
-  EXPECT_EQ(c.send(0, 80000, second, ops, false).bytes, 40000u);
-  const auto again = c.send(0, 80000, first, ops, false);
+  EXPECT_EQ(c.send(0, 80000, 80000, first, ops, false).bytes, 80000u);
+  EXPECT_EQ(c.send(0, 80000, 80000, second, ops, false).bytes, 40000u);
+  const auto again = c.send(0, 80000, 80000, first, ops, false);
+  EXPECT_EQ(again.bytes, 40000u);
+  EXPECT_FALSE(again.missed);
+  EXPECT_EQ(c.hits(), 2u);  // B in the second and third tiles
+}
+
+TEST(operand_cache, a_device_whose_cache_is_smaller_than_the_ps_assumes_misses_and_the_tile_is_resent) {
+  // The PS takes the device to hold three blocks; it holds two. The third
+  // tile names A0, which the device evicted: a miss, and the tile is resent
+  // with both blocks.
+  operand_cache c;
+  c.begin_step();
+  const product_operands ops{{1, false}, {2, false}};
+  const tile first{0, 100, 0, 100, 0, 100}, second{100, 200, 0, 100, 0, 100};
+  EXPECT_EQ(c.send(0, 80000, 120000, first, ops, false).bytes, 80000u);
+  EXPECT_EQ(c.send(0, 80000, 120000, second, ops, false).bytes, 40000u);
+  const auto again = c.send(0, 80000, 120000, first, ops, false);
   EXPECT_EQ(again.bytes, 0u);
   ASSERT_TRUE(again.missed);
-  EXPECT_EQ(c.resend_missed(0, 80000, first, ops), 80000u);
+  EXPECT_EQ(c.resend_missed(0, 80000, 120000, first, ops), 80000u);
   EXPECT_EQ(c.misses(), 1u);
   EXPECT_EQ(c.hits(), 1u);  // B in the second tile; the missed task's B is not counted
-  // With room for all three, nothing is sent again.
-  operand_cache roomy;
-  roomy.begin_step();
-  roomy.send(0, 120000, first, ops, false);
-  roomy.send(0, 120000, second, ops, false);
-  EXPECT_FALSE(roomy.send(0, 120000, first, ops, false).missed);
 }
 
 namespace {
@@ -166,19 +175,20 @@ void expect_the_simulator_caches_alike(uint64_t cache_bytes) {
     operand_cache sim;
     sim.begin_step();
     std::map<int32_t, uint64_t> sent;
-    const uint64_t capacity = cache_bytes != 0 ? cache_bytes : default_cache_bytes(profile.memory_bytes);
+    const uint64_t assumed = default_cache_bytes(profile.memory_bytes);  // what the engine takes it to hold
+    const uint64_t capacity = cache_bytes != 0 ? cache_bytes : assumed;
     for (const auto& batch : {fwd, bwd}) {  // misses are resent once the batch is out
       std::vector<std::pair<const assignment*, product_operands>> missed;
       for (auto [p, index] : batch) {
         ASSERT_FALSE(p->local);
         const auto ops = operands_of(gemms, index, 0, 0);
         for (const auto& a : p->tiles) {
-          const auto s = sim.send(a.device, capacity, a.t, ops, false);
+          const auto s = sim.send(a.device, capacity, assumed, a.t, ops, false);
           sent[a.device] += s.bytes;
           if (s.missed) missed.emplace_back(&a, ops);
         }
       }
-      for (auto [a, ops] : missed) sent[a->device] += sim.resend_missed(a->device, capacity, a->t, ops);
+      for (auto [a, ops] : missed) sent[a->device] += sim.resend_missed(a->device, capacity, assumed, a->t, ops);
     }
     uint64_t live_hits = 0, live_operands = 0;
     for (const auto& [id, acct] : live.devices) {

@@ -317,11 +317,12 @@ class grid_sim {
             s.at = done.after;
             ++s.ver;
             // A device process's cache (least recently used out, float32
-            // blocks) takes A, then B: A stays only when both fit. Emulated
-            // devices' plans keep the rule the live calibration was made
-            // with: the previous tile's blocks.
+            // blocks) meets A, then B, of each tile: a block stays for the
+            // next tile only when both fit (the next tile's A arrives before
+            // its B is looked up). Emulated devices' plans keep the rule the
+            // live calibration was made with: the previous tile's blocks.
             const bool a_fits = !pipelined || a_mem + b_mem <= devs_[d].cache;
-            const bool b_fits = !pipelined || b_mem <= devs_[d].cache;
+            const bool b_fits = a_fits;
             const int64_t keeps_a = a_fits ? ai : -1;
             const int64_t keeps_b = b_fits ? bi : -1;
             if (s.last_a != keeps_a) {

@@ -43,7 +43,7 @@ std::vector<int64_t> split_edges(int64_t size, int64_t parts, int64_t align);
 //    of the grid's largest tile; ties go to the lower device id. Faster
 //    devices therefore get more tiles. A block counts as cached when the
 //    device's previous tile had it and its cache (default_cache_bytes,
-//    float32 blocks) keeps it: A when A and B both fit, B when B fits. A
+//    float32 blocks) keeps it: when A and B both fit. A
 //    tile's finish is never before the PS sent its operands (the PS sends in
 //    plan order) plus its compute, result and latencies;
 //  - predicted_seconds = max(latest device finish, bytes_down / ps_egress +

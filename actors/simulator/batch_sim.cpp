@@ -58,8 +58,8 @@ uint64_t batch_sim::resend(uint32_t shard, int32_t device, uint32_t tile) {
   const plan& p = *plans_[shard];
   if (p.op != tile_op::gemm) return tile_down_bytes(p, p.tiles[tile]);  // attention: no shared blocks
   const auto& profile = fleet_->devices()[static_cast<size_t>(device)].profile;
-  return caches_.send(device, default_cache_bytes(profile.memory_bytes), plans_[shard]->tiles[tile].t,
-                      ops_[shard], true).bytes;
+  const uint64_t cache = default_cache_bytes(profile.memory_bytes);
+  return caches_.send(device, cache, cache, plans_[shard]->tiles[tile].t, ops_[shard], true).bytes;
 }
 
 issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
@@ -81,8 +81,8 @@ issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
         continue;
       }
       const auto& profile = fleet.devices()[static_cast<size_t>(dev)].profile;
-      const auto sent = caches_.send(dev, default_cache_bytes(profile.memory_bytes), p.tiles[i].t,
-                                     ops[s], false);
+      const uint64_t cache = default_cache_bytes(profile.memory_bytes);
+      const auto sent = caches_.send(dev, cache, cache, p.tiles[i].t, ops[s], false);
       out[s][i] = sent.bytes;
       if (sent.missed) missed.emplace_back(s, i);
     }
@@ -92,7 +92,8 @@ issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
   for (auto [s, i] : missed) {
     const auto& a = shard_plans[s]->tiles[i];
     const auto& profile = fleet.devices()[static_cast<size_t>(a.device)].profile;
-    out[s][i] += caches_.resend_missed(a.device, default_cache_bytes(profile.memory_bytes), a.t, ops[s]);
+    const uint64_t cache = default_cache_bytes(profile.memory_bytes);
+    out[s][i] += caches_.resend_missed(a.device, cache, cache, a.t, ops[s]);
   }
   return out;
 }

@@ -306,6 +306,7 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
   res.devices = fleet.devices();
   res.operands = batches.caches().operands();
   res.cache_hits = batches.caches().hits();
+  res.cache_misses = batches.caches().misses();
   res.failures_detected = fleet.failures_detected;
   return res;
 }

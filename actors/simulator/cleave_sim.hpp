@@ -97,7 +97,7 @@ struct sim_result {
   ps_work ps;
   uint64_t failures_detected = 0;
   uint64_t local_products = 0, split_products = 0;  // per step, counting instances
-  uint64_t operands = 0, cache_hits = 0;  // over the run, as operand_cache counts them
+  uint64_t operands = 0, cache_hits = 0, cache_misses = 0;  // over the run, as operand_cache counts them
   double detection_seconds = 0;
   double total_flops_per_step = 0;  // of the products
 };

@@ -79,16 +79,18 @@ void operand_cache::forget(int32_t device) {
     devices_[static_cast<size_t>(device)].reset();
 }
 
-operand_cache::device_state& operand_cache::state_of(int32_t device, uint64_t capacity) {
+operand_cache::device_state& operand_cache::state_of(int32_t device, uint64_t capacity,
+                                                    uint64_t assumed) {
   const auto at = static_cast<size_t>(device);
   if (at >= devices_.size()) devices_.resize(at + 1);
-  if (!devices_[at]) devices_[at] = std::make_unique<device_state>(capacity);
+  if (!devices_[at]) devices_[at] = std::make_unique<device_state>(capacity, assumed);
   return *devices_[at];
 }
 
-operand_cache::sent_task operand_cache::send(int32_t device, uint64_t capacity, const tile& t,
-                                             const product_operands& ops, bool all_operands) {
-  auto& st = state_of(device, capacity);
+operand_cache::sent_task operand_cache::send(int32_t device, uint64_t capacity, uint64_t assumed,
+                                             const tile& t, const product_operands& ops,
+                                             bool all_operands) {
+  auto& st = state_of(device, capacity, assumed);
   const named_block blocks[2] = {block_of(ops.a, t.m0, t.m1, t.k0, t.k1),
                                  block_of(ops.b, t.k0, t.k1, t.n0, t.n1)};
   // The PS's side, at issue.
@@ -96,10 +98,10 @@ operand_cache::sent_task operand_cache::send(int32_t device, uint64_t capacity, 
   uint64_t bytes = 0;
   for (int i = 0; i < 2; ++i) {
     ++operands_;
-    with_data[i] = all_operands || st.sent.count(blocks[i].key) == 0;
+    with_data[i] = all_operands || st.sent.get(blocks[i].key) == nullptr;
     if (!with_data[i]) continue;
     bytes += static_cast<uint64_t>(blocks[i].rows * blocks[i].cols) * ops.element_bytes;
-    st.sent.insert(blocks[i].key);
+    st.sent.put(blocks[i].key, cached_block{blocks[i].rows, blocks[i].cols, nullptr, 0, 0});
   }
   // The device's side, A then B: it caches what came with data and looks up
   // what was only named. Its tasks run in the order sent, so doing this now
@@ -120,11 +122,11 @@ operand_cache::sent_task operand_cache::send(int32_t device, uint64_t capacity, 
   return {bytes, false};
 }
 
-uint64_t operand_cache::resend_missed(int32_t device, uint64_t capacity, const tile& t,
-                                      const product_operands& ops) {
+uint64_t operand_cache::resend_missed(int32_t device, uint64_t capacity, uint64_t assumed,
+                                      const tile& t, const product_operands& ops) {
   ++misses_;
-  state_of(device, capacity).sent.clear();  // as the engine: its cache is not what we thought
-  return send(device, capacity, t, ops, true).bytes;
+  state_of(device, capacity, assumed).sent.clear();  // as the engine: its cache is not what we thought
+  return send(device, capacity, assumed, t, ops, true).bytes;
 }
 
 }  // namespace cleave

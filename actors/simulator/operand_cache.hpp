@@ -59,13 +59,14 @@ class operand_cache {
     bool missed = false;  // the device lacked a block it was only named
   };
   // The PS sends tile t, reading `ops`, to `device`, whose cache holds
-  // `capacity` bytes; all_operands (a reassigned or copied tile) sends both
-  // blocks whatever was sent before.
-  sent_task send(int32_t device, uint64_t capacity, const tile& t, const product_operands& ops,
-                 bool all_operands);
+  // `capacity` bytes and which the PS takes to hold `assumed` (a device's
+  // configured cache can differ from default_cache_bytes); all_operands (a
+  // reassigned or copied tile) sends both blocks whatever was sent before.
+  sent_task send(int32_t device, uint64_t capacity, uint64_t assumed, const tile& t,
+                 const product_operands& ops, bool all_operands);
   // A task that missed: the PS forgets what it sent the device and sends
   // the tile again with both blocks. Returns the bytes.
-  uint64_t resend_missed(int32_t device, uint64_t capacity, const tile& t,
+  uint64_t resend_missed(int32_t device, uint64_t capacity, uint64_t assumed, const tile& t,
                          const product_operands& ops);
   // The device died: one that joins in its place starts empty.
   void forget(int32_t device);
@@ -78,11 +79,13 @@ class operand_cache {
 
  private:
   struct device_state {
-    explicit device_state(uint64_t capacity) : cache(capacity) {}
+    device_state(uint64_t capacity, uint64_t assumed) : cache(capacity), sent(assumed) {}
     block_cache cache;
-    std::unordered_set<uint64_t> sent;  // the PS's view: keys sent this step
+    // The PS's view, as distributed_gemm keeps it: the device's rule replayed
+    // at the capacity the PS assumes (default_cache_bytes of its memory).
+    block_cache sent;
   };
-  device_state& state_of(int32_t device, uint64_t capacity);
+  device_state& state_of(int32_t device, uint64_t capacity, uint64_t assumed);
 
   // Allocated on a device's first tile: most of a large fleet never gets one.
   std::vector<std::unique_ptr<device_state>> devices_;

@@ -81,6 +81,7 @@ void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_resul
   j["per_shard"] = per_shard;
   // As a live run's: of the operands named in tasks, those found in the devices' caches.
   j["cache_hit_rate"] = res.operands == 0 ? 0.0 : static_cast<double>(res.cache_hits) / res.operands;
+  j["cache_misses"] = res.cache_misses;  // tasks resent whole: a named block the device had evicted
   j["failures_detected"] = res.failures_detected;
   j["detection_seconds"] = res.detection_seconds;
   j["tiles_reassigned"] = res.totals.tiles_reassigned;

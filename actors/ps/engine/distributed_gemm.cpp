@@ -222,7 +222,7 @@ void distributed_gemm::wait_for(inflight_batch& batch, double predicted_seconds)
         if (pt == nullptr || pt->done || pt->arrived || !fleet_.has(m.device)) return;
         if (std::find(pt->holders.begin(), pt->holders.end(), m.device) == pt->holders.end())
           return;
-        sent_[m.device].clear();  // its cache is not what we thought
+        sent_.erase(m.device);  // its cache is not what we thought
         send_task(*call, *pt, m.device, true);
       },
       [&](event_atom, const fleet_event& ev) { on_event(ev, batch); },

@@ -28,6 +28,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/device/block_cache.hpp"
 #include "actors/planner/planner_protocol.hpp"
 #include "actors/ps/engine/accounts.hpp"
 #include "actors/ps/engine/fleet_client.hpp"
@@ -283,7 +284,11 @@ class distributed_gemm final : public gemm_engine<float> {
   plan_cache plans_;
   uint64_t step_ = 0;
   uint32_t gemm_seq_ = 0;
-  std::unordered_map<int32_t, std::set<uint64_t>> sent_;  // operand keys each device got this step
+  // Each device's block cache as the PS can know it this step: the device's
+  // own least-recently-used rule (block_cache, its default capacity) replayed
+  // on the blocks sent and named, in the order the device meets them. A
+  // block it has evicted is sent again instead of named and missed.
+  std::unordered_map<int32_t, block_cache> sent_;
   snapshot_pool snapshots_;
   paced_link egress_, ingress_;
   step_predictor predictor_;

@@ -80,7 +80,11 @@ operand distributed_gemm::cut(gemm_call& call, const block_ref& ref, bool with_d
 
 void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
                                  bool with_all_data) {
-  auto& known = sent_[dev];
+  const auto& member = fleet_.members().at(dev);
+  auto mirror = sent_.find(dev);
+  if (mirror == sent_.end())
+    mirror = sent_.emplace(dev, block_cache(default_cache_bytes(member.profile.memory_bytes))).first;
+  auto& known = mirror->second;
   auto& acct = acc_.devices[dev];
   tile_task msg;
   msg.key = p.key;
@@ -88,18 +92,19 @@ void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
   uint64_t bytes = 0;
   for (auto [ref, dst] : {std::pair{&p.a, &msg.a}, std::pair{&p.b, &msg.b}}) {
     ++acct.operands;
-    const bool send = with_all_data || known.count(ref->key) == 0;
+    // As the device will: a named block it still holds is looked up (and so
+    // used again recently), a sent one cached.
+    const bool send = with_all_data || known.get(ref->key) == nullptr;
     *dst = cut(call, *ref, send);
     if (send) {
       bytes += static_cast<uint64_t>(dst->rows * dst->cols) * wire_element_bytes(opts_.wire);
-      known.insert(ref->key);
+      known.put(ref->key, cached_block{ref->r1 - ref->r0, ref->c1 - ref->c0, nullptr, 0, 0});
     }
   }
   acct.bytes_down += bytes;
   if (std::find(p.holders.begin(), p.holders.end(), dev) == p.holders.end())
     p.holders.push_back(dev);
   if (std::find(p.given.begin(), p.given.end(), dev) == p.given.end()) p.given.push_back(dev);
-  const auto& member = fleet_.members().at(dev);
   if (!egress_.paced()) {
     msg.sent_at_ns = caf::make_timestamp().time_since_epoch().count();
     self_->send(member.handle, std::move(msg));
