@@ -25,6 +25,7 @@
 #include "kernels/gemm.hpp"
 #include "schema/atomic_file.hpp"
 #include "schema/errors.hpp"
+#include "schema/profile.hpp"
 
 namespace cleave {
 
@@ -102,6 +103,21 @@ caf::error prepare_enrolment(const cleave_config& cfg, edge_link_options& lopt) 
   return caf::none;
 }
 
+// What this device declares: a preset (--profile, vm by default), or its own
+// figures in a fleet file of exactly one device (--fleet), so that a device
+// on a link of known rates (a shaped test link, a measured uplink) can say
+// so where no preset fits.
+caf::expected<device_profile> device_profile_of(const cleave_config& cfg) {
+  if (cfg.fleet.empty()) return preset_profile(cfg.profile.empty() ? "vm" : cfg.profile);
+  if (!cfg.profile.empty()) return fail("--profile and --fleet name this device's profile twice: give one");
+  auto fleet = read_fleet_file(cfg.fleet);
+  if (!fleet) return fleet.error();
+  if (fleet->size() != 1)
+    return fail(cfg.fleet + ": a device process declares one profile, the file describes "
+                + std::to_string(fleet->size()) + " devices");
+  return fleet->front();
+}
+
 }  // namespace
 
 int run_device(cleave_config& cfg, int threads) {
@@ -113,7 +129,7 @@ int run_device(cleave_config& cfg, int threads) {
   }
   auto endpoint = parse_endpoint(cfg.connect, "--connect", false);
   if (!endpoint) return usage_error(describe(endpoint.error()));
-  auto profile = preset_profile(cfg.profile.empty() ? "vm" : cfg.profile);
+  auto profile = device_profile_of(cfg);
   if (!profile) return usage_error(describe(profile.error()));
   set_gemm_threads(threads);
   caf::actor_system sys{cfg};

@@ -71,6 +71,10 @@ planner_options planner_opts(const cleave_config& cfg, int min_devices) {
     o.cost.paced_ps_link = true;
   }
   o.cost.max_tiles_per_device = cfg.max_tiles_per_device;
+  // A ps whose devices are processes may plan for their overlap of transfers
+  // and compute, as --role=plan and simulate do when told: a live run and
+  // its simulation then run the same plans.
+  o.cost.pipelined_devices = cfg.pipelined_devices;
   o.min_devices = min_devices;
   return o;
 }

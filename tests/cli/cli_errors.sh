@@ -57,6 +57,16 @@ expect_refusal "--lie is for --role=device" --devices=2 --lie=element:1
 expect_refusal "--lie is for --role=device" --role=ps --listen=0 --lie=element:1
 expect_refusal "--lie=element:0: lie 'element:0': rate must be in (0, 1]" --role=device --connect=127.0.0.1:1 --lie=element:0
 expect_refusal "unknown lie kind 'fib'" --role=device --connect=127.0.0.1:1 --lie=fib:1
+# A device process's own profile (--fleet): one device, and not beside --profile.
+printf '{"devices": [{"preset": "edge", "count": 2}]}' > "$WORK/two-devices.json"
+expect_refusal "a device process declares one profile, the file describes 2 devices" \
+  --role=device --connect=127.0.0.1:1 --fleet="$WORK/two-devices.json"
+printf '{"devices": [{"preset": "edge"}]}' > "$WORK/one-device.json"
+expect_refusal "--profile and --fleet name this device's profile twice" \
+  --role=device --connect=127.0.0.1:1 --fleet="$WORK/one-device.json" --profile=vm
+printf '{"devices": [{"name": "x", "flops": 1e10, "memory_bytes": 1e9, "downlink": 0, "uplink": 1e6}]}' \
+  > "$WORK/bad-device.json"
+expect_refusal "downlink must be finite and positive" --role=device --connect=127.0.0.1:1 --fleet="$WORK/bad-device.json"
 
 # A truncated image file and a wrong magic number are named with the file.
 mkdir -p "$WORK/fm"
