@@ -109,6 +109,11 @@ cleave_config::cleave_config() {
     .add(sim_ps_link, "sim-ps-link", "--role=simulate: bytes/s each way of each PS shard's link, where the planner is told --ps-egress/--ps-ingress (default: the same)")
     .add(wire, "wire", "fp32 or bf16: the floats of tiles' operands and results on the wire (default fp32; --role=simulate: bf16 for the opt-* shapes)")
     .add(attention_tiles, "attention-tiles", "--role=simulate: gpt's attention as fused tiles the planner may place on devices (default: per-head products on the PS, as live runs)")
+    .add(relays, "relays", "--role=plan and simulate: a relay tier of this many relays between the PS and the devices, the devices spread over them in runs (default 0: none, or the fleet file's \"relays\")")
+    .add(relay_link, "relay-link", "--role=plan and simulate with --relays: bytes/s each way between the PS and each relay (default 1.25e9)")
+    .add(relay_fanout, "relay-fanout", "--role=plan and simulate with --relays: bytes/s each way between a relay and all its devices (default 1.25e10)")
+    .add(relay_memory, "relay-memory", "--role=plan and simulate with --relays: bytes of each relay's operand store, least recently used out (default 6.4e10)")
+    .add(relay_latency, "relay-latency", "--role=plan and simulate with --relays: seconds one way between the PS and a relay (default 0.005)")
     .add(ps_link_model, "ps-link-model", "--role=simulate: fair (the PS link shared by every transfer in flight, default) or scheduled (the PS sends in order, each at its device's downlink)")
     .add(recovery, "recovery", "--role=simulate --system=asteroid: replay (pipeline replay, default) or restart (from the last checkpoint)");
   add_cleave_message_types(*this);

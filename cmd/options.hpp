@@ -125,6 +125,13 @@ class cleave_config : public caf::actor_system_config {
   std::string wire;           // fp32 or bf16 (default: bf16 for the opt-* shapes in --role=simulate, else fp32)
   std::string ps_link_model = "fair";  // --role=simulate: fair or scheduled
   bool attention_tiles = false;        // --role=simulate: gpt's attention as fused device tiles
+  // --role=plan and simulate: a relay tier of this many relays, the devices
+  // spread over them (0: none, or the fleet file's "relays").
+  int relays = 0;
+  double relay_link = 1.25e9;     // bytes/s each way between the PS and each relay
+  double relay_fanout = 1.25e10;  // bytes/s each way between a relay and its devices, in all
+  double relay_memory = 6.4e10;   // bytes of each relay's operand store
+  double relay_latency = 0.005;   // seconds one way between the PS and a relay
   std::string recovery = "replay";  // asteroid: replay (pipeline replay) or restart (from a checkpoint)
   bool vocab_given = false;         // --vocab on the command line (simulate: OPT's 50272 otherwise)
 };

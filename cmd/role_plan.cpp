@@ -22,11 +22,14 @@ int run_plan(const cleave_config& cfg, const train_options& opts) {
   if (!(cfg.ps_memory_bandwidth > 0)) return usage_error("--ps-memory-bandwidth must be positive");
   auto fleet = read_fleet_file(cfg.fleet, max_described_fleet);
   if (!fleet) return usage_error(describe(fleet.error()));
+  auto relays = planned_relays(cfg, fleet->size());
+  if (!relays) return usage_error(describe(relays.error()));
   std::vector<device_view> devices;
   devices.reserve(fleet->size());
   for (size_t i = 0; i < fleet->size(); ++i)
-    devices.push_back(device_view{static_cast<int32_t>(i), (*fleet)[i], 0});
-  const planner_config pc = planned_fleet_cost(cfg);
+    devices.push_back(device_view{static_cast<int32_t>(i), (*fleet)[i], 0, 0, relays->relay_of[i]});
+  planner_config pc = planned_fleet_cost(cfg);
+  pc.relays = relays->relays;
   const auto t0 = std::chrono::steady_clock::now();
   auto last = t0;
   const auto progress = [&](size_t done, size_t total) {

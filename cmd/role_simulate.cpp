@@ -77,6 +77,10 @@ caf::expected<sim_config> simulation_of(const cleave_config& cfg, const train_op
   auto fleet = simulated_fleet(cfg);
   if (!fleet) return fleet.error();
   sc.fleet = std::move(*fleet);
+  auto relays = planned_relays(cfg, sc.fleet.size());
+  if (!relays) return relays.error();
+  sc.relays = std::move(*relays);
+  sc.planner.relays = sc.relays.relays;
   return sc;
 }
 

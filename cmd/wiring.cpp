@@ -88,6 +88,26 @@ planner_config planned_fleet_cost(const cleave_config& cfg) {
   return pc;
 }
 
+caf::expected<fleet_relays> planned_relays(const cleave_config& cfg, size_t devices) {
+  fleet_relays from_file;
+  if (!cfg.fleet.empty()) {
+    auto read = read_fleet_relays(cfg.fleet, devices);
+    if (!read) return read.error();
+    from_file = std::move(*read);
+  }
+  if (cfg.relays < 0) return fail("--relays must be >= 0, got " + std::to_string(cfg.relays));
+  if (cfg.relays == 0) return from_file;
+  if (!from_file.empty()) return fail("use --relays or the fleet file's \"relays\", not both");
+  if (!(cfg.relay_memory >= 0 && cfg.relay_memory < 1e15)) return fail("--relay-memory out of range");
+  relay_profile like;
+  like.name = "relay";
+  like.downlink = like.uplink = cfg.relay_link;
+  like.fanout = cfg.relay_fanout;
+  like.latency = cfg.relay_latency;
+  like.memory_bytes = static_cast<uint64_t>(cfg.relay_memory);
+  return even_relays(static_cast<size_t>(cfg.relays), like, devices);
+}
+
 detector_options detector_opts(const cleave_config& cfg) {
   detector_options o;
   o.heartbeat_seconds = cfg.heartbeat;

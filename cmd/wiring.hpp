@@ -38,6 +38,9 @@ engine_options engine_opts(const cleave_config& cfg);
 // death, and the PS's memory bandwidth for its row-wise ops. One helper so
 // that a plan and a simulation of the same flags plan the same step.
 planner_config planned_fleet_cost(const cleave_config& cfg);
+// The relay tier of a planned or simulated fleet of `devices`: --relays
+// with its --relay-* flags, or the --fleet file's "relays", not both.
+caf::expected<fleet_relays> planned_relays(const cleave_config& cfg, size_t devices);
 detector_options detector_opts(const cleave_config& cfg);
 
 // The control-plane children every coordinator runs: detector, then planner.

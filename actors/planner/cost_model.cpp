@@ -24,6 +24,12 @@ fleet_share fair_share(const std::vector<device_view>& devices, const planner_co
     d.profile.uplink /= s;
     d.profile.memory_bytes /= static_cast<uint64_t>(sharers);
   }
+  for (auto& r : out.cfg.relays) {
+    r.downlink /= s;
+    r.uplink /= s;
+    r.fanout /= s;
+    r.memory_bytes /= static_cast<uint64_t>(sharers);
+  }
   // A shard sends over its own host's link at most.
   const double links = static_cast<double>(std::clamp<int32_t>(cfg.ps_links, 1, sharers));
   out.cfg.ps_egress *= links / s;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/planner/plan.hpp"
+#include "schema/fleet_relays.hpp"
 #include "schema/profile.hpp"
 
 namespace cleave {
@@ -20,6 +21,8 @@ struct device_view {
   // Observed chance that a tile sent to the device is lost (it dies, hangs
   // or is refused) and must be redone elsewhere; 0 is perfectly reliable.
   double failure_probability = 0;
+  // The relay it talks through (planner_config::relays), -1: the PS itself.
+  int32_t relay = -1;
 };
 
 struct tile_cost {
@@ -63,6 +66,11 @@ struct planner_config {
   // (--pace-ps-link, actors/ps/engine/paced_link.hpp): a plan's predicted
   // time is then at least ps_link_seconds.
   bool paced_ps_link = false;
+  // The relay tier (schema/fleet_relays.hpp): a relay receives a block from
+  // the PS once and serves it to each of its devices that needs it, so the
+  // PS's egress counts a block once per relay; each relay's own link and
+  // fan-out bound the plan too.
+  std::vector<relay_profile> relays;
 };
 
 // Time a device needs for a tile: 2 x latency (one way each: task down,

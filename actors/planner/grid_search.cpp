@@ -8,6 +8,7 @@
 #include "actors/planner/grid_search.hpp"
 
 #include "actors/planner/dominance.hpp"
+#include "actors/planner/relay_ledger.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -36,12 +37,14 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // A usable device, with its figures copied out of the profile.
 struct dev {
   int32_t id;
+  int32_t relay;  // planner_config::relays index, -1: the PS itself
   double latency, downlink, flops, uplink, ready;
   uint64_t memory;
   uint64_t cache;  // its operand cache: a larger block is sent again for every tile
   double inv_downlink, inv_flops, inv_uplink;
-  dev(int32_t id_, const device_profile& p, double ready_)
+  dev(int32_t id_, const device_profile& p, double ready_, int32_t relay_)
       : id(id_),
+        relay(relay_),
         latency(p.latency),
         downlink(p.downlink),
         flops(p.flops),
@@ -182,6 +185,7 @@ class grid_sim {
     for (auto& h : heap_b_) h.clear();
     out.clear();
     out.reserve(static_cast<size_t>(gm * gn * gk));
+    relays_.begin(cfg_.relays.size(), static_cast<size_t>(gm * gk), static_cast<size_t>(gk * gn));
 
     // Size classes per dimension (largest first), then shape groups by flops.
     auto classes = [](const dim_split& s) {
@@ -280,7 +284,8 @@ class grid_sim {
             for (int c = 0; c < 3; ++c) {
               const entry* e = tops[c];
               if (!e) continue;
-              const uint64_t bytes = c == 0 ? ab + bb : c == 1 ? bb : ab;
+              const uint64_t bytes = relays_.ps_bytes(devs_[e->dev].relay, c != 1, c != 2,
+                                                      static_cast<size_t>(ai), static_cast<size_t>(bi), ab, bb);
               // A device process gets the tile once the PS sent it (in plan
               // order), and still computes and returns it: with the device's
               // own tail in the objective the heaps' tops are the best of
@@ -300,11 +305,13 @@ class grid_sim {
             dev_state& s = state_[d];
             const bool a_cached = s.last_a == ai, b_cached = s.last_b == bi;
             const uint64_t down = (a_cached ? 0 : ab) + (b_cached ? 0 : bb);
+            const uint64_t sent = relays_.send(devs_[d].relay, !a_cached, !b_cached, static_cast<size_t>(ai),
+                                               static_cast<size_t>(bi), ab, bb, cb);
             const tile_pass done =
                 pass(devs_[d], s, down, fl, cb,
-                     static_cast<double>(res.bytes_down + down) / cfg_.ps_egress, pipelined);
+                     static_cast<double>(res.bytes_down + sent) / cfg_.ps_egress, pipelined);
             finish = done.finish;
-            res.bytes_down += down;
+            res.bytes_down += sent;
             res.bytes_up += cb;
             res.max_finish = std::max(res.max_finish, finish);
             res.tail = std::min(res.tail, devs_[d].cost(0, fl, cb));
@@ -346,8 +353,9 @@ class grid_sim {
             if (keeps_b >= 0) push(hb, {alone(d, ab, fl, cb), d, s.ver});
           }
     }
-    res.predicted = split_seconds(res.max_finish, res.bytes_down, res.bytes_up, out.size(),
-                                  out.empty() ? 0 : res.tail, cfg_);
+    res.predicted = std::max(split_seconds(res.max_finish, res.bytes_down, res.bytes_up, out.size(),
+                                           out.empty() ? 0 : res.tail, cfg_),
+                             relays_.link_seconds(cfg_.relays));
     if (!(res.predicted - static_cast<double>(tiles) * cfg_.ps_tile_seconds < bound)) return result{};
     return res;
   }
@@ -360,6 +368,7 @@ class grid_sim {
   std::vector<uint32_t> eligible_;
   std::vector<dev_state> state_;
   std::vector<entry> global_;
+  relay_ledger relays_;
   std::vector<std::vector<entry>> heap_a_, heap_b_;
   std::vector<int64_t> touched_a_, touched_b_;
 };
@@ -569,9 +578,13 @@ class grid_search {
     const double tail = !cfg_.pipelined_devices ? 0
                         : 2 * lat_min_ + 2 * double(M.smin * N.smin * K.smin) / pre_f_[1] +
                               E * double(M.smin * N.smin) / pre_ul_[1];
+    // Behind relays a block leaves the PS once per relay, however many of
+    // its devices read it: only `once` bounds the PS's bytes.
+    const bool relayed = !cfg_.relays.empty();
     auto egress = [&](size_t u) {
       const double ud = double(u);
-      return std::max(once, ud * (a_min + b_min) + (T_ - ud) * per_tile) / cfg_.ps_egress + tail;
+      const double sent = relayed ? once : std::max(once, ud * (a_min + b_min) + (T_ - ud) * per_tile);
+      return sent / cfg_.ps_egress + tail;
     };
     auto device_side = [&](size_t u, int* which) {
       const double v[] = {total / pre_f_[u], down_min / pre_dl_[u], up / pre_ul_[u],
@@ -735,7 +748,8 @@ plan search_grids(const gemm_problem& g, const std::vector<device_view>& devices
   devs.reserve(devices.size());
   for (const auto& v : devices) {
     if (!usable(v.profile) || !std::isfinite(v.ready_at)) continue;
-    devs.emplace_back(v.id, v.profile, std::max(0.0, v.ready_at));
+    const bool relayed = v.relay >= 0 && static_cast<size_t>(v.relay) < cfg.relays.size();
+    devs.emplace_back(v.id, v.profile, std::max(0.0, v.ready_at), relayed ? v.relay : -1);
   }
   std::stable_sort(devs.begin(), devs.end(),
                    [](const dev& x, const dev& y) { return x.id < y.id; });

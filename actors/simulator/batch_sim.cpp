@@ -16,11 +16,12 @@ constexpr double infinity = std::numeric_limits<double>::infinity();
 }  // namespace
 
 batch_sim::batch_sim(std::vector<shard_links> shards, schedule_options schedule, double ps_flops,
-                     double detection_seconds, ps_link_model egress_model, bool pipelined)
-    : links_cfg_(std::move(shards)), schedule_(schedule), ps_flops_(ps_flops),
+                     double detection_seconds, ps_link_model egress_model, bool pipelined,
+                     std::vector<relay_profile> relays)
+    : links_cfg_(std::move(shards)), relays_(std::move(relays), static_cast<uint32_t>(links_cfg_.size())),
+      schedule_(schedule), ps_flops_(ps_flops),
       detection_seconds_(detection_seconds), egress_model_(egress_model), pipelined_(pipelined),
       shards_(static_cast<uint32_t>(links_cfg_.size())) {
-  link_version_.assign(2 * shards_, 0);
   clock_version_.assign(shards_, 0);
   ps_free_at_.assign(shards_, 0);
   failed_at_.assign(shards_, -1);
@@ -30,11 +31,20 @@ void batch_sim::size_for(size_t devices) {
   if (devices <= devices_ && !links_.empty()) return;
   devices_ = std::max(devices, devices_);
   links_.clear();
-  for (const auto& l : links_cfg_) {
-    links_.emplace_back(egress_model_, l.egress, devices_);
-    links_.emplace_back(ps_link_model::fair, l.ingress, devices_);
-  }
+  link_flows_.clear();
   const size_t slots = devices_ * shards_;
+  const size_t ps_flows = devices_ + relays_.size();
+  for (const auto& l : links_cfg_) {
+    links_.emplace_back(egress_model_, l.egress, ps_flows);
+    links_.emplace_back(ps_link_model::fair, l.ingress, ps_flows);
+    link_flows_.insert(link_flows_.end(), 2, static_cast<uint32_t>(ps_flows));
+  }
+  for (uint32_t r = 0; r < relays_.size(); ++r)
+    for (int up = 0; up < 2; ++up) {
+      links_.emplace_back(ps_link_model::fair, relays_.profile(r).fanout, slots);
+      link_flows_.push_back(static_cast<uint32_t>(slots));
+    }
+  link_version_.assign(links_.size(), 0);
   pipes_.assign(slots, pipeline{});
   epoch_.assign(slots, 0);
   held_bytes_.assign(devices_, 0);
@@ -42,10 +52,8 @@ void batch_sim::size_for(size_t devices) {
 }
 
 void batch_sim::push(double at, ev_kind kind, uint32_t slot, uint32_t arg) {
-  events_.push_back({at, seq_++, kind, slot, arg, kind == ev_kind::link || kind == ev_kind::clock
-                                                     || kind == ev_kind::ps_done
-                                                   ? 0u
-                                                   : epoch_[slot]});
+  const bool per_slot = kind == ev_kind::arrived || kind == ev_kind::computed || kind == ev_kind::result;
+  events_.push_back({at, seq_++, kind, slot, arg, per_slot ? epoch_[slot] : 0u});
   std::push_heap(events_.begin(), events_.end(), std::greater<>{});
 }
 
@@ -53,13 +61,14 @@ double batch_sim::rate(int32_t device, double declared) const {
   return declared / (static_cast<double>(shards_) * fleet_->devices()[static_cast<size_t>(device)].slowdown);
 }
 
-uint64_t batch_sim::resend(uint32_t shard, int32_t device, uint32_t tile) {
+issued_tile batch_sim::resend(uint32_t shard, int32_t device, uint32_t tile) {
   resent_ = true;
   const plan& p = *plans_[shard];
-  if (p.op != tile_op::gemm) return tile_down_bytes(p, p.tiles[tile]);  // attention: no shared blocks
+  if (p.op != tile_op::gemm) return {tile_down_bytes(p, p.tiles[tile]), 3};  // attention: no shared blocks
   const auto& profile = fleet_->devices()[static_cast<size_t>(device)].profile;
   const uint64_t cache = default_cache_bytes(profile.memory_bytes);
-  return caches_.send(device, cache, cache, plans_[shard]->tiles[tile].t, ops_[shard], true).bytes;
+  const auto sent = caches_.send(device, cache, cache, plans_[shard]->tiles[tile].t, ops_[shard], true);
+  return {sent.bytes, sent.with_data};
 }
 
 issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
@@ -69,7 +78,7 @@ issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
   for (size_t s = 0; s < shard_plans.size(); ++s) {
     const plan& p = *shard_plans[s];
     if (p.local) continue;
-    out[s].assign(p.tiles.size(), 0);
+    out[s].assign(p.tiles.size(), issued_tile{});
     for (size_t i = 0; i < p.tiles.size(); ++i) {
       const int32_t dev = p.tiles[i].device;
       // As run() below: a tile whose device is no member stays on the PS.
@@ -77,13 +86,13 @@ issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
           || !fleet.devices()[static_cast<size_t>(dev)].member)
         continue;
       if (p.op != tile_op::gemm) {  // attention: every operand, no shared blocks
-        out[s][i] = tile_down_bytes(p, p.tiles[i]);
+        out[s][i] = {tile_down_bytes(p, p.tiles[i]), 3};
         continue;
       }
       const auto& profile = fleet.devices()[static_cast<size_t>(dev)].profile;
       const uint64_t cache = default_cache_bytes(profile.memory_bytes);
       const auto sent = caches_.send(dev, cache, cache, p.tiles[i].t, ops[s], false);
-      out[s][i] = sent.bytes;
+      out[s][i] = {sent.bytes, sent.with_data};
       if (sent.missed) missed.emplace_back(s, i);
     }
   }
@@ -93,9 +102,30 @@ issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
     const auto& a = shard_plans[s]->tiles[i];
     const auto& profile = fleet.devices()[static_cast<size_t>(a.device)].profile;
     const uint64_t cache = default_cache_bytes(profile.memory_bytes);
-    out[s][i] += caches_.resend_missed(a.device, cache, cache, a.t, ops[s]);
+    out[s][i] = {out[s][i].bytes + caches_.resend_missed(a.device, cache, cache, a.t, ops[s]), 3};
   }
   return out;
+}
+
+void batch_sim::replay_relays(const std::vector<const plan*>& shard_plans,
+                              const std::vector<product_operands>& ops, const issued_bytes& issued,
+                              const sim_fleet& fleet) {
+  if (relays_.size() == 0) return;
+  for (size_t s = 0; s < shard_plans.size(); ++s) {
+    const plan& p = *shard_plans[s];
+    if (p.local || p.op != tile_op::gemm) continue;
+    for (size_t i = 0; i < p.tiles.size(); ++i) {
+      const int32_t dev = p.tiles[i].device;
+      if (dev < 0 || static_cast<size_t>(dev) >= fleet.size()) continue;
+      const int32_t r = fleet.devices()[static_cast<size_t>(dev)].relay;
+      if (r < 0) continue;
+      tile_block blocks[2];
+      tile_blocks(p.tiles[i].t, ops[s], blocks);
+      for (int b = 0; b < 2; ++b)
+        if (issued[s][i].blocks & (1u << b))
+          relays_.store(static_cast<uint32_t>(r), {blocks[b].key, blocks[b].bytes});
+    }
+  }
 }
 
 void batch_sim::append(queue& q, uint32_t e) {
@@ -113,10 +143,10 @@ uint32_t batch_sim::take(queue& q) {
 }
 
 void batch_sim::enqueue(double now, uint32_t shard, int32_t device, uint32_t tile,
-                        uint64_t bytes_down) {
+                        issued_tile sent) {
   const uint32_t slot = shard * static_cast<uint32_t>(devices_) + static_cast<uint32_t>(device);
   const uint32_t e = static_cast<uint32_t>(entries_.size());
-  entries_.push_back({tile, none, bytes_down});
+  entries_.push_back({tile, none, sent, slot, epoch_[slot]});
   append(pipes_[slot].pending, e);
   if (fleet_->devices()[static_cast<size_t>(device)].alive) fetch(now, slot);
 }
@@ -141,19 +171,85 @@ void batch_sim::fetch(double now, uint32_t slot) {
     const uint32_t e = take(pipe.pending);
     ++pipe.in_hand;
     hold(now, dev, static_cast<int64_t>(ws));
-    const uint64_t bytes = entries_[e].bytes_down;
+    const uint64_t bytes = entries_[e].sent.bytes;
     const uint32_t shard = shard_of(slot);
     fleet_->devices()[dev].bytes_down += bytes;
-    totals_->shard_bytes_down[shard] += bytes;
     if (bytes == 0) {  // every block cached: the task alone crosses
       push(now + d.profile.latency, ev_kind::arrived, slot, e);
       continue;
     }
     pipe.downloading = e;
+    if (d.relay >= 0) {
+      relay_block blocks[2];
+      const auto r = static_cast<uint32_t>(d.relay);
+      if (relays_.need(r, shard, e, blocks, relay_blocks(e, blocks), entries_[e].tile) == 0)
+        from_relay(now, e);
+      kick_fetch(now, r, shard);
+      continue;
+    }
+    totals_->shard_bytes_down[shard] += bytes;
     links_[2 * shard].start(now, dev, static_cast<double>(bytes),
                             rate(static_cast<int32_t>(dev), d.profile.downlink), entries_[e].tile);
     wake_link(2 * shard);
   }
+}
+
+size_t batch_sim::relay_blocks(uint32_t e, relay_block out[2]) {
+  const entry& en = entries_[e];
+  const plan& p = *plans_[shard_of(en.slot)];
+  if (p.op != tile_op::gemm) {  // attention: its operands are its own
+    out[0] = {(uint64_t{1} << 63) | (runs_ << 32) | e, en.sent.bytes};
+    return 1;
+  }
+  tile_block blocks[2];
+  tile_blocks(p.tiles[en.tile].t, ops_[shard_of(en.slot)], blocks);
+  size_t n = 0;
+  for (int b = 0; b < 2; ++b)
+    if (en.sent.blocks & (1u << b)) out[n++] = {blocks[b].key, blocks[b].bytes};
+  return n;
+}
+
+void batch_sim::from_relay(double now, uint32_t e) {
+  const uint32_t slot = entries_[e].slot, dev = device_of(slot);
+  const auto r = static_cast<uint32_t>(relay_of(dev));
+  const uint64_t bytes = entries_[e].sent.bytes;
+  relays_.served(r, bytes);
+  const uint32_t link = relay_link(r, false);
+  links_[link].start(now, slot, static_cast<double>(bytes),
+                     rate(static_cast<int32_t>(dev), fleet_->devices()[dev].profile.downlink));
+  wake_link(link);
+}
+
+void batch_sim::kick_fetch(double now, uint32_t relay, uint32_t shard) {
+  relay_block b;
+  uint64_t priority = 0;
+  if (!relays_.next_fetch(relay, shard, b, priority)) return;
+  totals_->shard_bytes_down[shard] += b.bytes;
+  links_[2 * shard].start(now, static_cast<uint32_t>(devices_) + relay, static_cast<double>(b.bytes),
+                          relays_.profile(relay).downlink / static_cast<double>(shards_), priority);
+  wake_link(2 * shard);
+}
+
+void batch_sim::kick_upload(double now, uint32_t relay, uint32_t shard) {
+  relay_tier::result res;
+  if (!relays_.next_upload(relay, shard, res)) return;
+  links_[2 * shard + 1].start(now, static_cast<uint32_t>(devices_) + relay,
+                              static_cast<double>(res.bytes),
+                              relays_.profile(relay).uplink / static_cast<double>(shards_));
+  wake_link(2 * shard + 1);
+}
+
+void batch_sim::on_stored(double now, uint32_t lane) {
+  const uint32_t r = lane / shards_, shard = lane % shards_;
+  ready_.clear();
+  relays_.landed(r, shard, ready_);
+  for (uint32_t e : ready_) {
+    const entry& en = entries_[e];
+    if (en.epoch != epoch_[en.slot]) continue;  // its device died meanwhile
+    relay_block blocks[2];
+    if (relays_.need(r, shard, e, blocks, relay_blocks(e, blocks), en.tile) == 0) from_relay(now, e);
+  }
+  kick_fetch(now, r, shard);
 }
 
 void batch_sim::compute(double now, uint32_t slot) {
@@ -177,9 +273,10 @@ void batch_sim::upload(double now, uint32_t slot) {
   const uint64_t up = tile_up_bytes(*plans_[shard], tile_of(slot, e));
   d.bytes_up += up;
   totals_->shard_bytes_up[shard] += up;
-  links_[2 * shard + 1].start(now, dev, static_cast<double>(up),
-                              rate(static_cast<int32_t>(dev), d.profile.uplink));
-  wake_link(2 * shard + 1);
+  const uint32_t link = d.relay >= 0 ? relay_link(static_cast<uint32_t>(d.relay), true) : 2 * shard + 1;
+  links_[link].start(now, d.relay >= 0 ? slot : dev, static_cast<double>(up),
+                     rate(static_cast<int32_t>(dev), d.profile.uplink));
+  wake_link(link);
 }
 
 void batch_sim::wake_link(uint32_t link) {
@@ -252,18 +349,41 @@ void batch_sim::on_result(double now, uint32_t slot, uint32_t e) {
 void batch_sim::on_link(double now, uint32_t link) {
   finished_.clear();
   links_[link].finish_due(now, finished_);
+  const bool to_relay = link >= 2 * shards_;
   const uint32_t shard = link / 2;
-  for (uint32_t dev : finished_) {
-    const uint32_t slot = shard * static_cast<uint32_t>(devices_) + dev;
+  for (uint32_t flow : finished_) {
+    if (!to_relay && flow >= devices_) {  // a relay's fetch or upload
+      const uint32_t r = flow - static_cast<uint32_t>(devices_);
+      const double latency = relays_.profile(r).latency;
+      if (link % 2 == 0) {
+        relays_.fetched(r, shard);
+        push(now + latency, ev_kind::stored, r * shards_ + shard, 0);
+        kick_fetch(now, r, shard);
+      } else {
+        const auto res = relays_.uploaded(r, shard);
+        push(now + latency + fleet_->devices()[device_of(res.slot)].profile.latency, ev_kind::result,
+             res.slot, res.entry);
+        kick_upload(now, r, shard);
+      }
+      continue;
+    }
+    const uint32_t slot = to_relay ? flow : shard * static_cast<uint32_t>(devices_) + flow;
+    const uint32_t dev = device_of(slot);
     auto& pipe = pipes_[slot];
     const double latency = fleet_->devices()[dev].profile.latency;
     if (link % 2 == 0) {  // operands in: they reach the device a latency later
       push(now + latency, ev_kind::arrived, slot, pipe.downloading);
       pipe.downloading = none;
       fetch(now, slot);
-    } else {  // result out: it reaches the PS a latency later
+    } else {  // result out: it reaches the PS a latency later, or its relay
       const uint32_t e = pipe.uploading;
-      push(now + latency, ev_kind::result, slot, e);
+      if (to_relay) {
+        const uint32_t r = (link - 2 * shards_) / 2, s = shard_of(slot);
+        relays_.arrived(r, s, {slot, e, tile_up_bytes(*plans_[s], tile_of(slot, e))});
+        kick_upload(now, r, s);
+      } else {
+        push(now + latency, ev_kind::result, slot, e);
+      }
       pipe.uploading = none;
       upload(now, slot);
       if (pipelined_) release(now, slot, e);  // a device process drops the tile once it is sent
@@ -289,6 +409,14 @@ void batch_sim::on_churn(double now, const timed_churn& ev) {
         if (links_[link].running(dev)) {
           links_[link].cancel(now, dev);
           wake_link(link);
+        }
+      if (const int32_t r = fleet_->devices()[dev].relay; r >= 0)
+        for (bool up : {false, true}) {
+          const uint32_t link = relay_link(static_cast<uint32_t>(r), up);
+          if (links_[link].running(slot)) {
+            links_[link].cancel(now, slot);
+            wake_link(link);
+          }
         }
     }
     if (held_bytes_[dev] > 0) fleet_->devices()[dev].busy_seconds += now - busy_since_[dev];
@@ -401,6 +529,9 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
       case ev_kind::ps_done:
         flights_[ev.slot].computed_here(0, ev.arg);
         break;
+      case ev_kind::stored:
+        on_stored(now, ev.slot);
+        break;
     }
   }
   double first_failure = infinity;
@@ -409,8 +540,10 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
   if (first_failure < infinity) totals.recovery_seconds += now - first_failure;
   // Copies still running are dropped; the next GEMM starts on an idle fleet.
   for (uint32_t link = 0; link < links_.size(); ++link)
-    for (uint32_t dev = 0; dev < devices_; ++dev)
-      if (links_[link].running(dev)) links_[link].cancel(now, dev);
+    for (uint32_t flow = 0; flow < link_flows_[link]; ++flow)
+      if (links_[link].running(flow)) links_[link].cancel(now, flow);
+  relays_.end_run();
+  ++runs_;
   std::fill(pipes_.begin(), pipes_.end(), pipeline{});
   for (uint32_t dev = 0; dev < devices_; ++dev)
     if (held_bytes_[dev] > 0) fleet.devices()[dev].busy_seconds += now - busy_since_[dev];

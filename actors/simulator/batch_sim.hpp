@@ -22,6 +22,13 @@
 // Which operand blocks each tile is sent is operand_cache's decision, made
 // where the engine makes it: for the plan's tiles when the GEMM is issued
 // (issue), for a moved or copied tile when it moves.
+//
+// A device behind a relay (sim_device::relay) takes its tiles' blocks from
+// the relay (relay_tier.hpp): the relay fetches what it lacks through the
+// PS's egress, as one more flow capped at its share of its own link, and
+// the device downloads from the relay over the relay's fan-out link, shared
+// fairly by the relay's devices; results go up the same two hops. The
+// latencies add up on the way (PS to relay, relay to device).
 
 #include <cstdint>
 #include <vector>
@@ -32,6 +39,7 @@
 #include "actors/ps/engine/tile_schedule.hpp"
 #include "actors/simulator/operand_cache.hpp"
 #include "actors/simulator/ps_link.hpp"
+#include "actors/simulator/relay_tier.hpp"
 #include "actors/simulator/sim_fleet.hpp"
 #include "actors/simulator/tile_flight.hpp"
 
@@ -54,15 +62,21 @@ struct batch_totals {
   std::vector<uint64_t> shard_bytes_down, shard_bytes_up;
 };
 
-// By shard and tile: the bytes the PS sends the tile's device when it
-// issues the GEMM (0 for a tile no member holds: the PS computes it).
-using issued_bytes = std::vector<std::vector<uint64_t>>;
+// By shard and tile: what the PS sends the tile's device when it issues the
+// GEMM (nothing for a tile no member holds: the PS computes it).
+struct issued_tile {
+  uint64_t bytes = 0;
+  uint8_t blocks = 0;  // bit 0: the A block goes with it, bit 1: the B block
+  bool operator==(const issued_tile& o) const { return bytes == o.bytes && blocks == o.blocks; }
+  bool operator!=(const issued_tile& o) const { return !(*this == o); }
+};
+using issued_bytes = std::vector<std::vector<issued_tile>>;
 
 class batch_sim {
  public:
   batch_sim(std::vector<shard_links> shards, schedule_options schedule, double ps_flops,
             double detection_seconds, ps_link_model egress_model = ps_link_model::fair,
-            bool pipelined = false);
+            bool pipelined = false, std::vector<relay_profile> relays = {});
 
   // The PS issues shard s's plan shard_plans[s], reading ops[s], to the
   // fleet's members: what each tile is sent, as the caches now stand (and
@@ -78,22 +92,31 @@ class batch_sim {
   bool resent() const { return resent_; }
   operand_cache& caches() { return caches_; }
   const operand_cache& caches() const { return caches_; }
+  relay_tier& relays() { return relays_; }
+  const relay_tier& relays() const { return relays_; }
+  // An identical instance skipped (cleave_sim): its blocks enter the relays'
+  // stores as its fetches would have put them, in plan order.
+  void replay_relays(const std::vector<const plan*>& shard_plans,
+                     const std::vector<product_operands>& ops, const issued_bytes& issued,
+                     const sim_fleet& fleet);
 
  private:
-  enum class ev_kind : uint8_t { arrived, computed, result, link, clock, ps_done };
+  enum class ev_kind : uint8_t { arrived, computed, result, link, clock, ps_done, stored };
   struct event {
     double at;
     uint64_t seq;
     ev_kind kind;
-    uint32_t slot;   // shard * devices + device, or the link, or the shard (clock, ps_done)
+    uint32_t slot;   // shard * devices + device, the link, the shard (clock, ps_done) or relay * shards + shard (stored)
     uint32_t arg;    // entry, tile (ps_done) or version (link, clock)
     uint32_t epoch;  // the slot's epoch when scheduled: stale after a death
     bool operator>(const event& o) const { return at > o.at || (at == o.at && seq > o.seq); }
   };
   struct entry {  // a tile given to a device
     uint32_t tile;
-    uint32_t next;        // the next entry in the same stage's queue
-    uint64_t bytes_down;  // what the PS sends with it
+    uint32_t next;     // the next entry in the same stage's queue
+    issued_tile sent;  // what the PS sends with it
+    uint32_t slot;
+    uint32_t epoch;    // the slot's when enqueued: stale after a death
   };
   static constexpr uint32_t none = ~uint32_t{0};
   // A FIFO of entries threaded through entry::next.
@@ -114,8 +137,18 @@ class batch_sim {
   void push(double at, ev_kind kind, uint32_t slot, uint32_t arg);
   void append(queue& q, uint32_t e);
   uint32_t take(queue& q);
-  void enqueue(double now, uint32_t shard, int32_t device, uint32_t tile, uint64_t bytes_down);
-  uint64_t resend(uint32_t shard, int32_t device, uint32_t tile);
+  void enqueue(double now, uint32_t shard, int32_t device, uint32_t tile, issued_tile sent);
+  issued_tile resend(uint32_t shard, int32_t device, uint32_t tile);
+  // The relay side: the blocks entry e takes from its relay; whether they
+  // are all there (then its download starts); the relay's next fetch and
+  // upload; a fetched block reaching the relay.
+  size_t relay_blocks(uint32_t e, relay_block out[2]);
+  void from_relay(double now, uint32_t e);
+  void kick_fetch(double now, uint32_t relay, uint32_t shard);
+  void kick_upload(double now, uint32_t relay, uint32_t shard);
+  void on_stored(double now, uint32_t lane);
+  int32_t relay_of(uint32_t dev) const { return fleet_->devices()[dev].relay; }
+  uint32_t relay_link(uint32_t relay, bool up) const { return 2 * shards_ + 2 * relay + (up ? 1 : 0); }
   // Start each stage of the slot's pipeline that is free and has work.
   void fetch(double now, uint32_t slot);
   void compute(double now, uint32_t slot);
@@ -138,6 +171,8 @@ class batch_sim {
   }
 
   std::vector<shard_links> links_cfg_;
+  relay_tier relays_;
+  uint64_t runs_ = 0;  // names attention tiles' private blocks
   schedule_options schedule_;
   double ps_flops_;
   double detection_seconds_;
@@ -149,7 +184,10 @@ class batch_sim {
   // One run's state (reused: nothing is allocated per event).
   std::vector<event> events_;  // a binary heap (std::push_heap), cleared between runs
   uint64_t seq_ = 0;
-  std::vector<ps_link> links_;              // shard s: 2s egress, 2s+1 ingress
+  // Shard s: 2s egress, 2s+1 ingress (flows: devices, then relays); then
+  // relay r's fan-out: 2 shards + 2r down, + 1 up (flows: slots).
+  std::vector<ps_link> links_;
+  std::vector<uint32_t> link_flows_;  // by link
   std::vector<uint32_t> link_version_;
   std::vector<uint32_t> clock_version_;     // by shard
   std::vector<double> ps_free_at_;          // by shard: the PS computes one tile at a time
@@ -158,7 +196,7 @@ class batch_sim {
   std::vector<uint32_t> epoch_;             // by slot
   std::vector<uint64_t> held_bytes_;        // by device: working sets of tiles in hand
   std::vector<double> busy_since_;          // by device: when it last went from idle to busy
-  std::vector<uint32_t> finished_;
+  std::vector<uint32_t> finished_, ready_;
   std::vector<const plan*> plans_;
   std::vector<tile_flight> flights_;
   std::vector<double> failed_at_;  // by shard: first failure in this GEMM

@@ -72,6 +72,7 @@ class sim_plans {
     c.ps_links = shards_;
     c.ps_egress = cfg_.shards[static_cast<size_t>(s)].egress;
     c.ps_ingress = cfg_.shards[static_cast<size_t>(s)].ingress;
+    c.relays = cfg_.relays.relays;
     return c;
   }
 
@@ -79,7 +80,8 @@ class sim_plans {
     std::vector<device_view> out;
     for (size_t i = 0; i < fleet.size(); ++i)
       if (fleet.devices()[i].member)
-        out.push_back({static_cast<int32_t>(i), fleet.devices()[i].profile, 0});
+        out.push_back({static_cast<int32_t>(i), fleet.devices()[i].profile, 0, 0,
+                       fleet.devices()[i].relay});
     return out;
   }
 
@@ -113,10 +115,11 @@ class sim_plans {
 struct run_marks {
   std::vector<sim_device> devices;
   batch_totals totals;
+  std::vector<relay_counts> relays;
 };
 
 void add_scaled(const run_marks& before, const run_marks& after_run, double times, sim_fleet& fleet,
-                batch_totals& totals) {
+                batch_totals& totals, std::vector<relay_counts>& relays) {
   auto scale = [&](auto b, auto a) { return static_cast<decltype(a)>((a - b) * times); };
   const batch_totals& after = after_run.totals;
   for (size_t i = 0; i < before.devices.size(); ++i) {
@@ -128,6 +131,14 @@ void add_scaled(const run_marks& before, const run_marks& after_run, double time
     d.bytes_up += scale(b.bytes_up, a.bytes_up);
     d.busy_seconds += scale(b.busy_seconds, a.busy_seconds);
     d.flops += scale(b.flops, a.flops);
+  }
+  for (size_t r = 0; r < relays.size(); ++r) {
+    const auto& b = before.relays[r];
+    const auto& a = after_run.relays[r];
+    relays[r].bytes_in += scale(b.bytes_in, a.bytes_in);
+    relays[r].unique_bytes += scale(b.unique_bytes, a.unique_bytes);
+    relays[r].bytes_out += scale(b.bytes_out, a.bytes_out);
+    relays[r].results += scale(b.results, a.results);
   }
   const auto& b = before.totals;
   totals.tiles += scale(b.tiles, after.tiles);
@@ -142,6 +153,18 @@ void add_scaled(const run_marks& before, const run_marks& after_run, double time
     totals.shard_bytes_down[s] += scale(bd, after.shard_bytes_down[s]);
     totals.shard_bytes_up[s] += scale(bu, after.shard_bytes_up[s]);
   }
+}
+
+// A plan's operands with each block counted once: what the PS would send
+// if every operand left it once (attention tiles' operands are their own).
+uint64_t unique_operand_bytes(const plan& p) {
+  if (p.op != tile_op::gemm) {
+    uint64_t sum = 0;
+    for (const auto& a : p.tiles) sum += tile_down_bytes(p, a);
+    return sum;
+  }
+  const auto& g = p.problem;
+  return static_cast<uint64_t>(g.m * g.k + g.k * g.n) * g.element_bytes;
 }
 
 // Bytes every shard sent and received so far.
@@ -174,10 +197,10 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
   res.ps = estimate_ps_work(cfg.model, cfg.batch, as_is, static_cast<int>(cfg.shards.size()));
   res.detection_seconds = detection_seconds(cfg.detector);
   res.total_flops_per_step = step_gemm_flops(gemms);
-  sim_fleet fleet(cfg.fleet);
+  sim_fleet fleet(cfg.fleet, cfg.relays.relay_of);
   sim_plans plans(cfg, gemms);
   batch_sim batches(cfg.ps_links(), cfg.schedule, cfg.ps_flops(), res.detection_seconds,
-                    cfg.egress_model, cfg.planner.pipelined_devices);
+                    cfg.egress_model, cfg.planner.pipelined_devices, cfg.relays.relays);
   batch_totals& totals = res.totals;
   double now = 0;
   auto drain = [&](double until) {  // churn while no GEMM runs
@@ -192,6 +215,7 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
   for (int64_t step = 0; step < cfg.steps; ++step) {
     fleet.admit_joined();
     batches.caches().begin_step();
+    batches.relays().begin_step();
     churn.begin_step(step + 1, now, fleet);  // churn files count steps from 1, as live runs do
     drain(now);
     step_time st;
@@ -234,7 +258,7 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
           ops = operands(i, instance);
           issued = batches.issue(shard_plans, ops, fleet);
         }
-        const run_marks before{fleet.devices(), totals};
+        const run_marks before{fleet.devices(), totals, batches.relays().counts()};
         const bool first_run = !pt.split;
         const auto [down_before, up_before] = shard_bytes(totals);
         if (first_run) {
@@ -243,7 +267,9 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
             if (p->local) continue;
             pt.tiles += p->tiles.size();
             pt.devices = std::max(pt.devices, p->devices_used);
+            pt.unique_bytes += unique_operand_bytes(*p);
           }
+          if (step == 0) res.unique_operand_bytes_per_step += pt.unique_bytes * static_cast<uint64_t>(e.count);
         }
         const uint64_t epoch = fleet.epoch();
         const double began = now;
@@ -277,11 +303,13 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
             issued = std::move(next);
             break;
           }
+          batches.replay_relays(shard_plans, next_ops, next, fleet);
           ++same;
         }
         if (same > 0) {
           const double times = static_cast<double>(same);
-          add_scaled(before, run_marks{fleet.devices(), totals}, times, fleet, totals);
+          add_scaled(before, run_marks{fleet.devices(), totals, batches.relays().counts()}, times,
+                     fleet, totals, batches.relays().counts());
           now += took * times;
           st.device_gemms += took * times;
           st.predicted_device_gemms += predicted * times;
@@ -307,6 +335,7 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
   res.operands = batches.caches().operands();
   res.cache_hits = batches.caches().hits();
   res.cache_misses = batches.caches().misses();
+  res.relays = batches.relays().counts();
   res.failures_detected = fleet.failures_detected;
   return res;
 }

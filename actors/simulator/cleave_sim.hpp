@@ -34,6 +34,7 @@
 #include "actors/simulator/batch_sim.hpp"
 #include "actors/simulator/ps_work.hpp"
 #include "actors/simulator/sim_fleet.hpp"
+#include "schema/fleet_relays.hpp"
 #include "schema/wire_precision.hpp"
 
 namespace cleave {
@@ -43,6 +44,7 @@ struct sim_config {
   int64_t batch = 1;
   int64_t steps = 1;
   std::vector<device_profile> fleet;
+  fleet_relays relays;  // the relay tier (empty: every device talks to the PS)
   // ps_flops, ps_memory_bandwidth and the split rules; the links come from
   // `shards` (each shard on a host of its own: ps_links = shards).
   planner_config planner;
@@ -85,6 +87,7 @@ struct product_time {
   uint64_t tiles = 0;        // of one instance's plan, over the shards
   int32_t devices = 0;       // the most any shard's plan uses
   uint64_t bytes_down = 0, bytes_up = 0;  // of the first instance, every shard
+  uint64_t unique_bytes = 0;  // its operands, each block once (one instance, every shard)
   double seconds = 0;        // all its instances
   double predicted_seconds = 0;  // all its instances, as their plans predict
 };
@@ -98,8 +101,10 @@ struct sim_result {
   uint64_t failures_detected = 0;
   uint64_t local_products = 0, split_products = 0;  // per step, counting instances
   uint64_t operands = 0, cache_hits = 0, cache_misses = 0;  // over the run, as operand_cache counts them
+  std::vector<relay_counts> relays;  // by relay, over the run
   double detection_seconds = 0;
   double total_flops_per_step = 0;  // of the products
+  uint64_t unique_operand_bytes_per_step = 0;  // the split products' unique_bytes, every instance
 };
 
 // Progress: called after each step with (steps done, virtual seconds so far).

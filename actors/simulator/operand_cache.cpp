@@ -59,6 +59,13 @@ product_operands tensors_of(const std::vector<step_gemm>& gemms, size_t index, i
 
 }  // namespace
 
+void tile_blocks(const tile& t, const product_operands& ops, tile_block out[2]) {
+  const named_block blocks[2] = {block_of(ops.a, t.m0, t.m1, t.k0, t.k1),
+                                 block_of(ops.b, t.k0, t.k1, t.n0, t.n1)};
+  for (int i = 0; i < 2; ++i)
+    out[i] = {blocks[i].key, static_cast<uint64_t>(blocks[i].rows * blocks[i].cols) * ops.element_bytes};
+}
+
 product_operands operands_of(const std::vector<step_gemm>& gemms, size_t index, int64_t instance,
                              int shard) {
   product_operands out = tensors_of(gemms, index, instance, shard);
@@ -117,9 +124,10 @@ operand_cache::sent_task operand_cache::send(int32_t device, uint64_t capacity, 
       ++found;
     }
   }
-  if (missed) return {bytes, true};
+  const uint8_t mask = static_cast<uint8_t>((with_data[0] ? 1 : 0) | (with_data[1] ? 2 : 0));
+  if (missed) return {bytes, true, mask};
   hits_ += found;
-  return {bytes, false};
+  return {bytes, false, mask};
 }
 
 uint64_t operand_cache::resend_missed(int32_t device, uint64_t capacity, uint64_t assumed,

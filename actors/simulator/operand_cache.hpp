@@ -50,6 +50,13 @@ struct product_operands {
 product_operands operands_of(const std::vector<step_gemm>& gemms, size_t index, int64_t instance,
                              int shard);
 
+// A tile's A and B blocks: their keys and their bytes on the wire.
+struct tile_block {
+  uint64_t key = 0;
+  uint64_t bytes = 0;
+};
+void tile_blocks(const tile& t, const product_operands& ops, tile_block out[2]);
+
 class operand_cache {
  public:
   // Steps begin with nothing sent and every device's cache empty.
@@ -57,6 +64,7 @@ class operand_cache {
   struct sent_task {
     uint64_t bytes = 0;
     bool missed = false;  // the device lacked a block it was only named
+    uint8_t with_data = 0;  // bit 0: A was sent, bit 1: B
   };
   // The PS sends tile t, reading `ops`, to `device`, whose cache holds
   // `capacity` bytes and which the PS takes to hold `assumed` (a device's

@@ -6,11 +6,12 @@
 
 namespace cleave {
 
-sim_fleet::sim_fleet(const std::vector<device_profile>& devices) {
+sim_fleet::sim_fleet(const std::vector<device_profile>& devices, const std::vector<int32_t>& relay_of) {
   devices_.reserve(devices.size());
-  for (const auto& p : devices) {
+  for (size_t i = 0; i < devices.size(); ++i) {
     sim_device d;
-    d.profile = p;
+    d.profile = devices[i];
+    if (i < relay_of.size()) d.relay = relay_of[i];
     devices_.push_back(d);
   }
 }

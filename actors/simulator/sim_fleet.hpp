@@ -20,6 +20,7 @@ struct sim_device {
   double slowdown = 1;  // churn "slow": every rate divided by this
   bool alive = true;    // computes and answers
   bool member = true;   // the engine plans with it and sends it tiles
+  int32_t relay = -1;   // the relay it talks through (fleet_relays), -1: the PS itself
   // Summed over the run.
   uint64_t tiles = 0, bytes_down = 0, bytes_up = 0;
   double busy_seconds = 0, flops = 0;
@@ -43,7 +44,10 @@ struct timed_churn {
 
 class sim_fleet {
  public:
-  explicit sim_fleet(const std::vector<device_profile>& devices);
+  // relay_of: by device, its relay (empty: every device talks to the PS).
+  // Devices that join later talk to the PS.
+  explicit sim_fleet(const std::vector<device_profile>& devices,
+                     const std::vector<int32_t>& relay_of = {});
 
   std::vector<sim_device>& devices() { return devices_; }
   const std::vector<sim_device>& devices() const { return devices_; }

@@ -4,6 +4,16 @@
 
 namespace cleave {
 
+namespace {
+
+// Of the operand bytes a relay served its devices, the share it did not
+// have to fetch: what its store and its shared fetches saved the PS.
+double store_hit_rate(uint64_t fetched, uint64_t served) {
+  return served == 0 ? 0.0 : std::max(0.0, 1.0 - static_cast<double>(fetched) / static_cast<double>(served));
+}
+
+}  // namespace
+
 nlohmann::json report_head(const std::string& system, const model_config& model, int64_t batch,
                            size_t devices, uint64_t seed) {
   nlohmann::json j;
@@ -79,6 +89,44 @@ void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_resul
                          {"peak_memory_bytes", res.ps.shard_memory_bytes[s]}});
   }
   j["per_shard"] = per_shard;
+  // What left the PS (through its shards' links: to devices, or to relays)
+  // against each operand block leaving it once, and, behind relays, once per relay.
+  uint64_t ps_down = 0, ps_up = 0;
+  for (uint64_t b : res.totals.shard_bytes_down) ps_down += b;
+  for (uint64_t b : res.totals.shard_bytes_up) ps_up += b;
+  j["ps_bytes_down_per_step"] = static_cast<double>(ps_down) / n_steps;
+  j["unique_operand_bytes_per_step"] = res.unique_operand_bytes_per_step;
+  j["ps_egress_over_unique"] = res.unique_operand_bytes_per_step == 0 ? 0.0
+      : static_cast<double>(ps_down) / n_steps / static_cast<double>(res.unique_operand_bytes_per_step);
+  double relay_links = 0;
+  if (!cfg.relays.empty()) {
+    std::vector<uint64_t> behind(cfg.relays.relays.size(), 0);
+    for (const int32_t r : cfg.relays.relay_of)
+      if (r >= 0) ++behind[static_cast<size_t>(r)];
+    auto relays = nlohmann::json::array();
+    uint64_t unique = 0, in = 0, out = 0;
+    for (size_t r = 0; r < res.relays.size(); ++r) {
+      const auto& c = res.relays[r];
+      const auto& p = cfg.relays.relays[r];
+      unique += c.unique_bytes;
+      in += c.bytes_in;
+      out += c.bytes_out;
+      relay_links = std::max({relay_links, static_cast<double>(c.bytes_in) / p.downlink,
+                              static_cast<double>(c.results) / std::min(p.uplink, p.fanout),
+                              static_cast<double>(c.bytes_out) / p.fanout});
+      relays.push_back({{"name", p.name}, {"devices", behind[r]}, {"bytes_in", c.bytes_in},
+                        {"unique_bytes_in", c.unique_bytes}, {"bytes_out", c.bytes_out},
+                        {"results", c.results},
+                        {"store_hit_rate", store_hit_rate(c.bytes_in, c.bytes_out)}});
+    }
+    j["per_relay"] = relays;
+    j["relays"] = res.relays.size();
+    j["relay_bytes_in"] = in;
+    j["relay_bytes_out"] = out;
+    j["relay_store_hit_rate"] = store_hit_rate(in, out);
+    // Bytes leaving the PS over what would leave it if every block left once per relay that needs it.
+    j["ps_egress_over_relay_unique"] = unique == 0 ? 0.0 : static_cast<double>(ps_down) / unique;
+  }
   // As a live run's: of the operands named in tasks, those found in the devices' caches.
   j["cache_hit_rate"] = res.operands == 0 ? 0.0 : static_cast<double>(res.cache_hits) / res.operands;
   j["cache_misses"] = res.cache_misses;  // tasks resent whole: a named block the device had evicted
@@ -118,8 +166,9 @@ void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_resul
   }
   const nlohmann::json bounds = {
     {"fleet_flops", fleet_flops > 0 ? res.total_flops_per_step / (fleet_flops + cfg.ps_flops()) : 0.0},
-    {"ps_egress", static_cast<double>(down) / n_steps / egress},
-    {"ps_ingress", static_cast<double>(up) / n_steps / ingress},
+    {"ps_egress", static_cast<double>(ps_down) / n_steps / egress},
+    {"ps_ingress", static_cast<double>(ps_up) / n_steps / ingress},
+    {"relay_links", relay_links / n_steps},
     {"device_downlinks", downlinks / n_steps},
     {"device_uplinks", uplinks / n_steps}};
   double largest = 0;
