@@ -59,6 +59,12 @@ plan search_grids(const gemm_problem& g, const std::vector<device_view>& devices
 plan make_plan(const gemm_problem& g, const std::vector<device_view>& devices,
                const planner_config& cfg);
 
+// A ranking re-ordered so that each of its prefixes takes devices evenly
+// from every relay: the first of each relay's devices (in the ranking's
+// order), then the second of each, and so on. make_plan plans these
+// prefixes beside the ranking's own when the fleet has relays.
+std::vector<device_view> spread_over_relays(const std::vector<device_view>& ranked);
+
 // The fleet-level prediction used by benchmarks: predicted seconds of a list
 // of GEMMs run one after another, each planned with make_plan on an idle fleet.
 double predict_sequence(const std::vector<gemm_problem>& gemms,

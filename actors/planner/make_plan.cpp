@@ -1,6 +1,8 @@
 // make_plan: selection (device_selection.hpp) around the grid search.
 
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -9,6 +11,18 @@
 #include "actors/planner/speed_order.hpp"
 
 namespace cleave {
+
+std::vector<device_view> spread_over_relays(const std::vector<device_view>& ranked) {
+  std::map<int32_t, size_t> seen;  // by relay: its devices placed so far
+  std::vector<std::pair<std::pair<size_t, int32_t>, size_t>> keys;  // ((place in its relay, relay), index)
+  keys.reserve(ranked.size());
+  for (size_t i = 0; i < ranked.size(); ++i) keys.push_back({{seen[ranked[i].relay]++, ranked[i].relay}, i});
+  std::stable_sort(keys.begin(), keys.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<device_view> out;
+  out.reserve(ranked.size());
+  for (const auto& k : keys) out.push_back(ranked[k.second]);
+  return out;
+}
 
 plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
                const planner_config& fleet_cfg) {
@@ -35,15 +49,24 @@ plan make_plan(const gemm_problem& g, const std::vector<device_view>& fleet,
                                                              : all * 3 / 4;
   for (int tries = 0; tries < max_prefixes && size >= 1; ++tries, size = size * 3 / 4) sizes.insert(size);
   for (size_t half = 1; half < all; half *= 2) sizes.insert(half);
-  for (size_t size : sizes) {
-    const std::vector<device_view> head(sel.ranked.begin(),
-                                        sel.ranked.begin() + static_cast<std::ptrdiff_t>(size));
-    plan p = search_grids(g, head, cfg);
-    if (plan_seconds(p) < plan_seconds(best)) {
-      best = std::move(p);
-      kept = size;
+  // Behind relays, a prefix of the ranking takes whole runs of one relay's
+  // devices (ties go to the lower id), which keeps blocks shared but puts
+  // every byte on a few relays' links; the same prefixes taken evenly over
+  // the relays are planned too.
+  std::vector<const std::vector<device_view>*> orders{&sel.ranked};
+  const std::vector<device_view> spread = cfg.relays.empty() ? std::vector<device_view>{}
+                                                             : spread_over_relays(sel.ranked);
+  if (!cfg.relays.empty()) orders.push_back(&spread);
+  for (const auto* order : orders)
+    for (size_t size : sizes) {
+      const std::vector<device_view> head(order->begin(),
+                                          order->begin() + static_cast<std::ptrdiff_t>(size));
+      plan p = search_grids(g, head, cfg);
+      if (plan_seconds(p) < plan_seconds(best)) {
+        best = std::move(p);
+        kept = size;
+      }
     }
-  }
   give_faster_devices_more(best, sel.ranked, cfg);
   const size_t too_slow = all - kept;
   if (too_slow > 0 || sel.too_small > 0 || sel.unusable > 0) {
