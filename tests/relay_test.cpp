@@ -231,3 +231,13 @@ TEST(planner, relays_let_a_plan_send_the_ps_less) {
   EXPECT_LT(relayed.bytes_down, direct.bytes_down);
   EXPECT_LT(relayed.predicted_seconds, direct.predicted_seconds);
 }
+
+TEST(planner, a_spread_prefix_takes_devices_evenly_from_every_relay) {
+  std::vector<device_view> ranked;
+  for (int i = 0; i < 6; ++i) ranked.push_back(device_view{i, profile(1e12, 1e8, 1e8, 0), 0, 0, i < 4 ? 0 : 1});
+  ranked.push_back(device_view{6, profile(1e12, 1e8, 1e8, 0), 0, 0, -1});
+  std::vector<int32_t> ids;
+  for (const auto& d : spread_over_relays(ranked)) ids.push_back(d.id);
+  // First of each group (direct devices are a group), then the second of each, ...
+  EXPECT_EQ(ids, (std::vector<int32_t>{6, 0, 4, 1, 5, 2, 3}));
+}
