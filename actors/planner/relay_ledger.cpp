@@ -18,15 +18,6 @@ void relay_ledger::begin(size_t relays, size_t a_blocks, size_t b_blocks) {
   if (has_b_.size() < relays * b_blocks) has_b_.resize(relays * b_blocks, 0);
 }
 
-uint64_t relay_ledger::ps_bytes(int32_t relay, bool need_a, bool need_b, size_t a, size_t b,
-                                uint64_t ab, uint64_t bb) const {
-  if (relay < 0) return (need_a ? ab : 0) + (need_b ? bb : 0);
-  const auto r = static_cast<size_t>(relay);
-  const bool send_a = need_a && has_a_[r * a_blocks_ + a] != stamp_;
-  const bool send_b = need_b && has_b_[r * b_blocks_ + b] != stamp_;
-  return (send_a ? ab : 0) + (send_b ? bb : 0);
-}
-
 uint64_t relay_ledger::send(int32_t relay, bool need_a, bool need_b, size_t a, size_t b, uint64_t ab,
                             uint64_t bb, uint64_t cb) {
   const uint64_t bytes = ps_bytes(relay, need_a, need_b, a, b, ab, bb);

@@ -23,7 +23,13 @@ class relay_ledger {
   // Bytes the PS would send for a tile whose device (behind `relay`, -1:
   // none) needs its A block (index a, ab bytes) and/or its B block.
   uint64_t ps_bytes(int32_t relay, bool need_a, bool need_b, size_t a, size_t b, uint64_t ab,
-                    uint64_t bb) const;
+                    uint64_t bb) const {
+    if (relay < 0) return (need_a ? ab : 0) + (need_b ? bb : 0);
+    const auto r = static_cast<size_t>(relay);
+    const bool send_a = need_a && has_a_[r * a_blocks_ + a] != stamp_;
+    const bool send_b = need_b && has_b_[r * b_blocks_ + b] != stamp_;
+    return (send_a ? ab : 0) + (send_b ? bb : 0);
+  }
   // The tile is placed: returns ps_bytes, and records what the relay now
   // holds, fetched, served and forwards (cb bytes of result).
   uint64_t send(int32_t relay, bool need_a, bool need_b, size_t a, size_t b, uint64_t ab,
