@@ -13,6 +13,7 @@
 
 #include "schema/atomic_file.hpp"
 #include "schema/errors.hpp"
+#include "schema/saved_state.hpp"
 #include "schema/shard_wire.hpp"
 #include "schema/wire.hpp"
 
@@ -142,14 +143,9 @@ caf::expected<shard_checkpoint_data> read_shard_checkpoint(const std::string& pa
   struct stat st {};
   if (::fstat(fd, &st) != 0) return fail("cannot stat shard checkpoint " + path + ": " + errno_text());
   // The file's real size, not anything it claims, sizes the buffer.
+  if (auto err = check_readable_size(static_cast<uint64_t>(st.st_size), path)) return err;
   std::vector<char> bytes(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(path + ": read failed: " + (n == 0 ? std::string("file shrank") : errno_text()));
-    got += static_cast<size_t>(n);
-  }
+  if (auto err = read_exactly(fd, bytes.data(), bytes.size(), path)) return err;
   auto out = read_shard_checkpoint_bytes(bytes.data(), bytes.size(), path);
   if (out) out->file.name = fs::path(path).filename().string();
   return out;
@@ -177,6 +173,11 @@ caf::expected<shard_checkpoint_data> read_shard_checkpoint_bytes(const char* dat
   if (auto err = check_header(out.header, name)) return err;
   auto slices = decode_shard_attach(data + header_bytes, payload);
   if (!slices) return fail(name + ": " + describe(slices.error()));
+  for (size_t i = 0; i < slices->size(); ++i) {
+    const auto& e = (*slices)[i];
+    if (auto err = check_saved_values(e.value, e.adam_m, e.adam_v, name + ": parameter " + std::to_string(i)))
+      return err;
+  }
   out.slices = std::move(*slices);
   out.file = {name, crc, size};
   return out;
