@@ -19,6 +19,7 @@
 #include "actors/ps/modellet/modellet_transport.hpp"
 #include "actors/ps/shards/remote_shard.hpp"
 #include "actors/ps/shards/shard_checkpoints.hpp"
+#include "schema/shard_checkpoint_file.hpp"
 #include "actors/ps/shards/sharded_ps.hpp"
 #include "actors/ps/shards/shard_process_report.hpp"
 #include "actors/ps/shards/shard_recovery.hpp"
@@ -246,7 +247,8 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
   train_extras extras;
   extras.processes = std::move(ps);
   if (own) {
-    extras.checkpoint_shards = [&](int64_t step) { return own->write(step); };
+    extras.checkpoint_shards = [&](int64_t step) { return own->write(step, checkpoint_steps(opts.checkpoint_dir, max_kept_sets));
+    };
     extras.shards_lost = [&] { return any_shard_lost(recovery); };
     extras.restore_shards = [&](checkpoint& ck, std::deque<parameter>& params) {
       return restore_shard_set(*own, recovery, ck, params, opts.checkpoint_dir);

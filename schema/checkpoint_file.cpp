@@ -282,4 +282,14 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
   return out;
 }
 
+std::vector<uint64_t> checkpoint_steps(const std::string& dir, size_t most) {
+  std::vector<uint64_t> out;
+  for (const auto& path : list_checkpoints(dir)) {
+    if (out.size() == most) break;
+    const std::string name = fs::path(path).filename().string();  // checkpoint-<10 digits>.clvck
+    out.push_back(std::stoull(name.substr(11, 10)));
+  }
+  return out;
+}
+
 }  // namespace cleave
