@@ -14,7 +14,10 @@
 #  - two --role=ps-shard processes, shard 1's --checkpoint-dir on the full
 #    tmpfs: the coordinator stops with shard 1's reason, and the set of
 #    step 10 resumes bit for bit; the newest set's shard file truncated: the
-#    set is skipped naming the file, and the older set resumes bit for bit.
+#    set is skipped naming the file, and the older set resumes bit for bit;
+#  - continue over shards with the coordinator's folder full: the shards
+#    keep the files of the set the coordinator's folder names (not their
+#    newest three), so the set of step 10 resumes bit for bit.
 # Root only (mount); skipped (77) otherwise. Every mount goes at exit.
 source "$(dirname "$0")/lib.sh"
 CLEAVE=$(realpath "$CLEAVE")
@@ -111,8 +114,8 @@ start_shard() {  # start_shard NAME DIR [FLAG...]: a shard on an ephemeral port 
   [[ -n $p ]] || fail "shard $1 did not start: $(cat "$1.log")"
   printf -v "port_$1" %s "$p"
 }
-coordinator() {  # coordinator NAME [FLAG...]: a run over shards a and b; its exit status
-  timeout 60 "$CLEAVE" --role=ps --shards=127.0.0.1:$port_a,127.0.0.1:$port_b "${flags[@]}" --checkpoint-dir=sets \
+coordinator() {  # coordinator NAME [FLAG...]: a run over shards a and b into $sets; its exit status
+  timeout 60 "$CLEAVE" --role=ps --shards=127.0.0.1:$port_a,127.0.0.1:$port_b "${flags[@]}" --checkpoint-dir="$sets" \
     --checkpoint-every=10 "${@:2}" > "$1.out" 2>&1
   local rc=$?
   wait $pid_a $pid_b
@@ -120,6 +123,7 @@ coordinator() {  # coordinator NAME [FLAG...]: a run over shards a and b; its ex
 }
 "$CLEAVE" --role=all --ps-shards=2 --devices=0 "${flags[@]}" --report=ref2.json > ref2.out 2>&1 \
   || fail "the undisturbed two-shard run: $(cat ref2.out)"
+sets=sets
 mkdir sets
 mount -t tmpfs -o size=$((bytes / 2048 + 100))k tmpfs "$SDISK" || { echo "FAIL: cannot mount a tmpfs"; exit 1; }
 start_shard a sets; start_shard b "$SDISK"
@@ -142,4 +146,30 @@ grep -q "warning --resume: skipping the checkpoint set of step 40 (sets/checkpoi
   || fail "shards: the truncated file is not named: $(cat shards-truncated.out)"
 v=$(same_losses ref2.json shards-truncated.json 30)
 [[ $v == equal ]] && echo "ok: shards: resumed from the set of step 30 bit for bit" || fail "shards: truncated: $v"
+
+# continue over shards, the coordinator's folder on a tmpfs with room for one of its files: its
+# writes at 20, 30 and 40 fail, the shards' succeed. The shards keep only the files of the steps
+# the coordinator's folder names (10) and the newest, so the set of step 10 is whole at the end.
+umount "$DISK"
+cbytes=$(stat -c %s sets/checkpoint-0000000040.clvck)
+mount -t tmpfs -o size=$((cbytes / 1024 + 50))k tmpfs "$DISK" || { echo "FAIL: cannot mount a tmpfs"; exit 1; }
+sets=$DISK/sets
+mkdir own
+start_shard a own; start_shard b own
+coordinator shards-continue --on-checkpoint-error=continue --report=shards-continue.json
+rc=$?
+[[ $rc == 1 ]] || fail "shards: continue: exit $rc, expected 1: $(cat shards-continue.out)"
+(($(grep -c "training goes on (--on-checkpoint-error=continue); the newest checkpoint is still $sets/checkpoint-0000000010.clvck" shards-continue.out) == 2)) \
+  || fail "shards: continue: not two lines going on: $(cat shards-continue.out)"
+v=$(python3 -c 'import json,sys; a,b=(json.load(open(p)) for p in sys.argv[1:]); print(a["losses"]==b["losses"])' ref2.json shards-continue.json)
+[[ $v == True ]] || fail "shards: continue: the losses differ from the undisturbed run's"
+kept=$(ls own | tr '\n' ' ')
+[[ $kept == "shard-0000000010-00-of-02.clvshard shard-0000000010-01-of-02.clvshard shard-0000000040-00-of-02.clvshard shard-0000000040-01-of-02.clvshard " ]] \
+  && echo "ok: shards: continue: the shards keep $kept" || fail "shards: continue: the shards' folder holds $kept"
+mount -o remount,size=4m "$DISK"
+start_shard a own --resume; start_shard b own --resume
+coordinator shards-continue-resumed --resume --report=shards-continue-resumed.json \
+  || fail "shards: continue: resuming: $(cat shards-continue-resumed.out)"
+v=$(same_losses ref2.json shards-continue-resumed.json 10)
+[[ $v == equal ]] && echo "ok: shards: continue: resumed from the set of step 10 bit for bit" || fail "shards: continue: resumed: $v"
 finish
