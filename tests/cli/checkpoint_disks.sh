@@ -26,7 +26,13 @@ cd "$WORK"
 DISK=$WORK/disk
 SDISK=$WORK/shard-disk
 mkdir -p "$DISK" "$SDISK"
-trap 'kill -9 $(jobs -p) 2>/dev/null; cd /; umount "$DISK" "$SDISK" 2>/dev/null; rm -rf "$WORK"' EXIT
+# Processes go first (a busy mount does not unmount), then the mounts (lazily if
+# something still holds one), then the scratch folder.
+trap 'kill -9 $(jobs -p) 2>/dev/null; wait 2>/dev/null; cd /
+      for m in "$DISK" "$SDISK"; do mountpoint -q "$m" && { umount "$m" 2>/dev/null || umount -l "$m"; }; done
+      rm -rf "$WORK"' EXIT
+trap 'exit 143' TERM  # bash runs no EXIT trap when a signal kills it
+trap 'exit 130' INT
 
 flags=(--model=mlp --hidden=32 --steps=40 --threads=1 --log-level=warn)
 
