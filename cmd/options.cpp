@@ -56,6 +56,9 @@ cleave_config::cleave_config() {
     .add(checkpoint_dir, "checkpoint-dir", "directory for atomic checkpoints")
     .add(checkpoint_every, "checkpoint-every", "checkpoint every N steps (and at the end)")
     .add(resume, "resume", "continue from the newest valid checkpoint in --checkpoint-dir")
+    .add(on_checkpoint_error, "on-checkpoint-error",
+         "a checkpoint that cannot be written (a full disk): stop (default: end the run, exit 1; --resume takes "
+         "the last good one) or continue (log it, train on, try the next; a failed final checkpoint still exits 1)")
     .add(log_level, "log-level", "trace, debug, info, warn, error or off (default info)")
     .add(progress_seconds, "progress-seconds", "seconds between progress lines (default 5)")
     .add(fleet, "fleet", "JSON fleet file for the in-process devices (see docs/RUNTIME.md); --role=device: a file of one device, its profile")
@@ -320,6 +323,9 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   o.checkpoint_dir = c.checkpoint_dir;
   o.checkpoint_every = c.checkpoint_every;
   o.resume = c.resume;
+  auto on_error = parse_on_checkpoint_error(c.on_checkpoint_error);
+  if (!on_error) return on_error.error();
+  o.checkpoint_errors = *on_error;
   if (xc && o.xc.sparse && o.checkpoint_every > 0) {
     // A checkpoint at a table refresh resumes bit for bit (xc.cpp, restored;
     // on devices each model-let rebuilds its tables when placed).

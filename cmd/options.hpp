@@ -58,6 +58,7 @@ class cleave_config : public caf::actor_system_config {
   std::string checkpoint_dir;
   int checkpoint_every = 0;
   bool resume = false;
+  std::string on_checkpoint_error = "stop";  // continue or stop (training/checkpoint_policy.hpp)
   std::string log_level = "info";
   // runtime
   std::string fleet;           // fleet file for the in-process devices

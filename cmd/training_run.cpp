@@ -19,6 +19,7 @@
 #include "actors/ps/modellet/modellet_transport.hpp"
 #include "actors/ps/shards/remote_shard.hpp"
 #include "actors/ps/shards/shard_checkpoints.hpp"
+#include "schema/shard_checkpoint_file.hpp"
 #include "actors/ps/shards/sharded_ps.hpp"
 #include "actors/ps/shards/shard_process_report.hpp"
 #include "actors/ps/shards/shard_recovery.hpp"
@@ -53,6 +54,7 @@ struct train_extras {
   std::function<caf::error(const std::string&)> recover_shards;  // trainer::recover
   // Shard processes' own checkpoint files (trainer::checkpoint_shards, restore_shards).
   std::function<caf::expected<shard_set>(int64_t)> checkpoint_shards;
+  std::function<bool()> shards_lost;
   std::function<caf::error(checkpoint&, std::deque<parameter>&)> restore_shards;
   std::vector<report_section> report;
 };
@@ -93,6 +95,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     t.after_training = [&] { engines.training_done(shards ? shards->exchange_seconds() : 0.0); };
   if (extras.recover_shards) t.recover = extras.recover_shards;
   if (extras.checkpoint_shards) t.checkpoint_shards = extras.checkpoint_shards;
+  if (extras.shards_lost) t.shards_lost = extras.shards_lost;
   // A set written over shard processes: any other run puts the moments
   // together from the set's files in its own checkpoint directory.
   t.restore_shards = extras.restore_shards ? extras.restore_shards
@@ -123,7 +126,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   auto res = t.run();
   if (!res) return runtime_error(describe(res.error()));
   if (!engines.empty()) engines.log_training();
-  if (cfg.report.empty() && !cfg.demo) return 0;
+  if (cfg.report.empty() && !cfg.demo) return res->unsaved_final.empty() ? 0 : runtime_error(res->unsaved_final);
   // Each part that counted something adds its section; the order is the
   // order in which they are asked (churn asks its actor, the demo measures).
   std::vector<report_section> sections;
@@ -148,6 +151,7 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     if (auto err = write_json_file(cfg.report, doc)) return runtime_error(describe(err));
     spdlog::info("report written to {}", cfg.report);
   }
+  if (!res->unsaved_final.empty()) return runtime_error(res->unsaved_final);
   return 0;
 }
 
@@ -243,7 +247,9 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
   train_extras extras;
   extras.processes = std::move(ps);
   if (own) {
-    extras.checkpoint_shards = [&](int64_t step) { return own->write(step); };
+    extras.checkpoint_shards = [&](int64_t step) { return own->write(step, checkpoint_steps(opts.checkpoint_dir, max_kept_sets));
+    };
+    extras.shards_lost = [&] { return any_shard_lost(recovery); };
     extras.restore_shards = [&](checkpoint& ck, std::deque<parameter>& params) {
       return restore_shard_set(*own, recovery, ck, params, opts.checkpoint_dir);
     };

@@ -17,6 +17,7 @@
 #include "schema/atomic_file.hpp"
 #include "schema/checkpoint.capnp.h"
 #include "schema/errors.hpp"
+#include "schema/saved_state.hpp"
 #include "schema/tensor_codec.hpp"
 
 namespace fs = std::filesystem;
@@ -48,18 +49,6 @@ std::string errno_text() { return std::strerror(errno); }
 uint32_t crc_of(const void* data, size_t len) {
   return static_cast<uint32_t>(
     crc32_z(crc32_z(0, nullptr, 0), static_cast<const Bytef*>(data), len));
-}
-
-bool read_all(int fd, void* data, size_t len) {
-  auto* p = static_cast<char*>(data);
-  while (len > 0) {
-    ssize_t n = ::read(fd, p, len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    p += n;
-    len -= static_cast<size_t>(n);
-  }
-  return true;
 }
 
 void encode_model(const model_config& m, ModelConfig::Builder out) {
@@ -200,15 +189,15 @@ caf::expected<checkpoint> read_checkpoint(const std::string& path) {
   if (::fstat(fd, &st) != 0) return fail("cannot stat checkpoint " + path + ": " + errno_text());
   const uint64_t file_size = static_cast<uint64_t>(st.st_size);
   char header[header_bytes];
-  if (file_size >= header_bytes && !read_all(fd, header, header_bytes))
-    return fail(path + ": cannot read header");
+  if (file_size >= header_bytes)
+    if (auto err = read_exactly(fd, header, header_bytes, path)) return err;
   if (auto err = check_header(header, file_size, path)) return err;
+  if (auto err = check_readable_size(file_size, path)) return err;
   // Word-aligned, so read_checkpoint_bytes reads the payload in place.
   auto words = kj::heapArray<capnp::word>(file_size / sizeof(capnp::word));
   auto* bytes = reinterpret_cast<char*>(words.begin());
   std::memcpy(bytes, header, header_bytes);
-  if (!read_all(fd, bytes + header_bytes, file_size - header_bytes))
-    return fail(path + ": read failed: " + errno_text());
+  if (auto err = read_exactly(fd, bytes + header_bytes, file_size - header_bytes, path)) return err;
   return read_checkpoint_bytes(bytes, file_size, path);
 }
 
@@ -256,6 +245,7 @@ caf::expected<checkpoint> read_checkpoint_bytes(const char* data, size_t size,
       if (!m) return m.error();
       auto v = decode_tensor(p.getAdamV(), what + " (AdamW v)");
       if (!v) return v.error();
+      if (auto err = check_saved_values(*value, *m, *v, what)) return err;
       ps.value = std::move(*value);
       ps.adam_m = std::move(*m);
       ps.adam_v = std::move(*v);
@@ -289,6 +279,16 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
   std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.first > b.first; });
   std::vector<std::string> out;
   for (auto& f : found) out.push_back(f.second);
+  return out;
+}
+
+std::vector<uint64_t> checkpoint_steps(const std::string& dir, size_t most) {
+  std::vector<uint64_t> out;
+  for (const auto& path : list_checkpoints(dir)) {
+    if (out.size() == most) break;
+    const std::string name = fs::path(path).filename().string();  // checkpoint-<10 digits>.clvck
+    out.push_back(std::stoull(name.substr(11, 10)));
+  }
   return out;
 }
 

@@ -76,5 +76,7 @@ caf::expected<checkpoint> read_checkpoint_bytes(const char* data, size_t size,
 
 // Checkpoint files in dir, newest (highest step) first. Missing dir: empty.
 std::vector<std::string> list_checkpoints(const std::string& dir);
+// The steps of list_checkpoints(dir)'s files, newest first, at most `most`.
+std::vector<uint64_t> checkpoint_steps(const std::string& dir, size_t most = 8);
 
 }  // namespace cleave

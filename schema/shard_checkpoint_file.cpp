@@ -13,6 +13,7 @@
 
 #include "schema/atomic_file.hpp"
 #include "schema/errors.hpp"
+#include "schema/saved_state.hpp"
 #include "schema/shard_wire.hpp"
 #include "schema/wire.hpp"
 
@@ -84,8 +85,39 @@ std::string shard_checkpoint_name(uint64_t step, uint32_t shard, uint32_t shards
   return name;
 }
 
+namespace {
+
+// This shard's files in dir (newest step first), and the temporaries a
+// killed writer of this shard left.
+struct own_files {
+  std::vector<std::pair<uint64_t, fs::path>> found;
+  std::vector<fs::path> temporaries;
+};
+
+own_files own_files_in(const std::string& dir, const shard_checkpoint_header& h) {
+  char pattern[64];
+  std::snprintf(pattern, sizeof(pattern), R"(shard-(\d{10})-%02u-of-%02u\.clvshard)", h.shard, h.shards);
+  const std::regex mine(pattern);
+  const std::string suffix = shard_checkpoint_name(0, h.shard, h.shards).substr(16);  // "-II-of-CC.clvshard"
+  own_files out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    std::smatch m;
+    if (std::regex_match(n, m, mine)) out.found.emplace_back(std::stoull(m[1].str()), it->path());
+    else if (n.rfind(".shard-", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0
+             && n.find(suffix) != std::string::npos)
+      out.temporaries.push_back(it->path());
+  }
+  std::sort(out.found.begin(), out.found.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  return out;
+}
+
+}  // namespace
+
 caf::expected<shard_file_ref> write_shard_checkpoint(const std::string& dir, const shard_checkpoint_header& h,
-                                                     const std::vector<shard_checkpoint_slice>& slices, int keep) {
+                                                     const std::vector<shard_checkpoint_slice>& slices,
+                                                     const std::optional<std::vector<uint64_t>>& kept_steps) {
   if (auto err = check_header(h, "shard checkpoint")) return err;
   // The payload is laid out as an attach frame. Its fixed fields go into one
   // buffer after the file's head; the tensors' floats are written from where they are.
@@ -111,24 +143,21 @@ caf::expected<shard_file_ref> write_shard_checkpoint(const std::string& dir, con
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return fail("cannot create checkpoint directory " + dir + ": " + ec.message());
+  if (kept_steps) {
+    // Files no coordinator file names go first: their room may be what this write needs.
+    const auto own = own_files_in(dir, h);
+    for (const auto& t : own.temporaries) fs::remove(t, ec);
+    for (const auto& [step, path] : own.found)
+      if (step != h.step && std::find(kept_steps->begin(), kept_steps->end(), step) == kept_steps->end())
+        fs::remove(path, ec);
+  }
   shard_file_ref out{shard_checkpoint_name(h.step, h.shard, h.shards), crc, header_bytes + payload};
   if (auto err = write_file_atomically((fs::path(dir) / out.name).string(), parts, "shard checkpoint")) return err;
-
-  // This shard's files, newest step first; the newest `keep` stay.
-  char pattern[64];
-  std::snprintf(pattern, sizeof(pattern), R"(shard-(\d{10})-%02u-of-%02u\.clvshard)", h.shard, h.shards);
-  const std::regex mine(pattern);
-  std::vector<std::pair<std::string, fs::path>> found;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string n = it->path().filename().string();
-    std::smatch m;
-    if (std::regex_match(n, m, mine)) found.emplace_back(m[1].str(), it->path());
-    else if (n.rfind(".shard-", 0) == 0 && n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0
-             && n.find(out.name.substr(16)) != std::string::npos)  // "-II-of-CC.clvshard": this shard's
-      fs::remove(it->path(), ec);
+  if (!kept_steps) {
+    const auto own = own_files_in(dir, h);
+    for (const auto& t : own.temporaries) fs::remove(t, ec);
+    for (size_t i = 3; i < own.found.size(); ++i) fs::remove(own.found[i].second, ec);
   }
-  std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  for (size_t i = static_cast<size_t>(std::max(keep, 1)); i < found.size(); ++i) fs::remove(found[i].second, ec);
   return out;
 }
 
@@ -142,14 +171,9 @@ caf::expected<shard_checkpoint_data> read_shard_checkpoint(const std::string& pa
   struct stat st {};
   if (::fstat(fd, &st) != 0) return fail("cannot stat shard checkpoint " + path + ": " + errno_text());
   // The file's real size, not anything it claims, sizes the buffer.
+  if (auto err = check_readable_size(static_cast<uint64_t>(st.st_size), path)) return err;
   std::vector<char> bytes(static_cast<size_t>(st.st_size));
-  size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail(path + ": read failed: " + (n == 0 ? std::string("file shrank") : errno_text()));
-    got += static_cast<size_t>(n);
-  }
+  if (auto err = read_exactly(fd, bytes.data(), bytes.size(), path)) return err;
   auto out = read_shard_checkpoint_bytes(bytes.data(), bytes.size(), path);
   if (out) out->file.name = fs::path(path).filename().string();
   return out;
@@ -177,6 +201,11 @@ caf::expected<shard_checkpoint_data> read_shard_checkpoint_bytes(const char* dat
   if (auto err = check_header(out.header, name)) return err;
   auto slices = decode_shard_attach(data + header_bytes, payload);
   if (!slices) return fail(name + ": " + describe(slices.error()));
+  for (size_t i = 0; i < slices->size(); ++i) {
+    const auto& e = (*slices)[i];
+    if (auto err = check_saved_values(e.value, e.adam_m, e.adam_v, name + ": parameter " + std::to_string(i)))
+      return err;
+  }
   out.slices = std::move(*slices);
   out.file = {name, crc, size};
   return out;
@@ -202,14 +231,18 @@ wire::fields_of<M, shard_restore_request> wire_fields(M& q, Io& io) {
   return io(q.header, q.file, wire::list<uint32_t>(q.slices, max_shard_tensors));
 }
 
-std::vector<char> encode(const shard_checkpoint_header& h) { return wire::encode(h); }
+template <class M, class Io>
+wire::fields_of<M, shard_checkpoint_request> wire_fields(M& q, Io& io) {
+  return io(q.header, wire::tail(wire::flag(q.listed), wire::list<uint32_t>(q.kept_steps, max_kept_sets)));
+}
 
-caf::expected<shard_checkpoint_header> decode_shard_checkpoint_request(const char* data, size_t size) {
-  shard_checkpoint_header h;
-  if (!wire::decode_exact(data, size, h))
-    return fail("shard checkpoint frame: not " + std::to_string(wire::size_of(h)) + " bytes");
-  if (auto err = check_header(h, "shard checkpoint frame")) return err;
-  return h;
+std::vector<char> encode(const shard_checkpoint_request& q) { return wire::encode(q); }
+
+caf::expected<shard_checkpoint_request> decode_shard_checkpoint_request(const char* data, size_t size) {
+  auto q = wire::read_whole<shard_checkpoint_request>(data, size, "shard checkpoint frame");
+  if (!q) return q;
+  if (auto err = check_header(q->header, "shard checkpoint frame")) return err;
+  return q;
 }
 
 std::vector<char> encode(const shard_file_ref& f) { return wire::encode(f); }

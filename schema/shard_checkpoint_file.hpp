@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,22 +68,38 @@ struct shard_checkpoint_data {
 
 std::string shard_checkpoint_name(uint64_t step, uint32_t shard, uint32_t shards);
 
-// Writes dir/shard_checkpoint_name(...) atomically, then deletes this
-// shard's (same index and count) older files beyond the newest `keep` and
-// temporaries a killed writer left; other shards' files in a shared
-// directory are not touched.
+// The sets whose coordinator file is on disk, at most this many of them, are
+// named in a checkpoint request (the coordinator keeps two).
+inline constexpr uint32_t max_kept_sets = 8;
+
+// Writes dir/shard_checkpoint_name(...) atomically and deletes temporaries a
+// killed writer left. Of this shard's other files (same index and count;
+// other shards' files in a shared directory are not touched) it keeps, with
+// `kept_steps`, the files of those steps alone, and deletes the rest before
+// writing: they belong to sets no coordinator file names (a set whose
+// checkpoint failed), and a full disk may need their room. Without it, the
+// newest three, after writing (so the newest complete set survives a crash
+// at any moment while the coordinator keeps two).
 caf::expected<shard_file_ref> write_shard_checkpoint(const std::string& dir, const shard_checkpoint_header& h,
                                                      const std::vector<shard_checkpoint_slice>& slices,
-                                                     int keep = 3);
+                                                     const std::optional<std::vector<uint64_t>>& kept_steps = {});
 
 caf::expected<shard_checkpoint_data> read_shard_checkpoint(const std::string& path);
 // The same checks on bytes in memory; `name` leads every error. The fuzzer's entry.
 caf::expected<shard_checkpoint_data> read_shard_checkpoint_bytes(const char* data, size_t size,
                                                                  const std::string& name);
 
-// checkpoint request: write this shard's slices as shard `shard` of `shards` at `step`.
-std::vector<char> encode(const shard_checkpoint_header& h);
-caf::expected<shard_checkpoint_header> decode_shard_checkpoint_request(const char* data, size_t size);
+// checkpoint request: write this shard's slices as shard `shard` of `shards`
+// at `step`. A tail a later version appended names the steps of the sets
+// the coordinator's files on disk hold (kept_steps above); a frame without
+// it (an older coordinator) keeps the newest three.
+struct shard_checkpoint_request {
+  shard_checkpoint_header header;
+  bool listed = false;  // the tail is there
+  std::vector<uint64_t> kept_steps;
+};
+std::vector<char> encode(const shard_checkpoint_request& q);
+caf::expected<shard_checkpoint_request> decode_shard_checkpoint_request(const char* data, size_t size);
 
 // The answer: the file written.
 std::vector<char> encode(const shard_file_ref& f);

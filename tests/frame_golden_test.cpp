@@ -385,8 +385,12 @@ TEST(frame_golden, shard_fleet_and_edge) {
 TEST(frame_golden, shard_checkpoint_requests_and_file) {
   const shard_checkpoint_header h{1, 3, 40, 77};
   const std::string request = "010000000300000028000000000000004d00000000000000";
-  EXPECT_EQ(hex(encode(h)), request);
-  round_trips(request, decode_shard_checkpoint_request, [](const shard_checkpoint_header& x) { return encode(x); });
+  EXPECT_EQ(hex(encode(shard_checkpoint_request{h, false, {}})), request);
+  round_trips(request, decode_shard_checkpoint_request, [](const shard_checkpoint_request& x) { return encode(x); });
+  // The tail: the steps of the coordinator's files (u32 count, u64 steps).
+  const std::string listed = request + "02000000" + "1e00000000000000" + "1400000000000000";
+  EXPECT_EQ(hex(encode(shard_checkpoint_request{h, true, {30, 20}})), listed);
+  round_trips(listed, decode_shard_checkpoint_request, [](const shard_checkpoint_request& x) { return encode(x); });
 
   const shard_file_ref f{"shard-0000000040-01-of-03.clvshard", 0xdeadbeef, 1234};
   const std::string file_ref = "efbeadded204000000000000220073686172642d303030303030303034302d30312d6f662d30332e636c767368617264";

@@ -109,6 +109,27 @@ TEST(shard_checkpoint_file, keeps_the_newest_three_of_its_own_and_leaves_other_s
                                              "shard-0000000050-00-of-02.clvshard", "shard-0000000060-00-of-02.clvshard"}));
 }
 
+TEST(shard_checkpoint_file, keeps_only_the_files_of_the_steps_its_coordinator_names) {
+  // The coordinator holds the sets of steps 10 and 20; the files of 30 and
+  // 40 are of sets that failed (a full disk under
+  // --on-checkpoint-error=continue): writing 50 drops them, first, and
+  // would keep 10 and 20 however many sets failed.
+  scratch_dir dir;
+  whole_params p;
+  shard_slices a(p, 0, 2), b(p, 1, 2);
+  ASSERT_TRUE(write_shard_checkpoint(dir.path(), {1, 2, 30, 1}, b.slices));  // another shard's, in a shared folder
+  const std::vector<uint64_t> named_then[] = {{}, {10}, {20, 10}, {20, 10}};  // the coordinator's, at 10, 20, 30, 40
+  for (uint64_t step : {10, 20, 30, 40})
+    ASSERT_TRUE(write_shard_checkpoint(dir.path(), {0, 2, step, step}, a.slices, named_then[step / 10 - 1]));
+  std::ofstream(dir.file(".shard-0000000050-00-of-02.clvshard.tmp")) << "left by a killed writer";
+  ASSERT_TRUE(write_shard_checkpoint(dir.path(), {0, 2, 50, 50}, a.slices, std::vector<uint64_t>{20, 10}));
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"shard-0000000010-00-of-02.clvshard", "shard-0000000020-00-of-02.clvshard",
+                                             "shard-0000000030-01-of-02.clvshard", "shard-0000000050-00-of-02.clvshard"}));
+}
+
 TEST(shard_checkpoint_file, refuses_truncated_corrupt_and_lying_files_with_a_reason) {
   scratch_dir dir;
   whole_params p;
@@ -193,9 +214,18 @@ TEST(shard_checkpoint_file, requests_round_trip_and_refuse_paths_and_lies) {
   q.header.shard = 3;
   bytes = encode(q);
   EXPECT_FALSE(decode_shard_restore_request(bytes.data(), bytes.size()));
-  auto h = encode(shard_checkpoint_header{0, 2, 7, 8});
+  auto h = encode(shard_checkpoint_request{{0, 2, 7, 8}, false, {}});
   EXPECT_TRUE(decode_shard_checkpoint_request(h.data(), h.size()));
   EXPECT_FALSE(decode_shard_checkpoint_request(h.data(), h.size() - 1));
+  // The tail: the steps whose files the shard keeps, at most max_kept_sets.
+  auto listed = encode(shard_checkpoint_request{{0, 2, 7, 8}, true, {5, 3}});
+  auto kept = decode_shard_checkpoint_request(listed.data(), listed.size());
+  ASSERT_TRUE(kept) << describe(kept.error());
+  EXPECT_TRUE(kept->listed);
+  EXPECT_EQ(kept->kept_steps, (std::vector<uint64_t>{5, 3}));
+  for (size_t n = h.size() + 1; n < listed.size(); ++n) EXPECT_FALSE(decode_shard_checkpoint_request(listed.data(), n)) << n;
+  auto many = encode(shard_checkpoint_request{{0, 2, 7, 8}, true, std::vector<uint64_t>(max_kept_sets + 1, 1)});
+  EXPECT_FALSE(decode_shard_checkpoint_request(many.data(), many.size()));
   auto f = encode(shard_file_ref{"a/b", 1, 2});
   EXPECT_FALSE(decode_shard_file_ref(f.data(), f.size()));
 }
@@ -248,7 +278,7 @@ TEST(shard_checkpoint_set, a_shard_writes_and_loads_its_own_file_and_refuses_ano
   service.set_checkpoint_dir(dir.path());
   EXPECT_EQ(service.handle(static_cast<uint16_t>(shard_kind::has_checkpoint_dir), nullptr, 0).kind, shard_kind::done);
   ASSERT_EQ(service.handle(static_cast<uint16_t>(shard_kind::attach), attach.data(), attach.size()).kind, shard_kind::done);
-  auto ask = encode(shard_checkpoint_header{0, 2, 8, 5});
+  auto ask = encode(shard_checkpoint_request{{0, 2, 8, 5}, false, {}});
   auto written = service.handle(static_cast<uint16_t>(shard_kind::checkpoint), ask.data(), ask.size());
   ASSERT_EQ(written.kind, shard_kind::checkpoint_file);
   auto ref = decode_shard_file_ref(written.payload.data(), written.payload.size());

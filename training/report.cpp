@@ -40,6 +40,7 @@ nlohmann::json make_report(const train_options& opts, const train_result& res, i
   j["step_seconds"] = res.step_seconds;
   j["eval_seconds"] = res.eval_seconds;
   j["ps_restarts"] = res.restarts;
+  j["checkpoint_failures"] = res.checkpoint_failures;
   return j;
 }
 

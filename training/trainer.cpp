@@ -95,8 +95,9 @@ caf::error trainer::save() {
     if (checkpoint_shards) {
       auto written = checkpoint_shards(step_);
       if (!written) {
-        shard_lost_ = true;
-        return fail("checkpoint at step " + std::to_string(step_) + ": " + describe(written.error()));
+        shard_lost_ = !shards_lost || shards_lost();
+        return shard_lost_ ? fail("checkpoint at step " + std::to_string(step_) + ": " + describe(written.error()))
+                           : written.error();
       }
       set = std::move(*written);
     } else {
@@ -126,6 +127,19 @@ caf::error trainer::save() {
   return caf::none;
 }
 
+caf::error trainer::unsaved(const caf::error& why, bool last, train_result& res) {
+  ++res.checkpoint_failures;
+  const auto on_disk = list_checkpoints(opts_.checkpoint_dir);
+  auto verdict = after_failed_checkpoint(opts_.checkpoint_errors, step_, describe(why),
+                                         on_disk.empty() ? std::string() : on_disk.front(), last);
+  switch (verdict.action) {
+    case checkpoint_failure_verdict::stop: return fail(verdict.line);
+    case checkpoint_failure_verdict::fail_at_end: res.unsaved_final = verdict.line; break;  // the exit's line
+    case checkpoint_failure_verdict::go_on: spdlog::error("{}", verdict.line); break;
+  }
+  return caf::none;
+}
+
 caf::error trainer::roll_back(const std::string& why) {
   if (!recover || opts_.checkpoint_dir.empty()) return fail(why);
   if (auto err = recover(why)) return err;
@@ -148,64 +162,63 @@ caf::error trainer::restore() {
     spdlog::info("--resume: no checkpoint in {}, starting from step 0", opts_.checkpoint_dir);
     return caf::none;
   }
-  for (const auto& path : files) {
-    auto ck = read_checkpoint(path);
-    if (!ck) {
-      // A damaged newest file must not cost the older good one.
-      spdlog::error("refusing checkpoint: {}", describe(ck.error()));
-      continue;
-    }
-    if (ck->model != opts_.model)
-      return fail(path + " was written for model '" + to_string(ck->model) + "', this run is '"
-                  + to_string(opts_.model) + "'");
-    if (ck->dataset != opts_.dataset || ck->seed != opts_.seed
-        || ck->batch != static_cast<uint64_t>(opts_.batch))
-      return fail(path + " was written for dataset=" + ck->dataset + " seed="
-                  + std::to_string(ck->seed) + " batch=" + std::to_string(ck->batch)
-                  + "; this run has dataset=" + opts_.dataset + " seed="
-                  + std::to_string(opts_.seed) + " batch=" + std::to_string(opts_.batch));
-    auto& params = model_->parameters();
-    if (ck->parameters.size() != params.size())
-      return fail(path + ": holds " + std::to_string(ck->parameters.size())
-                  + " parameters, the model has " + std::to_string(params.size()));
+  auto& params = model_->parameters();
+  checkpoint ck;
+  auto take = [&](const std::string& path) -> checkpoint_candidate {
+    auto read = read_checkpoint(path);
+    if (!read) return {checkpoint_candidate::skipped, fail("refusing checkpoint " + describe(read.error()))};
+    ck = std::move(*read);
+    if (ck.model != opts_.model)
+      return {checkpoint_candidate::refused,
+              fail(path + " was written for model '" + to_string(ck.model) + "', this run is '"
+                   + to_string(opts_.model) + "'")};
+    if (ck.dataset != opts_.dataset || ck.seed != opts_.seed || ck.batch != static_cast<uint64_t>(opts_.batch))
+      return {checkpoint_candidate::refused,
+              fail(path + " was written for dataset=" + ck.dataset + " seed=" + std::to_string(ck.seed)
+                   + " batch=" + std::to_string(ck.batch) + "; this run has dataset=" + opts_.dataset
+                   + " seed=" + std::to_string(opts_.seed) + " batch=" + std::to_string(opts_.batch))};
+    if (ck.parameters.size() != params.size())
+      return {checkpoint_candidate::refused,
+              fail(path + ": holds " + std::to_string(ck.parameters.size()) + " parameters, the model has "
+                   + std::to_string(params.size()))};
     for (size_t i = 0; i < params.size(); ++i) {
       auto& dst = params[i];
-      auto& src = ck->parameters[i];
-      auto same_shape = [&](const tensor& t) {
-        return t.rows() == dst.value.rows() && t.cols() == dst.value.cols();
-      };
+      auto& src = ck.parameters[i];
+      auto same_shape = [&](const tensor& t) { return t.rows() == dst.value.rows() && t.cols() == dst.value.cols(); };
       // A set's moments are in its shards' files.
-      const bool moments_in_shards = ck->shards.count > 0 && src.adam_m.size() == 0 && src.adam_v.size() == 0;
+      const bool moments_in_shards = ck.shards.count > 0 && src.adam_m.size() == 0 && src.adam_v.size() == 0;
       if (src.name != dst.name || !same_shape(src.value)
           || (!moments_in_shards && (!same_shape(src.adam_m) || !same_shape(src.adam_v))))
-        return fail(path + ": parameter " + src.name + " does not match the model's " + dst.name);
+        return {checkpoint_candidate::refused,
+                fail(path + ": parameter " + src.name + " does not match the model's " + dst.name)};
     }
-    if (ck->shards.count > 0) {
-      auto err = restore_shards ? restore_shards(*ck, params)
+    if (ck.shards.count > 0) {
+      auto err = restore_shards ? restore_shards(ck, params)
                                 : fail("its AdamW moments are in PS shard files this run cannot read");
-      if (err) {
-        spdlog::warn("--resume: skipping the checkpoint set of step {} ({}): {}", ck->step, path, describe(err));
-        continue;
-      }
+      if (err)
+        return {checkpoint_candidate::skipped, fail("skipping the checkpoint set of step " + std::to_string(ck.step)
+                                                    + " (" + path + "): " + describe(err))};
     }
-    for (size_t i = 0; i < params.size(); ++i) {
-      params[i].value = std::move(ck->parameters[i].value);
-      // Left empty when the shards loaded their own moments; the whole
-      // tensors here are then never read.
-      if (ck->parameters[i].adam_m.size() > 0 || params[i].adam_m.size() == 0) {
-        params[i].adam_m = std::move(ck->parameters[i].adam_m);
-        params[i].adam_v = std::move(ck->parameters[i].adam_v);
-      }
+    return {checkpoint_candidate::taken, {}};
+  };
+  auto path = newest_valid_checkpoint(files, opts_.checkpoint_dir, take);
+  if (!path) return path.error();
+  for (size_t i = 0; i < params.size(); ++i) {
+    params[i].value = std::move(ck.parameters[i].value);
+    // Left empty when the shards loaded their own moments; the whole
+    // tensors here are then never read.
+    if (ck.parameters[i].adam_m.size() > 0 || params[i].adam_m.size() == 0) {
+      params[i].adam_m = std::move(ck.parameters[i].adam_m);
+      params[i].adam_v = std::move(ck.parameters[i].adam_v);
     }
-    step_ = static_cast<int64_t>(ck->step);
-    epoch_ = static_cast<int64_t>(ck->epoch);
-    index_in_epoch_ = static_cast<int64_t>(ck->index_in_epoch);
-    restarts_ = ck->restarts + 1;
-    model_->restored(step_);
-    spdlog::info("resumed from {} at step {}", path, step_);
-    return caf::none;
   }
-  return fail("--resume: no readable checkpoint in " + opts_.checkpoint_dir);
+  step_ = static_cast<int64_t>(ck.step);
+  epoch_ = static_cast<int64_t>(ck.epoch);
+  index_in_epoch_ = static_cast<int64_t>(ck.index_in_epoch);
+  restarts_ = ck.restarts + 1;
+  model_->restored(step_);
+  spdlog::info("resumed from {} at step {}", *path, step_);
+  return caf::none;
 }
 
 eval_totals trainer::evaluate() {
@@ -275,13 +288,14 @@ caf::expected<train_result> trainer::run() {
       order = permutation(data_.train_samples(), derive_seed(opts_.seed, 100 + epoch_));
       return caf::none;
     };
-    auto saved = [&]() -> caf::error {
+    auto saved = [&](bool last) -> caf::error {
       shard_lost_ = false;
       auto err = save();
-      return err && shard_lost_ ? rolled_back(err) : err;
+      if (!err) return caf::none;
+      return shard_lost_ ? rolled_back(err) : unsaved(err, last, res);
     };
     if (between_steps && between_steps(step_) && checkpoints)
-      if (auto err = saved()) return err;
+      if (auto err = saved(false)) return err;
     const auto t0 = clock_type::now();
     if (before_step)
       if (auto err = before_step(step_)) return err;
@@ -316,7 +330,7 @@ caf::expected<train_result> trainer::run() {
     if (on_step) on_step(step_, loss);
 
     if (checkpoints && opts_.checkpoint_every > 0 && step_ % opts_.checkpoint_every == 0)
-      if (auto err = saved()) return err;
+      if (auto err = saved(step_ == total_steps_)) return err;
 
     if (seconds_since(last_report) >= opts_.progress_seconds || step_ == total_steps_) {
       last_report = clock_type::now();
@@ -327,8 +341,13 @@ caf::expected<train_result> trainer::run() {
                    loss, rate, format_duration((total_steps_ - step_) / rate));
     }
   }
-  if (checkpoints && (opts_.checkpoint_every <= 0 || step_ % opts_.checkpoint_every != 0))
-    if (auto err = save()) return err;
+  if (checkpoints && (opts_.checkpoint_every <= 0 || step_ % opts_.checkpoint_every != 0)) {
+    shard_lost_ = false;
+    if (auto err = save()) {
+      if (shard_lost_) return err;  // no step left to roll back for
+      if (auto stop = unsaved(err, true, res)) return stop;
+    }
+  }
 
   res.steps = step_;
   res.epochs = epoch_ + static_cast<double>(index_in_epoch_) / (steps_per_epoch_ * opts_.batch);

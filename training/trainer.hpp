@@ -13,6 +13,7 @@
 #include <caf/expected.hpp>
 
 #include "schema/checkpoint_file.hpp"
+#include "training/checkpoint_policy.hpp"
 #include "training/data/batches.hpp"
 #include "training/models/model.hpp"
 #include "training/parameter_store.hpp"
@@ -35,6 +36,7 @@ struct train_options {
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;  // 0: only at the end (when a directory is set)
   bool resume = false;
+  on_checkpoint_error checkpoint_errors = on_checkpoint_error::stop;  // a checkpoint that cannot be written
   double progress_seconds = 5;
 };
 
@@ -43,6 +45,10 @@ struct train_result {
   int64_t steps = 0;              // optimizer steps taken in total
   int64_t resumed_from_step = 0;  // 0 unless --resume found a checkpoint
   uint64_t restarts = 0;          // resumes from checkpoints over the whole training
+  int64_t checkpoint_failures = 0;  // checkpoints of this run that could not be written
+  // Set when the final checkpoint could not be written under
+  // --on-checkpoint-error=continue: the run finished, and ends with this error.
+  std::string unsaved_final;
   double epochs = 0;              // epochs of data consumed (fractional)
   double final_train_loss = 0;    // loss of the last step
   double mean_step_seconds = 0;   // training steps of this run only
@@ -100,6 +106,11 @@ class trainer {
   // all answered, names their files. An error is a shard's failure (a lost
   // one rolls the run back).
   std::function<caf::expected<shard_set>(int64_t step)> checkpoint_shards;
+  // Whether a PS shard process is lost now. A checkpoint_shards error with
+  // none lost is a failed write (a shard's full disk), which
+  // --on-checkpoint-error decides on, not a loss to roll back from. Unset:
+  // every checkpoint_shards error is a loss.
+  std::function<bool()> shards_lost;
   // Makes a checkpoint whose moments are in shard files (ck.shards.count >
   // 0) loadable: the shards load their own files, or the moments are read
   // whole into ck. An error skips that set with a warning, and the next
@@ -112,6 +123,9 @@ class trainer {
   // After a shard was lost: the shards back (recover), the newest checkpoint
   // restored and attached again; or why the run must stop.
   caf::error roll_back(const std::string& why);
+  // A checkpoint that could not be written (not a lost shard): logs and
+  // returns none to go on, or the error that ends the run.
+  caf::error unsaved(const caf::error& why, bool last, train_result& res);
   double learning_rate(int64_t step) const;
   eval_totals evaluate();
 

@@ -89,6 +89,8 @@ out=$("$CLEAVE" --steps=6 --checkpoint-dir="$ck" --resume --hidden=32 --report="
 [[ $(json "$WORK/r.json" 'd["resumed_from_step"]') == 2 ]] || fail "did not fall back to step 2"
 # A checkpoint from another model is refused outright.
 expect_refusal "was written for model" --steps=6 --checkpoint-dir="$ck" --resume --hidden=64
+# What a checkpoint that cannot be written does is continue or stop, nothing else.
+expect_refusal "--on-checkpoint-error must be continue or stop, got 'ignore'" --on-checkpoint-error=ignore
 
 # A seeded churn rate is a reproducible input: the same seed applies the same
 # events and, plans keeping their tiles, gives the same losses as no churn.

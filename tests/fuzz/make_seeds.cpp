@@ -178,7 +178,8 @@ void shard_frames() {
     seed("shard", "restore", '\xF1' + bytes(encode(q)));
   }
   fs::remove_all(dir);
-  seed("shard", "checkpoint", '\xF2' + bytes(encode(shard_checkpoint_header{1, 2, 30, 7})));
+  seed("shard", "checkpoint", '\xF2' + bytes(encode(shard_checkpoint_request{{1, 2, 30, 7}, false, {}})));
+  seed("shard", "checkpoint-kept", '\xF2' + bytes(encode(shard_checkpoint_request{{1, 2, 30, 7}, true, {20, 10}})));
 }
 
 void checkpoints() {

@@ -247,8 +247,9 @@ caf::error remote_shard::has_checkpoint_dir() {
   return done ? caf::error{} : done.error();
 }
 
-caf::expected<shard_file_ref> remote_shard::checkpoint(const shard_checkpoint_header& h) {
-  auto frame = call(shard_kind::checkpoint, encode(h), shard_kind::checkpoint_file);
+caf::expected<shard_file_ref> remote_shard::checkpoint(const shard_checkpoint_request& q) {
+  const auto& h = q.header;
+  auto frame = call(shard_kind::checkpoint, encode(q), shard_kind::checkpoint_file);
   if (!frame) return frame.error();
   auto file = decode_shard_file_ref(frame->payload.data(), frame->payload.size());
   if (!file) return fail("the PS shard at " + address_ + ": " + describe(file.error()));

@@ -63,7 +63,7 @@ class remote_shard final : public ps_shard {
   // of `h`, whose slices must be cut as `mine`. After a restore the next
   // attach with the same cut sends nothing: the shard holds the slices.
   caf::error has_checkpoint_dir();
-  caf::expected<shard_file_ref> checkpoint(const shard_checkpoint_header& h);
+  caf::expected<shard_file_ref> checkpoint(const shard_checkpoint_request& q);
   caf::error restore(const shard_checkpoint_header& h, const shard_file_ref& file,
                      const std::vector<parameter*>& params, const std::vector<shard_slice>& mine);
   // Forgets a restore (the set it came from was not taken after all).

@@ -34,7 +34,7 @@ caf::error shard_checkpoints::check_dirs() {
   return caf::none;
 }
 
-caf::expected<shard_set> shard_checkpoints::write(int64_t step) {
+caf::expected<shard_set> shard_checkpoints::write(int64_t step, const std::vector<uint64_t>& kept_steps) {
   shard_set set;
   set.count = static_cast<uint32_t>(remotes_.size());
   set.id = new_set_id();
@@ -42,7 +42,8 @@ caf::expected<shard_set> shard_checkpoints::write(int64_t step) {
   std::vector<caf::error> errors(remotes_.size());
   ps_.for_each_shard([&](int s) {
     const auto i = static_cast<size_t>(s);
-    auto file = remotes_[i]->checkpoint({static_cast<uint32_t>(s), set.count, static_cast<uint64_t>(step), set.id});
+    auto file = remotes_[i]->checkpoint(
+      {{static_cast<uint32_t>(s), set.count, static_cast<uint64_t>(step), set.id}, true, kept_steps});
     if (file) set.files[i] = std::move(*file);
     else errors[i] = file.error();
   });

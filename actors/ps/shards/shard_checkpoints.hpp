@@ -30,8 +30,11 @@ class shard_checkpoints {
   // Refuses shards without a --checkpoint-dir, naming the first one.
   caf::error check_dirs();
   // Every shard writes its slices as of `step`, all at once; the manifest
-  // for the coordinator's file once every shard has answered.
-  caf::expected<shard_set> write(int64_t step);
+  // for the coordinator's file once every shard has answered. `kept_steps`:
+  // the steps of the coordinator's files on disk, whose shard files the
+  // shards keep (and no other of theirs: a set that failed must not push
+  // an older complete one out).
+  caf::expected<shard_set> write(int64_t step, const std::vector<uint64_t>& kept_steps);
   // Makes `ck` (a set) loadable: with the set's shard count every shard
   // loads its own file (the next attach then sends nothing); with another
   // count the moments come whole from the set's files in `dir`

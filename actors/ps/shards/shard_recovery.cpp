@@ -50,11 +50,11 @@ caf::error wait_for_shard(const shard_recovery& how, size_t s, const std::string
   return caf::none;
 }
 
-bool any_lost(const shard_recovery& how) {
+}  // namespace
+
+bool any_shard_lost(const shard_recovery& how) {
   return std::any_of(how.remotes.begin(), how.remotes.end(), [](remote_shard* r) { return r->lost(); });
 }
-
-}  // namespace
 
 caf::error wait_for_lost_shards(const shard_recovery& how, const std::string& why) {
   std::vector<size_t> lost;
@@ -72,7 +72,7 @@ caf::error wait_for_lost_shards(const shard_recovery& how, const std::string& wh
 caf::error restore_shard_set(shard_checkpoints& own, const shard_recovery& how, checkpoint& ck,
                              std::deque<parameter>& params, const std::string& dir) {
   auto err = own.restore(ck, params, dir);
-  for (int again = 0; err && again < 3 && any_lost(how); ++again) {
+  for (int again = 0; err && again < 3 && any_shard_lost(how); ++again) {
     if (auto gone = wait_for_lost_shards(how, describe(err))) return gone;
     err = own.restore(ck, params, dir);
   }

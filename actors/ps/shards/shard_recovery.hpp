@@ -37,6 +37,10 @@ struct shard_recovery {
 // no loss to wait for: their error (`why`) stands.
 caf::error wait_for_lost_shards(const shard_recovery& how, const std::string& why);
 
+// Whether a shard's connection is gone now (a shard that answered with an
+// error, such as a failed write, is not lost).
+bool any_shard_lost(const shard_recovery& how);
+
 // `own.restore`, with a shard lost while it loads its file waited for and
 // the same set tried again, a few times at most: such a loss says nothing
 // about the set.

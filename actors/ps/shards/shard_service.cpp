@@ -238,15 +238,16 @@ shard_answer shard_service::moments() const {
 
 caf::expected<shard_answer> shard_service::checkpoint(const char* data, size_t size) {
   if (checkpoint_dir_.empty()) return fail("this shard has no --checkpoint-dir");
-  auto h = decode_shard_checkpoint_request(data, size);
-  if (!h) return h.error();
+  auto q = decode_shard_checkpoint_request(data, size);
+  if (!q) return q.error();
   std::vector<shard_checkpoint_slice> slices;
   for (size_t id = 0; id < store_.size(); ++id) {
     const auto& st = store_.slice(id);
     slices.push_back({static_cast<uint8_t>(st.where.axis), st.decay, full_shapes_[id].first, full_shapes_[id].second,
                       st.where.range.begin, st.where.range.end, &st.value, &st.adam_m, &st.adam_v});
   }
-  auto written = write_shard_checkpoint(checkpoint_dir_, *h, slices);
+  auto written = write_shard_checkpoint(checkpoint_dir_, q->header, slices,
+                                       q->listed ? std::optional(q->kept_steps) : std::nullopt);
   if (!written) return written.error();
   return shard_answer{shard_kind::checkpoint_file, encode(*written)};
 }
