@@ -112,6 +112,7 @@ def main():
             ax.set_ylabel("seconds per batch")
             ax.grid(True, which="both", alpha=0.3)
     axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
     save(fig, a.out, "relays")
     print(f"relay sweep: {a.out}/relays.json and relays.svg")
 
