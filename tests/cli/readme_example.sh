@@ -21,6 +21,9 @@ codes=$(grep -o "device exit codes: [0-9 ]*" <<<"$out" | cut -d: -f2 | xargs)
 lag=$(grep -o "exited [0-9.]* s after the ps" <<<"$out" | grep -o "[0-9.]*")
 [[ -n $lag ]] && python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 10 else 1)" "$lag" \
   && echo "ok: the devices were gone ${lag} s after the ps" || fail "devices exited ${lag:-?} s after the ps"
-left=$(pgrep -f -- "--connect=127.0.0.1:.* --profile=fast" || true)
+# This example's devices only: other tests may run devices of their own meanwhile.
+edge=$(grep -o "joined the device edge at 127.0.0.1:[0-9]*" <<<"$out" | grep -o "[0-9]*$" || true)
+[[ -n $edge ]] || fail "the example did not say which edge its devices joined"
+left=$(pgrep -f -- "--connect=127.0.0.1:${edge:-0} --profile=fast" || true)
 [[ -z $left ]] && echo "ok: no device process left" || fail "device processes left: $left"
 finish
