@@ -9,16 +9,16 @@
 namespace cleave {
 namespace {
 
-using clock_t_ = coordinator_watch::clock;
-const clock_t_::time_point t0{};
+using watch_clock = coordinator_watch::clock;
+const watch_clock::time_point t0{};
 
-clock_t_::time_point at(double seconds) {
-  return t0 + std::chrono::duration_cast<clock_t_::duration>(std::chrono::duration<double>(seconds));
+watch_clock::time_point at(double seconds) {
+  return t0 + std::chrono::duration_cast<watch_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 uint16_t kind(shard_kind k) { return static_cast<uint16_t>(k); }
 
-TEST(CoordinatorWatch, OnlyAttachRestoreAndFleetClaimTheShard) {
+TEST(coordinator_watch, only_attach_restore_and_fleet_claim_the_shard) {
   EXPECT_TRUE(claims_coordinator(kind(shard_kind::attach)));
   EXPECT_TRUE(claims_coordinator(kind(shard_kind::restore)));
   EXPECT_TRUE(claims_coordinator(kind(shard_kind::fleet)));
@@ -27,7 +27,7 @@ TEST(CoordinatorWatch, OnlyAttachRestoreAndFleetClaimTheShard) {
     EXPECT_FALSE(claims_coordinator(kind(k))) << kind(k);
 }
 
-TEST(CoordinatorWatch, ServesTheFirstConnectionThatClaimsIt) {
+TEST(coordinator_watch, serves_the_first_connection_that_claims_it) {
   coordinator_watch w(10);
   EXPECT_EQ(w.state(), coordinator_state::waiting);
   EXPECT_TRUE(w.admits(1));
@@ -45,7 +45,7 @@ TEST(CoordinatorWatch, ServesTheFirstConnectionThatClaimsIt) {
   EXPECT_EQ(w.closed(1, "peer", at(1)), coordinator_state::serving);
 }
 
-TEST(CoordinatorWatch, AnOrderlyEndFinishes) {
+TEST(coordinator_watch, an_orderly_end_finishes) {
   coordinator_watch w(10);
   w.accepted(3, true);
   w.finish(4);  // not the coordinator: ignored
@@ -59,7 +59,7 @@ TEST(CoordinatorWatch, AnOrderlyEndFinishes) {
   EXPECT_EQ(v.why(), "the coordinator ended the job");
 }
 
-TEST(CoordinatorWatch, AnOrphanWaitsForAnyCoordinatorUntilItsDeadline) {
+TEST(coordinator_watch, an_orphan_waits_for_any_coordinator_until_its_deadline) {
   coordinator_watch w(30);
   w.accepted(1, true);
   EXPECT_EQ(w.closed(1, "connection closed by peer", at(100)), coordinator_state::orphaned);
@@ -77,7 +77,7 @@ TEST(CoordinatorWatch, AnOrphanWaitsForAnyCoordinatorUntilItsDeadline) {
   EXPECT_EQ(w.deadline(), at(630));
 }
 
-TEST(CoordinatorWatch, AnOrphanExpiresWithOneLine) {
+TEST(coordinator_watch, an_orphan_expires_with_one_line) {
   coordinator_watch w(2.5);
   w.accepted(1, true);
   w.closed(1, "connection closed by peer", at(10));
@@ -92,14 +92,14 @@ TEST(CoordinatorWatch, AnOrphanExpiresWithOneLine) {
   EXPECT_EQ(w.state(), coordinator_state::expired);
 }
 
-TEST(CoordinatorWatch, ZeroTimeoutExpiresAtOnce) {
+TEST(coordinator_watch, zero_timeout_expires_at_once) {
   coordinator_watch w(0);
   w.accepted(1, true);
   EXPECT_EQ(w.closed(1, "connection closed by peer", at(5)), coordinator_state::expired);
   EXPECT_NE(w.why().find("within 0 s"), std::string::npos);
 }
 
-TEST(CoordinatorWatch, AWaitingShardNeverExpires) {
+TEST(coordinator_watch, a_waiting_shard_never_expires) {
   coordinator_watch w(1);
   EXPECT_EQ(w.closed(1, "peer", at(0)), coordinator_state::waiting);
   EXPECT_EQ(w.tick(at(1e6)), coordinator_state::waiting);
