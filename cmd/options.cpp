@@ -73,6 +73,7 @@ cleave_config::cleave_config() {
     .add(shards, "shards", "--role=ps: host:port,... of --role=ps-shard processes that own the parameters' slices and compute their products (on devices with --listen and shards started with --edge)")
     .add(edge, "edge", "--role=ps-shard: [host:]port of the shard's own device edge: devices its coordinator welcomed (--role=ps --shards --listen) take its tiles there")
     .add(shard_wait_seconds, "shard-wait-seconds", "--shards: a shard process lost mid-run is waited for this long (default 120) to listen again at its address; the run then rolls back to the newest checkpoint")
+    .add(coordinator_timeout, "coordinator-timeout", "--role=ps-shard: a coordinator whose connection closes without ending the job is waited for this long (default 300 s; 0: not at all), the shard's slices kept, then the shard exits 1")
     .add(detector, "detector", "--role=planner: host:port of a separate --role=detector process")
     .add(tls_cert, "tls-cert", "this node's certificate (PEM, from deploy/ca.sh): TLS on the device edge and mutual TLS between servers")
     .add(tls_key, "tls-key", "the private key of --tls-cert")
@@ -303,6 +304,8 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   if (auto e = positive("eval-tokens", c.eval_tokens)) return e;
   if (!(c.shard_wait_seconds >= 0) || c.shard_wait_seconds > 86400)
     return fail("--shard-wait-seconds must be between 0 and 86400");
+  if (!(c.coordinator_timeout >= 0) || c.coordinator_timeout > 86400)
+    return fail("--coordinator-timeout must be between 0 and 86400");
   o.eval_tokens = c.eval_tokens;
   if (c.eval_samples != 0) o.eval_samples = c.eval_samples;
   if (xc && ((c.role != "all" && c.role != "ps") || c.ps_shards != 1))

@@ -74,6 +74,7 @@ class cleave_config : public caf::actor_system_config {
   std::string shards;          // --role=ps: host:port,... of --role=ps-shard processes (no devices then)
   std::string edge;            // --role=ps-shard: [host:]port of its own device edge (devices the coordinator welcomed)
   double shard_wait_seconds = 120;  // --shards: how long to wait for a lost shard to listen again
+  double coordinator_timeout = 300;  // --role=ps-shard: how long an orphan waits for a coordinator
   std::string detector;        // --role=planner: host:port of a separate detector process
   // TLS: this node's certificate and key and the job's CA (deploy/ca.sh),
   // all three or none; the CA's revocation list is optional (the ps checks

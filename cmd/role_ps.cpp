@@ -3,10 +3,13 @@
 // detector itself, or with --planner uses a planner process (and that
 // planner's detector) over BASP on the server side.
 
+#include <chrono>
 #include <mutex>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
+#include "actors/planner/planner_actor.hpp"
 #include "cmd/roles.hpp"
 #include "cmd/training_run.hpp"
 #include "cmd/wiring.hpp"
@@ -31,12 +34,46 @@ void log_edge_counters(caf::actor_system& sys, const caf::actor& gateway) {
       [](caf::error&) {});
 }
 
+// A planner process may have outlived an earlier ps: its first quorum was
+// reached then, and the devices it still lists may be that ps's, gone with
+// it. So a ps over a planner process waits itself until `devices` devices
+// have joined the planner through this process's edge (their handles are
+// its own proxies), as a ps hosting its planner waits for its quorum.
+// `find` reaches the planner again when it does not answer (restarted).
+void wait_for_own_devices(caf::actor_system& sys, const std::function<caf::actor()>& planner,
+                          const std::function<caf::actor()>& find, int devices) {
+  bool said = false;
+  for (bool lost = false; !stop_requested();) {
+    int here = 0, elsewhere = 0;
+    caf::scoped_actor self{sys};
+    const caf::actor at = lost ? find() : planner();
+    lost = !at;
+    if (lost) continue;  // find waited for it already
+    self->request(at, std::chrono::seconds(2), caf::get_atom::value)
+      .receive(
+        [&](uint64_t, bool, const std::vector<fleet_member>& members, const std::vector<int32_t>&,
+            const std::vector<int32_t>&) {
+          for (const auto& m : members) (m.handle && m.handle.node() == sys.node() ? here : elsewhere) += 1;
+        },
+        [&](caf::error&) { lost = true; });
+    if (here >= devices) return;
+    if (elsewhere > 0 && !said) {
+      spdlog::info("ps: the planner process lists {} device(s) that did not join through this ps; waiting for {} "
+                   "of its own", elsewhere, devices);
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 // Trains with `run` once the device edge is open; closes it at the end. The
 // edge's proxies join devices to `join_planner`; the console shows `planner`.
+// With `own_quorum` the ps waits for run.devices devices of its own first.
 int train_behind_edge(caf::actor_system& sys, cleave_config& cfg, const train_options& opts, int threads,
                       fleet_run run, std::function<caf::actor()> join_planner,
-                      std::function<caf::actor()> planner, std::function<caf::actor()> detector) {
-  auto edge = open_edge(sys, cfg, std::move(join_planner));
+                      std::function<caf::actor()> planner, std::function<caf::actor()> detector,
+                      bool own_quorum = false) {
+  auto edge = open_edge(sys, cfg, join_planner);
   if (!edge) return runtime_error(describe(edge.error()));
   auto console = start_console(sys, cfg, planner, std::move(detector));
   if (!console) {
@@ -46,6 +83,7 @@ int train_behind_edge(caf::actor_system& sys, cleave_config& cfg, const train_op
   spdlog::info("ps: listening on port {} (the device edge: devices join here), waiting for {} device(s)",
                edge->listener.port, run.devices);
   run.console = *console;
+  if (own_quorum) wait_for_own_devices(sys, planner, join_planner, run.devices);
   const int rc = train_on_fleet(sys, cfg, opts, threads, run);
   if (*console) caf::anon_send_exit(*console, caf::exit_reason::user_shutdown);
   log_edge_counters(sys, edge->gateway);
@@ -93,7 +131,7 @@ int run_with_planner_process(cleave_config& cfg, const train_options& opts, int 
                });
   }
   return train_behind_edge(sys, cfg, opts, threads, run, find_planner, current_planner,
-                           [detector] { return detector; });
+                           [detector] { return detector; }, true);
 }
 
 }  // namespace

@@ -25,7 +25,10 @@ namespace {
 // welcome names the shards' edges).
 int coordinate_shard_fleet(cleave_config& cfg, const train_options& opts, int threads,
                            const std::vector<std::pair<std::string, uint16_t>>& shards) {
-  auto secret = make_job_secret();
+  // With checkpoints the secret is kept beside them: a coordinator restarted
+  // with --resume is then the same job to its shards (which kept waiting for
+  // it) and to the devices' proofs.
+  auto secret = opts.checkpoint_dir.empty() ? make_job_secret() : kept_job_secret(opts.checkpoint_dir, cfg.resume);
   if (!secret) return runtime_error(describe(secret.error()));
   const auto job = fleet_job(cfg, *secret);
   caf::actor_system sys{cfg};

@@ -2,8 +2,12 @@
 // listens on --listen for its coordinator (`--role=ps --shards=...`), holds
 // its slice of every parameter with gradients and AdamW moments, computes
 // its products on the local GEMM (or, with --edge, on the devices that join
-// its own device edge: actors/ps/shards/shard_fleet.hpp), and exits once its coordinator
-// leaves.
+// its own device edge: actors/ps/shards/shard_fleet.hpp), and exits 0 once its
+// coordinator ends the job. A coordinator that vanishes without ending it
+// (killed) is waited for up to --coordinator-timeout, the slices and the
+// device edge kept, so that one restarted with --resume finds the shard
+// where it was (actors/ps/shards/coordinator_watch.hpp); past that the
+// process exits 1 with the reason.
 // Every frame is capped and checked before anything is sized
 // (actors/transport, schema/shard_codec.hpp): a peer that sends garbage is
 // refused and closed, and the shard goes on serving. With --tls-* the link
@@ -112,10 +116,16 @@ int run_ps_shard(cleave_config& cfg) {
   if (!cfg.edge.empty()) fleet = std::make_unique<shard_fleet>(open_edge_site(sys, cfg, cfg.edge));
   // With devices, a product blocks its caller while tiles are out: a thread of its own.
   auto server = fleet ? sys.spawn<caf::detached>(shard_server_with_devices, static_cast<shard_devices*>(fleet.get()),
-                                                      cfg.checkpoint_dir)
-                      : sys.spawn(shard_server, cfg.checkpoint_dir);
+                                                      cfg.checkpoint_dir, cfg.coordinator_timeout)
+                      : sys.spawn(shard_server, cfg.checkpoint_dir, cfg.coordinator_timeout);
   auto ended = std::make_shared<std::atomic<bool>>(false);
-  server->attach_functor([ended] { ended->store(true); });
+  // Why the server quit, when not because the job ended (no coordinator came back).
+  auto failure = std::make_shared<std::string>();
+  server->attach_functor([ended, failure](const caf::error& reason) {
+    if (reason && reason != caf::exit_reason::normal && reason != caf::exit_reason::user_shutdown)
+      *failure = describe(reason);
+    ended->store(true);  // after *failure: the main thread reads it once it sees this
+  });
   auto link = shard_channel_options(endpoint->first);
   link.tls = *link_tls;
   if (!link.tls) warn_if_exposed(endpoint->first, "the PS shard's link");
@@ -128,7 +138,8 @@ int run_ps_shard(cleave_config& cfg) {
                link.tls ? ", under TLS" : "");
   stop_on_signals();
   while (!stop_requested() && !ended->load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  spdlog::info("ps-shard: {}; peak RSS {:.1f} MiB", ended->load() ? "done" : "stopping",
+  const bool expired = ended->load() && !failure->empty();
+  spdlog::info("ps-shard: {}; peak RSS {:.1f} MiB", expired ? "giving up" : ended->load() ? "done" : "stopping",
                static_cast<double>(peak_rss_bytes()) / (1 << 20));
   caf::anon_send_exit(listener->channel, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
@@ -137,7 +148,7 @@ int run_ps_shard(cleave_config& cfg) {
     for (int i = 0; i < 100 && !ended->load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (!ended->load()) (void) fleet.release();
   }
-  return 0;
+  return expired ? runtime_error(*failure) : 0;
 }
 
 }  // namespace cleave

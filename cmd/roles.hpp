@@ -20,7 +20,8 @@ int run_ps_coordinator(cleave_config& cfg, const train_options& opts, int thread
 
 // --role=ps-shard: one PS shard as its own process, serving the coordinator
 // that connects to --listen (and, with --edge, the devices it welcomed);
-// exits when that coordinator leaves.
+// exits 0 when that coordinator ends the job, and waits for another one
+// (--coordinator-timeout) when it vanishes without ending it.
 int run_ps_shard(cleave_config& cfg);
 
 // --role=planner / --role=detector: that service alone, published on

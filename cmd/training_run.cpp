@@ -56,7 +56,18 @@ struct train_extras {
   std::function<caf::expected<shard_set>(int64_t)> checkpoint_shards;
   std::function<bool()> shards_lost;
   std::function<caf::error(checkpoint&, std::deque<parameter>&)> restore_shards;
+  // However the run ends, before `processes` goes: shard processes are told
+  // the job is over (one that is not told waits for a coordinator to come back).
+  std::function<void()> end_job;
   std::vector<report_section> report;
+};
+
+// Calls a function when it goes out of scope.
+struct at_scope_end {
+  std::function<void()> f;
+  ~at_scope_end() {
+    if (f) f();
+  }
 };
 
 // Runs the training loop and writes the report. `fleet` holds one engine per
@@ -68,6 +79,9 @@ struct train_extras {
 int train(const cleave_config& cfg, const train_options& opts, int threads, int devices,
           const std::vector<distributed_gemm*>& fleet, const churn_handle& churn = {},
           const console_handle& console = {}, train_extras extras = {}) {
+  // Declared before the guard, so that the shards are told before they go.
+  std::unique_ptr<sharded_ps> shards = std::move(extras.processes);
+  const at_scope_end end_job{std::move(extras.end_job)};
   auto data = load_training_data(opts);
   if (!data) return runtime_error(describe(data.error()));
   std::vector<gemm_engine<float>*> shard_engines(fleet.begin(), fleet.end());
@@ -75,7 +89,6 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     shard_engines.assign(static_cast<size_t>(cfg.ps_shards), &default_gemm_engine<float>());
   // One shard: the engine multiplies and a local store updates. More: the
   // sharded PS is both, over the shards' engines.
-  std::unique_ptr<sharded_ps> shards = std::move(extras.processes);
   local_parameter_store local;
   if (!shards && shard_engines.size() > 1) shards = std::make_unique<sharded_ps>(shard_engines);
   parameter_store& store = shards                 ? static_cast<parameter_store&>(*shards)
@@ -155,6 +168,14 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   return 0;
 }
 
+// The shard processes this coordinator reached are told the job is over:
+// the ones not told would wait for a coordinator to come back.
+void end_shard_jobs(const std::vector<remote_shard*>& remotes) {
+  for (auto* r : remotes)
+    if (auto err = r->finish(); err && !r->lost())
+      spdlog::warn("ps: could not tell the PS shard at {} that the job is over: {}", r->address(), describe(err));
+}
+
 // --model=xc on devices: the output layer's model-lets on the fleet, the
 // rest of the model at the PS (no tiles: the xc model's products are small
 // and sparse, and evaluation scores the PS's copy locally).
@@ -228,19 +249,28 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
   std::vector<remote_shard*> remotes;
   for (const auto& [host, port] : at) {
     auto shard = remote_shard::connect(sys, host, port, connect_timeout, call_timeout, *tls);
-    if (!shard) return runtime_error(describe(shard.error()));
+    if (!shard) {
+      end_shard_jobs(remotes);
+      return runtime_error(describe(shard.error()));
+    }
     spdlog::info("ps: PS shard {} at {}:{}", remotes.size(), host, port);
     remotes.push_back(shard->get());
     list.shards.push_back(std::move(*shard));
   }
   if (hooks.before_training)
-    if (auto err = hooks.before_training(remotes)) return runtime_error(describe(err));
+    if (auto err = hooks.before_training(remotes)) {
+      end_shard_jobs(remotes);
+      return runtime_error(describe(err));
+    }
   auto ps = std::make_unique<sharded_ps>(std::move(list));
   // With a checkpoint directory every shard writes its own slices there.
   std::unique_ptr<shard_checkpoints> own;
   if (!opts.checkpoint_dir.empty()) {
     own = std::make_unique<shard_checkpoints>(*ps, remotes);
-    if (auto err = own->check_dirs()) return runtime_error(describe(err));
+    if (auto err = own->check_dirs()) {
+      end_shard_jobs(remotes);
+      return runtime_error(describe(err));
+    }
   }
   shard_recovery recovery{remotes, cfg.shard_wait_seconds, connect_timeout, hooks.shard_back};
   shard_process_report counts(remotes, *ps);
@@ -255,6 +285,7 @@ int train_with_shard_processes(caf::actor_system& sys, const cleave_config& cfg,
     };
   }
   extras.training_done = [&] { counts.training_done(); };
+  extras.end_job = [remotes] { end_shard_jobs(remotes); };
   extras.recover_shards = [&](const std::string& why) { return wait_for_lost_shards(recovery, why); };
   // The console's rows are what each shard says of itself, as the report gives it.
   extras.shard_status = [&](int64_t step) {

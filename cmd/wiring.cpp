@@ -7,6 +7,8 @@
 #include <iostream>
 #include <thread>
 
+#include <set>
+
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 #include <spdlog/spdlog.h>
@@ -137,11 +139,11 @@ std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices)
   };
 }
 
-caf::actor start_supervisor(caf::actor_system& sys, std::vector<child_spec> children) {
+caf::actor start_supervisor(caf::actor_system& sys, std::vector<child_spec> children, bool exit_when_it_fails) {
   auto sup = sys.spawn(supervisor_actor, supervisor_options{}, std::move(children));
   caf::scoped_actor self{sys};
   self->request(sup, caf::infinite, caf::get_atom::value).receive([](uint64_t) {}, [](caf::error&) {});
-  exit_process_when_it_fails(sys, sup);
+  if (exit_when_it_fails) exit_process_when_it_fails(sys, sup);
   return sup;
 }
 
@@ -237,6 +239,31 @@ caf::expected<uint16_t> publish_service(caf::actor_system& sys, const cleave_con
   if (cfg.tls()) return caf::openssl::publish(service, at.second, host, true);
   warn_if_exposed(at.first, "this BASP port");
   return sys.middleman().publish(service, at.second, host, true);
+}
+
+void unpublish_service(caf::actor_system& sys, const cleave_config& cfg, const caf::actor& service, uint16_t port) {
+  // Through the middleman actor itself: CAF 0.17's openssl::unpublish does not name the actor.
+  const auto& mm = cfg.tls() ? sys.openssl_manager().actor_handle() : sys.middleman().actor_handle();
+  caf::anon_send(mm, caf::unpublish_atom::value, service.address(), port);
+}
+
+caf::expected<caf::actor> remote_service_within(caf::actor_system& sys, const cleave_config& cfg,
+                                                const std::pair<std::string, uint16_t>& at, caf::timespan timeout) {
+  // remote_actor's own request to the middleman waits forever; this one does not.
+  const auto& mm = cfg.tls() ? sys.openssl_manager().actor_handle() : sys.middleman().actor_handle();
+  caf::scoped_actor self{sys};
+  caf::expected<caf::actor> out = caf::make_error(caf::sec::request_timeout);
+  self->request(mm, timeout, caf::connect_atom::value, at.first, at.second)
+    .receive(
+      [&](const caf::node_id&, caf::strong_actor_ptr& ptr, const std::set<std::string>&) {
+        if (ptr)
+          out = caf::actor_cast<caf::actor>(std::move(ptr));
+        else
+          out = caf::make_error(caf::sec::no_actor_published_at_port, "no actor published at port "
+                                                                          + std::to_string(at.second));
+      },
+      [&](caf::error& err) { out = std::move(err); });
+  return out;
 }
 
 caf::expected<caf::actor> remote_service(caf::actor_system& sys, const cleave_config& cfg,

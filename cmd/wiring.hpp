@@ -47,8 +47,9 @@ detector_options detector_opts(const cleave_config& cfg);
 std::vector<child_spec> control_plane(const cleave_config& cfg, int min_devices);
 
 // Spawns a supervisor over `children` and returns once the registry names
-// them; the process exits when the supervisor gives up.
-caf::actor start_supervisor(caf::actor_system& sys, std::vector<child_spec> children);
+// them; the process exits when the supervisor gives up, unless
+// `exit_when_it_fails` is false (the caller watches it then).
+caf::actor start_supervisor(caf::actor_system& sys, std::vector<child_spec> children, bool exit_when_it_fails = true);
 void stop(const caf::actor& supervisor);
 
 // The admin console (--admin=[host:]port): an actor holding the loop's
@@ -92,8 +93,14 @@ caf::expected<caf::actor> reach(double patience, const std::function<caf::expect
 caf::expected<uint16_t> publish_service(caf::actor_system& sys, const cleave_config& cfg,
                                         const caf::actor& service,
                                         const std::pair<std::string, uint16_t>& at);
+// Closes `port`, where publish_service put `service` (the port is free for another).
+void unpublish_service(caf::actor_system& sys, const cleave_config& cfg, const caf::actor& service, uint16_t port);
 caf::expected<caf::actor> remote_service(caf::actor_system& sys, const cleave_config& cfg,
                                          const std::pair<std::string, uint16_t>& at);
+// The same, giving up after `timeout` (a node that takes the connection and
+// never answers would hold remote_service forever).
+caf::expected<caf::actor> remote_service_within(caf::actor_system& sys, const cleave_config& cfg,
+                                                const std::pair<std::string, uint16_t>& at, caf::timespan timeout);
 // The same, retried with that patience.
 caf::expected<caf::actor> reach(caf::actor_system& sys, const cleave_config& cfg,
                                 const std::pair<std::string, uint16_t>& at, double patience);

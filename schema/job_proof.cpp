@@ -1,10 +1,16 @@
 #include "schema/job_proof.hpp"
 
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include "schema/atomic_file.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {
@@ -32,6 +38,36 @@ caf::expected<std::string> make_job_secret() {
   std::string secret(job_secret_bytes, '\0');
   if (RAND_bytes(reinterpret_cast<unsigned char*>(secret.data()), static_cast<int>(secret.size())) != 1)
     return fail("cannot draw the job's secret from the OS's generator");
+  return secret;
+}
+
+caf::expected<std::string> kept_job_secret(const std::string& dir, bool resume) {
+  const std::string path = dir + "/job-secret";
+  std::error_code ec;
+  if (resume && std::filesystem::exists(path, ec)) {
+    std::ifstream in(path, std::ios::binary);
+    char text[2 * job_secret_bytes + 2] = {};
+    in.read(text, sizeof(text));  // no more than a secret and its newline: the file may be anything
+    const auto n = static_cast<size_t>(in.gcount());
+    const size_t digits = n > 0 && text[n - 1] == '\n' ? n - 1 : n;
+    auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+    std::string secret(job_secret_bytes, '\0');
+    bool ok = digits == 2 * job_secret_bytes;
+    for (size_t i = 0; ok && i < job_secret_bytes; ++i) {
+      const int hi = nibble(text[2 * i]), lo = nibble(text[2 * i + 1]);
+      ok = hi >= 0 && lo >= 0;
+      secret[i] = static_cast<char>(hi * 16 + lo);
+    }
+    if (!ok) return fail(path + " does not hold a job's secret (" + std::to_string(2 * job_secret_bytes) + " hex digits)");
+    return secret;
+  }
+  auto secret = make_job_secret();
+  if (!secret) return secret;
+  const std::string text = hex(reinterpret_cast<const unsigned char*>(secret->data()), secret->size()) + "\n";
+  const mode_t old_mask = ::umask(077);
+  auto err = write_file_atomically(path, {text}, "job secret");
+  ::umask(old_mask);
+  if (err) return err;
   return secret;
 }
 

@@ -19,6 +19,12 @@ inline constexpr size_t job_secret_bytes = 32;
 
 // job_secret_bytes from the OS's generator.
 caf::expected<std::string> make_job_secret();
+// The job's secret kept in `dir` (a coordinator's --checkpoint-dir) as
+// `job-secret` (hex, readable by its owner only), so that a coordinator
+// restarted with --resume is the same job to its shards and the devices'
+// proofs: with `resume` and that file, the secret it holds (a malformed
+// file is an error); otherwise a new secret, written there first.
+caf::expected<std::string> kept_job_secret(const std::string& dir, bool resume);
 // The proof for `device` under `secret`: 64 hex digits.
 std::string prove_device(const std::string& secret, int32_t device);
 // What a device puts in its join to a shard (header-only: devices link no gateway).

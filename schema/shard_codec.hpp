@@ -28,6 +28,10 @@
 //   restore     the same, the file, the slices' cut   -> done
 //   has_checkpoint_dir (empty)                        -> done, or refused
 //               (schema/shard_checkpoint_file.hpp: the shard's own files)
+//   finish      (empty): the job is over              -> done; the shard
+//               exits 0 when the connection closes (a connection that closes
+//               without it leaves the shard waiting for a coordinator:
+//               actors/ps/shards/coordinator_watch.hpp)
 //
 // Any request may be answered by `refused` (a reason) instead. Requests and
 // answers longer than a frame travel as parts (schema/shard_parts.hpp).
@@ -58,6 +62,7 @@ enum class shard_kind : uint16_t {
   restore = 0x10B,  // small, but a cut of many parameters outgrows small_shard_frame_bytes
   has_checkpoint_dir = 0x10C,
   fleet = 0x10D,  // a shard that feeds devices (actors/ps/shards/shard_fleet.hpp)
+  finish = 0x10E,  // the coordinator ends the job
   // answers
   done = 0x181,
   tensors = 0x182,

@@ -229,6 +229,32 @@ TEST(shard_service, refuses_out_of_order_hostile_and_misfit_requests_without_thr
                  .empty());
 }
 
+// A coordinator that vanished (coordinator_lost): the slices stay, but
+// nothing touches them until a coordinator attaches (or restores) again, and
+// a request left half in parts is dropped. `finish` is answered done.
+TEST(shard_service, a_lost_coordinator_leaves_the_slices_unused_until_the_next_attach) {
+  shard_service svc;
+  const auto attach = encode_shard_attach(two_slices());
+  ASSERT_EQ(svc.handle(static_cast<uint16_t>(shard_kind::attach), attach.data(), attach.size()).kind,
+            shard_kind::done);
+  ASSERT_EQ(svc.handle(static_cast<uint16_t>(shard_kind::zero_grads), nullptr, 0).kind, shard_kind::done);
+  // Half a request in parts, then the coordinator is gone.
+  const auto first = encode_shard_part(static_cast<uint16_t>(shard_kind::attach), attach, 0, 16);
+  ASSERT_EQ(svc.handle(static_cast<uint16_t>(shard_kind::part), first.data(), first.size()).kind, shard_kind::done);
+  svc.coordinator_lost();
+  EXPECT_FALSE(svc.attached());
+  EXPECT_EQ(svc.store().size(), 2u);  // kept
+  for (auto k : {shard_kind::zero_grads, shard_kind::moments, shard_kind::checkpoint})
+    EXPECT_EQ(refusal_of(svc.handle(static_cast<uint16_t>(k), nullptr, 0)), "no parameters attached yet");
+  // The next coordinator's attach is whole, not the rest of the dropped parts.
+  ASSERT_EQ(svc.handle(static_cast<uint16_t>(shard_kind::attach), attach.data(), attach.size()).kind,
+            shard_kind::done);
+  EXPECT_TRUE(svc.attached());
+  EXPECT_EQ(svc.handle(static_cast<uint16_t>(shard_kind::zero_grads), nullptr, 0).kind, shard_kind::done);
+  EXPECT_EQ(svc.handle(static_cast<uint16_t>(shard_kind::finish), nullptr, 0).kind, shard_kind::done);
+  EXPECT_EQ(shard_frame_cap(static_cast<uint16_t>(shard_kind::finish), 1 << 30), small_shard_frame_bytes);
+}
+
 // The service's products, gradients and update against a local_shard given
 // the same slices: the same bits (a shard process and a shard thread agree).
 TEST(shard_service, computes_what_the_in_process_shard_computes) {

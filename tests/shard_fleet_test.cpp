@@ -10,9 +10,13 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 #include <string>
 #include <vector>
+
+#include <sys/stat.h>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -73,6 +77,39 @@ TEST(shard_fleet, job_proof) {
   EXPECT_FALSE(check_job_token("", job_token(12, proof))) << "a shard with no job admits nobody";
   for (const char* bad : {"", "job:", "job::abc", "job:x:abc", "job:99999999999:abc", "token", "job:12"})
     EXPECT_FALSE(check_job_token(*secret, bad)) << bad;
+}
+
+// A coordinator's job secret kept in its --checkpoint-dir: a restart with
+// --resume reads it back (its proofs hold), one without draws a new one;
+// the file is its owner's only, and a file that is not a secret is refused.
+TEST(shard_fleet, job_secret_kept_for_resume) {
+  char tmpl[] = "/tmp/cleave-secret-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl, path = dir + "/job-secret";
+  auto first = kept_job_secret(dir, false);
+  ASSERT_TRUE(first) << describe(first.error());
+  ASSERT_EQ(first->size(), job_secret_bytes);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto again = kept_job_secret(dir, true);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, *first);
+  EXPECT_TRUE(check_job_token(*again, job_token(3, prove_device(*first, 3)))) << "a proof from before the restart";
+  auto fresh = kept_job_secret(dir, false);
+  ASSERT_TRUE(fresh);
+  EXPECT_NE(*fresh, *first);
+  EXPECT_EQ(*kept_job_secret(dir, true), *fresh);
+  for (const std::string bad : {std::string(""), std::string(64, 'g'), std::string(63, 'a'), std::string(65, 'a'),
+                                std::string(64, 'A'), std::string(1 << 20, 'a')}) {
+    { std::ofstream(path, std::ios::trunc) << bad; }
+    auto refused = kept_job_secret(dir, true);
+    ASSERT_FALSE(refused) << bad.size();
+    EXPECT_NE(describe(refused.error()).find("does not hold a job's secret"), std::string::npos);
+  }
+  { std::ofstream(path, std::ios::trunc) << std::string(64, 'a') << "\n"; }
+  EXPECT_EQ(*kept_job_secret(dir, true), std::string(job_secret_bytes, '\xaa'));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(shard_fleet, fleet_request) {

@@ -10,6 +10,7 @@
 #include <caf/all.hpp>
 #include <gtest/gtest.h>
 
+#include "actors/supervisor/backoff.hpp"
 #include "actors/supervisor/supervisor.hpp"
 
 using namespace cleave;
@@ -112,4 +113,23 @@ TEST_F(supervision, children_stop_with_their_supervisor) {
     self->receive([&](const caf::down_msg&) { ++downs; },
                   caf::after(std::chrono::seconds(5)) >> [] {});
   EXPECT_EQ(downs, 2);
+}
+
+// The wait before a planner process starts its planner again (cmd/role_service.cpp).
+TEST(backoff, doubles_up_to_its_cap_and_starts_over_after_a_success) {
+  backoff b(0.25, 2, 5);
+  EXPECT_DOUBLE_EQ(b.next(), 0.25);
+  EXPECT_DOUBLE_EQ(b.next(), 0.5);
+  EXPECT_DOUBLE_EQ(b.next(), 1.0);
+  EXPECT_DOUBLE_EQ(b.next(), 2.0);
+  EXPECT_DOUBLE_EQ(b.next(), 4.0);
+  EXPECT_DOUBLE_EQ(b.next(), 5.0);
+  for (int i = 0; i < 1000; ++i) EXPECT_DOUBLE_EQ(b.next(), 5.0);  // no overflow however long it fails
+  EXPECT_EQ(b.failures(), 1006);
+  b.reset();
+  EXPECT_EQ(b.failures(), 0);
+  EXPECT_DOUBLE_EQ(b.next(), 0.25);
+  backoff flat(1, 1, 1);
+  EXPECT_DOUBLE_EQ(flat.next(), 1);
+  EXPECT_DOUBLE_EQ(flat.next(), 1);
 }

@@ -272,6 +272,16 @@ caf::error remote_shard::restore(const shard_checkpoint_header& h, const shard_f
   return {};
 }
 
+caf::error remote_shard::finish() {
+  if (lost()) return fail("the PS shard at " + address_ + " is gone");
+  // Short: the job is over whatever the shard says, and a hung one must not hold this process.
+  auto frame = client_->call(static_cast<uint16_t>(shard_kind::finish), ++tag_, {}, std::chrono::seconds(10));
+  if (!frame) return fail("the PS shard at " + address_ + ": " + describe(frame.error()));
+  if (frame->kind != static_cast<uint16_t>(shard_kind::done))
+    return fail("the PS shard at " + address_ + " answered the end of the job with kind " + std::to_string(frame->kind));
+  return {};
+}
+
 caf::expected<shard_stats> remote_shard::stats() {
   auto frame = call(shard_kind::stats, {}, shard_kind::stats_answer);
   if (!frame) return frame.error();

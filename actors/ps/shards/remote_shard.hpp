@@ -44,6 +44,9 @@ class remote_shard final : public ps_shard {
   // The coordinator computes the products that stay whole itself.
   bool computes_here(gemm_tag, int64_t, int64_t, int64_t) override { return true; }
 
+  // Tells the shard process the job is over, so that it exits (0) when this
+  // connection closes instead of waiting for a coordinator to come back.
+  caf::error finish();
   // Whether the connection to the shard process is gone (it died or closed it).
   bool lost() const { return client_->closed(); }
   // A new connection to the same address, for a shard process started

@@ -32,9 +32,13 @@ caf::error wait_for_shard(const shard_recovery& how, size_t s, const std::string
     auto err = shard.reconnect(how.connect_timeout);
     if (!err && how.shard_back) {
       if (auto back = how.shard_back(s, shard)) {
-        if (back == caf::sec::invalid_argument && !refused) {
-          spdlog::warn("ps: PS shard {}: {}; still waiting", s, describe(back));
-          refused = back;
+        if (back == caf::sec::invalid_argument) {
+          // Told the job is over, it exits instead of waiting for a coordinator of its own.
+          (void) shard.finish();
+          if (!refused) {
+            spdlog::warn("ps: PS shard {}: {}; still waiting", s, describe(back));
+            refused = back;
+          }
         }
         err = std::move(back);
       }

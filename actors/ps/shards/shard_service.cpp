@@ -55,6 +55,13 @@ shard_answer shard_service::handle(uint16_t kind, const char* data, size_t size)
   return answer;
 }
 
+void shard_service::coordinator_lost() {
+  attached_ = false;
+  incoming_.reset();
+  outgoing_ = {};
+  outgoing_offset_ = 0;
+}
+
 shard_answer shard_service::take_part(const char* data, size_t size) {
   auto refuse = [](const caf::error& why) { return shard_answer{shard_kind::refused, encode_shard_refusal(describe(why))}; };
   auto part = decode_shard_part(data, size);
@@ -112,6 +119,7 @@ shard_answer shard_service::answer_to(uint16_t kind, const char* data, size_t si
       case shard_kind::moments: answer = moments(); break;
       case shard_kind::checkpoint: answer = checkpoint(data, size); break;
       case shard_kind::restore: answer = restore(data, size); break;
+      case shard_kind::finish: answer = shard_answer{}; break;
       case shard_kind::has_checkpoint_dir:
         if (checkpoint_dir_.empty()) answer = fail("this shard has no --checkpoint-dir");
         else answer = shard_answer{};

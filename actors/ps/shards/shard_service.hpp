@@ -30,6 +30,10 @@ class shard_service {
   // request before it and of every answer but its own.
   shard_answer handle(uint16_t kind, const char* data, size_t size);
   bool attached() const { return attached_; }
+  // Its coordinator is gone without ending the job: the slices stay, but
+  // nothing uses them until a coordinator attaches or restores again, and a
+  // request left in parts is dropped.
+  void coordinator_lost();
   // Where checkpoint requests write this shard's slices and restore
   // requests read them (--checkpoint-dir); empty: both are refused.
   void set_checkpoint_dir(std::string dir) { checkpoint_dir_ = std::move(dir); }
