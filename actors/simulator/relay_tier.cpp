@@ -50,7 +50,6 @@ uint32_t relay_tier::need(uint32_t r, uint32_t shard, uint32_t entry, const rela
     auto [it, fresh] = waiting_[r].try_emplace(b.key);
     it->second.entries.push_back(entry);
     if (!fresh) continue;  // on its way for another device
-    it->second.bytes = b.bytes;
     lanes_[r * shards_ + shard].queued.emplace_back(b, priority);
   }
   missing_[entry] = missing;

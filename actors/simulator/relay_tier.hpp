@@ -95,8 +95,7 @@ class relay_tier {
 
  private:
   struct pending {
-    uint64_t bytes = 0;
-    std::vector<uint32_t> entries;
+    std::vector<uint32_t> entries;  // waiting for the block
   };
   struct lane {  // one relay's traffic with one shard
     std::deque<std::pair<relay_block, uint64_t>> queued;  // fetches, with priority
