@@ -192,6 +192,13 @@ int main(int argc, char** argv) {
     }
     return run_all(cfg, *opts, threads);
   }
+  // An edge's traffic is many small messages (a heartbeat is four actor
+  // messages). Work stealing's idle workers poll, sleeping 50 us at a time,
+  // and each wake is a context switch: 1,000 swarm devices cost a waiting
+  // ps 0.18 of a core that way, 0.06 with a shared queue whose idle workers
+  // block (bench/swarm/run.sh).
+  if ((cfg.role == "ps" || cfg.role == "ps-shard") && !sets_scheduler_policy(argc, argv))
+    cfg.set("scheduler.policy", caf::atom("sharing"));
   if (cfg.role == "ps" && !cfg.shards.empty()) return run_ps_coordinator(cfg, *opts, threads);
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
   if (cfg.role == "ps-shard") return run_ps_shard(cfg);

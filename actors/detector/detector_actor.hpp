@@ -27,6 +27,7 @@ struct detector_state {
   detector_options opts;
   std::map<int32_t, watched_device> devices;
   std::vector<caf::actor> subscribers;
+  delay_histogram heartbeat_delay;  // edge heartbeats: read at the edge -> handled here
   static inline const char* name = "cleave.detector";
 };
 

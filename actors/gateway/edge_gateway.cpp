@@ -212,7 +212,7 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
         return std::move(f.payload);
       }
       if (f.kind == edge_heartbeat) {
-        self->send(c.proxy, heartbeat_atom::value);
+        self->send(c.proxy, heartbeat_atom::value, f.received_ns);
         if (d.verdict == rate_verdict::pass) return std::move(f.payload);
       }
       auto rp = self->make_response_promise<std::vector<char>>();

@@ -253,7 +253,8 @@ void deliver(bulk_broker* self, connection& c, uint16_t kind, uint64_t tag,
   auto id = c.id;
   uint64_t len = payload.size();
   ++c.at_sink;
-  bulk_frame f{kind, tag, id, std::move(payload)};
+  bulk_frame f{kind, tag, id, std::move(payload),
+               std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count()};
   auto h = self->request(self->state.sink, caf::infinite, bulk_frame_atom::value, std::move(f));
   self->add_multiplexed_response_handler(
     h.id(), caf::behavior{[=]() { on_consumed(self, id, len); },

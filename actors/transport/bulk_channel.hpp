@@ -83,6 +83,9 @@ struct bulk_frame {
   uint64_t tag = 0;
   uint64_t conn = 0;  // connection id within the channel that received it
   std::vector<char> payload;
+  // When the broker had the whole frame (steady clock, ns since its epoch):
+  // how long the frame then waited in this process is now minus this.
+  int64_t received_ns = 0;
 
   // The payload as floats (malloc'd buffers are suitably aligned). Sizes that
   // are not a multiple of 4 have no float view: float_count() == 0.
@@ -93,7 +96,8 @@ struct bulk_frame {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, bulk_frame& x) {
-  return f(caf::meta::type_name("cleave::bulk_frame"), x.kind, x.tag, x.conn, x.payload);
+  return f(caf::meta::type_name("cleave::bulk_frame"), x.kind, x.tag, x.conn, x.payload,
+           x.received_ns);
 }
 
 // A send buffer with room for the frame header in front of the payload. The
