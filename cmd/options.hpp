@@ -8,6 +8,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/expected.hpp>
 
+#include "actors/detector/heartbeat_interval.hpp"
 #include "schema/endpoint.hpp"
 #include "training/trainer.hpp"
 
@@ -101,7 +102,7 @@ class cleave_config : public caf::actor_system_config {
   // max_devices / interval within it (actors/detector/heartbeat_interval.hpp).
   int max_devices = 256;
   static constexpr int max_max_devices = 100000;
-  double heartbeat_rate = 4000;
+  double heartbeat_rate = default_heartbeat_rate;
   double progress_seconds = 5;
   // churn and recovery
   std::string churn;           // --role=all: churn schedule file

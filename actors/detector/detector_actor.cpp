@@ -107,7 +107,16 @@ detector_handle::behavior_type detector_actor(detector_handle::stateful_pointer<
     [=](tick_atom) {
       auto& st = self->state;
       const double now = now_seconds(self);
+      const double gap = st.last_tick < 0 ? 0 : now - st.last_tick;
+      st.last_tick = now;
+      if (gap > st.opts.check_seconds + st.opts.local_pause_seconds) {
+        st.judge_from = now + st.opts.heartbeat_seconds;
+        if (++st.pauses == 1 || st.pauses % 100 == 0)
+          spdlog::info("detector: this process was paused for {:.0f} ms ({} time(s) so far); no verdicts "
+                       "for one heartbeat interval", (gap - st.opts.check_seconds) * 1e3, st.pauses);
+      }
       for (auto& [id, dev] : st.devices) {
+        if (now < st.judge_from) break;
         if (dev.dead || dev.quarantined) continue;
         const double phi = dev.level.phi(now);
         const double silence = now - dev.level.last_heartbeat();
