@@ -21,8 +21,9 @@ ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)
 
+: > ps.log
 "$build/cmd/cleave" --role=ps --listen=127.0.0.1:0 --admin=127.0.0.1:0 --min-devices=1000000 \
-  --max-devices=$((devices + 100)) --log-level=info "$@" > ps.log 2>&1 &
+  --max-devices="$devices" --log-level=info "$@" > ps.log 2>&1 &
 ps=$!; pids+=("$ps")
 port="" admin=""
 for _ in $(seq 1 200); do
