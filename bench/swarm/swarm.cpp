@@ -153,7 +153,8 @@ int main(int argc, char** argv) {
   transport::add_transport_message_types(cfg);
   cfg.load<caf::io::middleman>();
   cfg.set("scheduler.max-threads", args->threads);
-  cfg.set("logger.verbosity", caf::atom("quiet"));
+  cfg.set("logger.file-verbosity", caf::atom("quiet"));
+  cfg.set("logger.console-verbosity", caf::atom("quiet"));
   caf::actor_system sys{cfg};
 
   auto joined = std::make_shared<std::atomic<int>>(0);
