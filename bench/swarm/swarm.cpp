@@ -241,9 +241,12 @@ int main(int argc, char** argv) {
     if (!commanded && seconds_since(began) >= args->after) {
       commanded = true;
       size_t i = static_cast<size_t>(args->liars);
+      // A stalled device is its connection without the device behind it: no
+      // heartbeats, no answers, the socket open (a real device refuses the
+      // emulated hang_atom). The ps should suspect it, then declare it dead.
       for (int k = 0; k < args->stall && i < fleet.size(); ++k, ++i) {
         fleet[i].bidden = true;
-        if (fleet[i].device) self->send(fleet[i].device, hang_atom::value);
+        if (fleet[i].device) self->send_exit(fleet[i].device, caf::exit_reason::kill);
       }
       for (int k = 0; k < args->drop && i < fleet.size(); ++k, ++i) {
         fleet[i].bidden = true;
