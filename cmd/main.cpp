@@ -11,6 +11,8 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/detector/heartbeat_interval.hpp"
+#include "actors/transport/fd_limit.hpp"
 #include "cmd/options.hpp"
 #include "cmd/roles.hpp"
 #include "schema/errors.hpp"
@@ -137,6 +139,20 @@ int main(int argc, char** argv) {
   if (cfg.failure_policy != "continue" && cfg.failure_policy != "restart")
     return usage_error("--failure-policy must be continue or restart");
   if (!(cfg.reconnect_seconds >= 0)) return usage_error("--reconnect-seconds must be >= 0");
+  if (cfg.max_devices < 1 || cfg.max_devices > cleave_config::max_max_devices)
+    return usage_error("--max-devices must be in [1, " + std::to_string(cleave_config::max_max_devices) + "]");
+  if (!(cfg.heartbeat_rate >= 0)) return usage_error("--heartbeat-rate must be >= 0 (0: no budget)");
+  if (cfg.role != "device") {  // a device takes its interval from the welcome
+    const double asked = cfg.heartbeat;
+    cfg.heartbeat = fleet_heartbeat_seconds(asked, static_cast<size_t>(cfg.max_devices), cfg.heartbeat_rate);
+    if (cfg.heartbeat != asked)
+      spdlog::info("heartbeats every {:.3g} s, not {:.3g}: {} devices at most send {:.0f}/s "
+                   "(--max-devices, --heartbeat-rate)", cfg.heartbeat, asked, cfg.max_devices,
+                   fleet_heartbeat_rate(cfg.heartbeat, static_cast<size_t>(cfg.max_devices)));
+  }
+  if (cfg.role == "ps" || cfg.role == "ps-shard")  // an edge's connections, and room for the rest
+    if (auto err = transport::ensure_fd_limit(static_cast<size_t>(cfg.max_devices) + 256))
+      spdlog::warn("--max-devices={}: {}", cfg.max_devices, describe(err));
   const int tls_parts = !cfg.tls_cert.empty() + !cfg.tls_key.empty() + !cfg.tls_ca.empty();
   if (tls_parts != 0 && tls_parts != 3) return usage_error("--tls-cert, --tls-key and --tls-ca go together");
   if (!cfg.tls_crl.empty() && tls_parts == 0) return usage_error("--tls-crl needs --tls-cert, --tls-key and --tls-ca");
@@ -176,6 +192,13 @@ int main(int argc, char** argv) {
     }
     return run_all(cfg, *opts, threads);
   }
+  // An edge's traffic is many small messages (a heartbeat is four actor
+  // messages). Work stealing's idle workers poll, sleeping 50 us at a time,
+  // and each wake is a context switch: 1,000 swarm devices cost a waiting
+  // ps 0.18 of a core that way, 0.06 with a shared queue whose idle workers
+  // block (bench/swarm/run.sh).
+  if ((cfg.role == "ps" || cfg.role == "ps-shard") && !sets_scheduler_policy(argc, argv))
+    cfg.set("scheduler.policy", caf::atom("sharing"));
   if (cfg.role == "ps" && !cfg.shards.empty()) return run_ps_coordinator(cfg, *opts, threads);
   if (cfg.role == "ps") return run_ps(cfg, *opts, threads);
   if (cfg.role == "ps-shard") return run_ps_shard(cfg);

@@ -8,6 +8,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/expected.hpp>
 
+#include "actors/detector/heartbeat_interval.hpp"
 #include "schema/endpoint.hpp"
 #include "training/trainer.hpp"
 
@@ -98,6 +99,12 @@ class cleave_config : public caf::actor_system_config {
   bool pipelined_devices = false;     // --role=plan: devices overlap transfers with compute
   int max_tiles_per_device = 4;  // planner: tiles of one GEMM a device may get
   double heartbeat = 0.1;      // seconds between device heartbeats
+  // The device edge's connection cap, and the heartbeats/s the ps affords a
+  // full edge: the heartbeat interval stretches past --heartbeat to keep
+  // max_devices / interval within it (actors/detector/heartbeat_interval.hpp).
+  int max_devices = 256;
+  static constexpr int max_max_devices = 100000;
+  double heartbeat_rate = default_heartbeat_rate;
   double progress_seconds = 5;
   // churn and recovery
   std::string churn;           // --role=all: churn schedule file

@@ -17,6 +17,7 @@
 #include "actors/console/controls.hpp"
 #include "actors/console/http_endpoint.hpp"
 #include "actors/detector/detector_actor.hpp"
+#include "actors/detector/heartbeat_interval.hpp"
 #include "cmd/roles.hpp"
 #include "schema/errors.hpp"
 
@@ -111,8 +112,8 @@ caf::expected<fleet_relays> planned_relays(const cleave_config& cfg, size_t devi
 }
 
 detector_options detector_opts(const cleave_config& cfg) {
-  detector_options o;
-  o.heartbeat_seconds = cfg.heartbeat;
+  // cfg.heartbeat is already the fleet's interval (main: --max-devices).
+  detector_options o = detector_for_interval({}, cfg.heartbeat);
   o.suspect_phi = cfg.suspect_phi;
   o.dead_phi = cfg.dead_phi;
   o.dead_min_silence_seconds = 3.5 * cfg.heartbeat;
@@ -190,6 +191,7 @@ caf::expected<edge_endpoint> open_edge(caf::actor_system& sys, const cleave_conf
   edge_options eo;
   eo.planner = std::move(planner);
   eo.heartbeat_seconds = cfg.heartbeat;
+  eo.max_connections = static_cast<size_t>(cfg.max_devices);
   if (!cfg.join_tokens.empty()) {
     auto tokens = join_tokens::load(cfg.join_tokens);
     if (!tokens) return tokens.error();

@@ -12,6 +12,7 @@
 #include "actors/console/http_get.hpp"
 #include "actors/console/metrics_view.hpp"
 #include "actors/console/status_table.hpp"
+#include "actors/console/console_view.hpp"
 #include "schema/errors.hpp"
 
 using namespace cleave;
@@ -193,3 +194,22 @@ TEST(http_get, says_why_it_got_nothing) {
 }
 
 }  // namespace
+
+TEST(metrics_view, renders_the_heartbeat_wait_as_a_histogram) {
+  delay_histogram h;
+  h.record(5e-6);
+  h.record(3e-4);
+  h.record(30);
+  const auto doc = render_heartbeat_delay(h);
+  EXPECT_EQ(doc["count"], 3);
+  EXPECT_DOUBLE_EQ(doc["p50_seconds"].get<double>(), 5e-4);
+  EXPECT_TRUE(doc["p99_seconds"].is_null());  // past the last bound: JSON has no +Inf
+  const auto text = render_metrics({{"heartbeat_delay", doc}});
+  EXPECT_NE(text.find("# TYPE cleave_heartbeat_delay_seconds histogram\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cleave_heartbeat_delay_seconds_bucket{le=\"1e-05\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cleave_heartbeat_delay_seconds_bucket{le=\"0.0005\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cleave_heartbeat_delay_seconds_bucket{le=\"10.0\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cleave_heartbeat_delay_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cleave_heartbeat_delay_seconds_count 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("cleave_heartbeat_delay_seconds_sum 30.000305"), std::string::npos) << text;
+}

@@ -127,6 +127,49 @@ TEST(Window, CreditBatchingAndIdleFlush) {
   EXPECT_EQ(rw.outstanding(), 0u);
 }
 
+TEST(Window, LazyCreditWaitsOnAnIdleSinkUntilItIsWorthAFrame) {
+  receive_window rw(uint64_t{1} << 20);
+  const uint64_t lazy = 3 * frame_cost(0);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_FALSE(rw.admit(0));
+    rw.consumed(0);
+    EXPECT_EQ(rw.take_credit(true, lazy), 0u);  // a heartbeat's credit waits
+  }
+  ASSERT_FALSE(rw.admit(0));
+  rw.consumed(0);
+  EXPECT_EQ(rw.take_credit(true, lazy), lazy);  // then all of it goes in one frame
+  EXPECT_EQ(rw.outstanding(), 0u);
+  ASSERT_FALSE(rw.admit(0));
+  rw.consumed(0);
+  EXPECT_EQ(rw.take_credit(true), frame_cost(0));  // without lazy: at once, as before
+}
+
+TEST(BulkChannel, LazyCreditNeverBlocksThePeersLargestFrame) {
+  node n;
+  auto col = std::make_shared<collector>();
+  bulk_options opts;
+  opts.max_payload = 64 << 10;
+  opts.lazy_credit_bytes = 4 * frame_cost(0);
+  opts.receive_window = frame_cost(opts.max_payload);  // too small for the credit held back
+  EXPECT_FALSE(spawn_bulk_listener(*n.sys, 0, n.sink(col), opts));
+  opts.receive_window = frame_cost(opts.max_payload) + opts.lazy_credit_bytes;
+  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  ASSERT_TRUE(lst);
+  n.actors.push_back(lst->channel);
+  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  ASSERT_TRUE(ch);
+  n.actors.push_back(*ch);
+  // Heartbeat-like frames whose credit the listener keeps, each time a
+  // largest frame on top: it is never stuck behind the held credit.
+  size_t expected = 0;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 3; ++i) ASSERT_FALSE(send_frame(*n.sys, *ch, 4, 0, {}));
+    ASSERT_FALSE(send_frame(*n.sys, *ch, 5, round, pattern(opts.max_payload, round)));
+    expected += 4;
+    ASSERT_TRUE(col->wait([&] { return col->frames.size() == expected; })) << "round " << round;
+  }
+}
+
 TEST(Window, OversizeFrameAllowedOnlyWhenNothingOutstanding) {
   receive_window rw(1 << 16);
   EXPECT_FALSE(rw.admit(1 << 20));  // alone: fine

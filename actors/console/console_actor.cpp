@@ -42,11 +42,13 @@ void subscribe(console_ptr self, const caf::actor& planner) {
   caf::unsafe_send_as(self, planner, subscribe_atom::value, caf::actor_cast<caf::actor>(self));
 }
 
-std::string render(console_ptr self, const planner_view& pv,
-                   const std::vector<device_health>& health) {
+std::string render(console_ptr self, const planner_view& pv, const std::vector<device_health>& health,
+                   const delay_histogram* heartbeat_delay = nullptr) {
   const auto& st = self->state;
   const control_view controls{st.controls_enabled, st.loop_view, st.checkpoint_pending};
-  return render_console(st.training, pv, health, st.events, controls).dump(2);
+  auto doc = render_console(st.training, pv, health, st.events, controls);
+  if (heartbeat_delay && heartbeat_delay->total > 0) doc["heartbeat_delay"] = render_heartbeat_delay(*heartbeat_delay);
+  return doc.dump(2);
 }
 
 void answer(console_ptr self, caf::typed_response_promise<std::string> rp, const planner_view& pv) {
@@ -59,8 +61,13 @@ void answer(console_ptr self, caf::typed_response_promise<std::string> rp, const
     return;
   }
   self->request(detector, ask_timeout, caf::get_atom::value)
-    .then([=](std::vector<device_health>& health) mutable { rp.deliver(render(self, pv, health)); },
-          [=](caf::error&) mutable { rp.deliver(render(self, pv, {})); });
+    .then(
+      [=](std::vector<device_health>& health) mutable {
+        self->request(detector, ask_timeout, caf::get_atom::value, heartbeat_atom::value)
+          .then([=](const delay_histogram& d) mutable { rp.deliver(render(self, pv, health, &d)); },
+                [=](caf::error&) mutable { rp.deliver(render(self, pv, health)); });
+      },
+      [=](caf::error&) mutable { rp.deliver(render(self, pv, {})); });
 }
 
 // The plans come with the registry; a planner that answers the one and not

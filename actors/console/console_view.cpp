@@ -1,5 +1,7 @@
 #include "actors/console/console_view.hpp"
 
+#include <cmath>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -88,6 +90,23 @@ nlohmann::json render_console(const nlohmann::json& training, const planner_view
                         {"checkpoint_pending", controls.checkpoint_pending}}},
           {"events", std::move(log)},
           {"events_dropped", events.dropped()}};
+}
+
+nlohmann::json render_heartbeat_delay(const delay_histogram& d) {
+  nlohmann::json buckets = nlohmann::json::array();
+  uint64_t below = 0;
+  for (size_t i = 0; i < d.counts.size(); ++i) {
+    below += d.counts[i];
+    nlohmann::json le = i < delay_histogram::finite_buckets ? nlohmann::json(delay_histogram::bounds[i])
+                                                             : nlohmann::json("+Inf");
+    buckets.push_back({{"le", le}, {"count", below}});
+  }
+  auto q = [&](double p) {  // JSON has no infinity: past the last bound is null
+    const double v = d.quantile(p);
+    return std::isinf(v) ? nlohmann::json() : nlohmann::json(v);
+  };
+  return {{"count", d.total}, {"sum_seconds", d.sum_seconds}, {"p50_seconds", q(0.5)},
+          {"p99_seconds", q(0.99)}, {"buckets", std::move(buckets)}};
 }
 
 }  // namespace cleave

@@ -46,6 +46,12 @@ nlohmann::json render_console(const nlohmann::json& training, const planner_view
                               const event_log& events = event_log(1),
                               const control_view& controls = {});
 
+// Edge heartbeats' wait at the ps (the detector's delay_histogram) as
+// "heartbeat_delay": {"count", "sum_seconds", "p50_seconds", "p99_seconds",
+// "buckets": [{"le", "count"}, ...]} with cumulative counts, the last le
+// "+Inf".
+nlohmann::json render_heartbeat_delay(const delay_histogram& d);
+
 // One plan as the console shows it.
 nlohmann::json render_plan(const plan& p);
 

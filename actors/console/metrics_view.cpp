@@ -246,6 +246,25 @@ std::string escape_label_value(std::string_view value) {
   return out;
 }
 
+// The edge heartbeats' wait at the ps, as a Prometheus histogram.
+void write_heartbeat_delay(std::string& out, const json& h) {
+  if (!h.is_object() || !h.contains("buckets") || !h["buckets"].is_array()) return;
+  const std::string name = "cleave_heartbeat_delay_seconds";
+  std::vector<sample> samples;
+  for (const auto& b : h["buckets"]) {
+    if (!b.is_object()) continue;
+    const auto le = b.value("le", json());
+    const auto count = number(b.value("count", json()));
+    if (count.empty()) continue;
+    samples.push_back({"_bucket" + labels({{"le", le.is_string() ? le.get<std::string>() : number(le)}}), count});
+  }
+  if (auto s = number(h.value("sum_seconds", json())); !s.empty()) samples.push_back({"_sum", s});
+  if (auto c = number(h.value("count", json())); !c.empty()) samples.push_back({"_count", c});
+  write_family(out, name, "histogram",
+               "Seconds a device's heartbeat waited at the ps, from the edge's read to the detector's update.",
+               samples);
+}
+
 std::string render_metrics(const nlohmann::json& console_document) {
   std::string out;
   if (!console_document.is_object()) return out;
@@ -254,6 +273,7 @@ std::string render_metrics(const nlohmann::json& console_document) {
                scalar(console_document.value("controls", json()), "paused"));
   write_fleet(out, console_document.value("fleet", json()));
   write_plans(out, console_document.value("plans", json()));
+  write_heartbeat_delay(out, console_document.value("heartbeat_delay", json()));
   return out;
 }
 

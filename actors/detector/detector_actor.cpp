@@ -20,6 +20,34 @@ void publish(detector_handle::stateful_pointer<detector_state> self, fleet_event
   for (auto& sub : self->state.subscribers) caf::unsafe_send_as(self, sub, event_atom::value, ev);
 }
 
+// A heartbeat from device `id`, which arrived at `at` (seconds, the actor
+// clock's).
+void on_heartbeat(detector_handle::stateful_pointer<detector_state> self, int32_t id, double at) {
+  auto& st = self->state;
+  auto it = st.devices.find(id);
+  if (it == st.devices.end()) {
+    spdlog::warn("detector: heartbeat from unknown device {} ignored", id);
+    return;
+  }
+  auto& dev = it->second;
+  if (dev.quarantined) return;
+  if (dev.dead) {
+    // Declared dead on silence alone, yet alive (a stall longer than
+    // the thresholds allow): it must join again, as a new member.
+    if (!dev.told_to_rejoin) {
+      dev.told_to_rejoin = true;
+      spdlog::info("detector: device {} was declared dead but heartbeats; asking it to join again", id);
+      caf::unsafe_send_as(self, dev.handle, join_atom::value);
+    }
+    return;
+  }
+  dev.level.heartbeat(at);
+  if (dev.suspected) {
+    dev.suspected = false;
+    publish(self, {fleet_event_kind::rejoin, id, 0});
+  }
+}
+
 }  // namespace
 
 detector_handle::behavior_type detector_actor(detector_handle::stateful_pointer<detector_state> self,
@@ -65,35 +93,30 @@ detector_handle::behavior_type detector_actor(detector_handle::stateful_pointer<
                        dev.dead, dev.quarantined});
       return out;
     },
-    [=](heartbeat_atom, int32_t id) {
-      auto& st = self->state;
-      auto it = st.devices.find(id);
-      if (it == st.devices.end()) {
-        spdlog::warn("detector: heartbeat from unknown device {} ignored", id);
-        return;
-      }
-      auto& dev = it->second;
-      if (dev.quarantined) return;
-      if (dev.dead) {
-        // Declared dead on silence alone, yet alive (a stall longer than
-        // the thresholds allow): it must join again, as a new member.
-        if (!dev.told_to_rejoin) {
-          dev.told_to_rejoin = true;
-          spdlog::info("detector: device {} was declared dead but heartbeats; asking it to join again", id);
-          caf::unsafe_send_as(self, dev.handle, join_atom::value);
-        }
-        return;
-      }
-      dev.level.heartbeat(now_seconds(self));
-      if (dev.suspected) {
-        dev.suspected = false;
-        publish(self, {fleet_event_kind::rejoin, id, 0});
-      }
+    [=](heartbeat_atom, int32_t id) { on_heartbeat(self, id, now_seconds(self)); },
+    [=](heartbeat_atom, int32_t id, int64_t received_ns) {
+      const double now = now_seconds(self);
+      const auto& sender = self->current_sender();
+      if (!sender || sender->node() != self->node()) return on_heartbeat(self, id, now);
+      // The edge's stamp is the steady clock's, as the actor clock is here.
+      const double waited = std::max(0.0, now - static_cast<double>(received_ns) * 1e-9);
+      self->state.heartbeat_delay.record(waited);
+      on_heartbeat(self, id, now - waited);
     },
+    [=](caf::get_atom, heartbeat_atom) { return self->state.heartbeat_delay; },
     [=](tick_atom) {
       auto& st = self->state;
       const double now = now_seconds(self);
+      const double gap = st.last_tick < 0 ? 0 : now - st.last_tick;
+      st.last_tick = now;
+      if (gap > st.opts.check_seconds + st.opts.local_pause_seconds) {
+        st.judge_from = now + st.opts.heartbeat_seconds;
+        if (++st.pauses == 1 || st.pauses % 100 == 0)
+          spdlog::info("detector: this process was paused for {:.0f} ms ({} time(s) so far); no verdicts "
+                       "for one heartbeat interval", (gap - st.opts.check_seconds) * 1e3, st.pauses);
+      }
       for (auto& [id, dev] : st.devices) {
+        if (now < st.judge_from) break;
         if (dev.dead || dev.quarantined) continue;
         const double phi = dev.level.phi(now);
         const double silence = now - dev.level.last_heartbeat();

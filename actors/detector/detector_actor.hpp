@@ -27,6 +27,10 @@ struct detector_state {
   detector_options opts;
   std::map<int32_t, watched_device> devices;
   std::vector<caf::actor> subscribers;
+  delay_histogram heartbeat_delay;  // edge heartbeats: read at the edge -> handled here
+  double last_tick = -1;  // when the last tick ran (seconds, the actor clock's)
+  double judge_from = 0;  // after a pause of this process: no verdicts before then
+  uint64_t pauses = 0;
   static inline const char* name = "cleave.detector";
 };
 

@@ -15,6 +15,12 @@ struct detector_options {
   // phi learns its rhythm. A lost connection is dead at once regardless.
   double dead_min_silence_seconds = 0.35;
   double min_stddev = 0.02;
+  // A tick this much later than check_seconds means this process was paused
+  // (descheduled on a loaded host, swapped): the silence it measured is
+  // partly its own, and heartbeats that came meanwhile may still be unread.
+  // No device is judged until heartbeat_seconds after such a tick, so a
+  // silent device is reported at most that much (and the pause) later.
+  double local_pause_seconds = 0.1;
 };
 
 }  // namespace cleave

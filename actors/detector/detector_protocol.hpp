@@ -17,6 +17,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "actors/detector/delay_histogram.hpp"
 #include "schema/messages.hpp"
 
 namespace cleave {
@@ -47,6 +48,14 @@ using detector_handle = caf::typed_actor<
   // are ignored from now on.
   caf::reacts_to<quarantine_atom, int32_t>,
   caf::reacts_to<heartbeat_atom, int32_t>,
+  // From a device's proxy at the edge: with the time (steady clock, ns) the
+  // edge read the heartbeat. A proxy in this process is taken at its word,
+  // so the ps's own queueing never counts as the device's lateness; one in
+  // another process (another clock) is timed on arrival here, as above.
+  caf::reacts_to<heartbeat_atom, int32_t, int64_t>,
+  // How long edge heartbeats waited in this process between the edge's read
+  // and the detector's update (proxies in this process only).
+  caf::replies_to<caf::get_atom, heartbeat_atom>::with<delay_histogram>,
   // Every watched device's health, by id.
   caf::replies_to<caf::get_atom>::with<std::vector<device_health>>,
   // Its own clock: phi is evaluated on each tick.

@@ -9,7 +9,7 @@
 // Messages:
 //   (bulk_frame_atom, bulk_frame) request  a result or miss frame from the device;
 //                                          replies with the payload buffer
-//   (heartbeat_atom)                       the device heartbeated
+//   (heartbeat_atom, int64_t received_ns)  the device heartbeated; the edge read it then (steady ns)
 //   tile_task                              from an engine: sent to the device
 //   (modellet_atom, slot, kind, payload, sent_at_ns)   a model-let frame to the device; answered with
 //     -> (kind, payload)                   the device's answer frame (tagged like the request)

@@ -1,5 +1,7 @@
 #include "actors/gateway/edge_gateway.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "schema/edge_codec.hpp"
@@ -210,7 +212,7 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
         return std::move(f.payload);
       }
       if (f.kind == edge_heartbeat) {
-        self->send(c.proxy, heartbeat_atom::value);
+        self->send(c.proxy, heartbeat_atom::value, f.received_ns);
         if (d.verdict == rate_verdict::pass) return std::move(f.payload);
       }
       auto rp = self->make_response_promise<std::vector<char>>();
@@ -249,10 +251,19 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
   };
 }
 
+uint64_t edge_read_chunk_bytes(size_t max_connections) {
+  const uint64_t each = edge_read_budget_bytes / std::max<uint64_t>(max_connections, 1);
+  return std::clamp<uint64_t>(each, uint64_t{64} << 10, uint64_t{1} << 20);
+}
+
 bulk_options edge_channel_options(const edge_options& opts, bulk_options base) {
   const uint64_t tile_cap = opts.max_tile_bytes;
   base.max_payload = tile_cap;
-  base.chunk_bytes = opts.read_chunk_bytes;
+  base.max_connections = opts.max_connections;
+  base.chunk_bytes = opts.read_chunk_bytes > 0 ? opts.read_chunk_bytes : edge_read_chunk_bytes(opts.max_connections);
+  base.tls_read_bytes = std::min<uint64_t>(base.tls_read_bytes, base.chunk_bytes);
+  base.lazy_credit_bytes = edge_lazy_credit_bytes;
+  base.receive_window = std::max(base.receive_window, frame_cost(tile_cap) + edge_lazy_credit_bytes);
   base.first_data_kind = edge_join;
   base.max_payload_for_kind = [tile_cap](uint16_t kind) { return edge_payload_cap(kind, tile_cap); };
   return base;

@@ -51,10 +51,13 @@ struct edge_options {
   // admitted device can pin; nobody else gets past the join's few hundred
   // bytes.
   uint64_t max_tile_bytes = uint64_t{64} << 20;
+  // Connections the edge holds open at once (devices, and peers that have
+  // not joined yet); more are closed on accept (--max-devices).
+  size_t max_connections = 256;
   // Large frames are read in pieces of this size, so a header that claims
   // much and sends little pins at most this much per connection (the
-  // channel's max_connections of them at most).
-  uint64_t read_chunk_bytes = uint64_t{1} << 20;
+  // channel's max_connections of them at most). 0: edge_read_chunk_bytes.
+  uint64_t read_chunk_bytes = 0;
   // With TLS: a device without a certificate may join once with one of
   // these tokens, and is sent a certificate `issuer` signs for its request.
   std::optional<join_tokens> tokens;
@@ -99,7 +102,21 @@ struct edge_gateway_state {
 // Messages: edge_gateway_protocol.hpp.
 caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_options opts);
 
-// The channel options the edge needs: the per-kind caps and the read chunk.
+// The channel options the edge needs: the per-kind caps, the connection cap
+// and each connection's buffers.
 transport::bulk_options edge_channel_options(const edge_options& opts, transport::bulk_options base = {});
+
+// Per-connection read memory follows the cap, so a full edge of forged
+// headers pins at most edge_read_budget_bytes: 1 MiB each at the default
+// 256 connections, down to 64 KiB each (5,000 connections: 320 MiB), which
+// only costs big frames more socket events. TLS reads ciphertext in pieces
+// of the same size, at most 256 KiB. An idle plaintext connection holds a
+// header's 24 bytes of read buffer; a TLS one a piece of ciphertext and its
+// OpenSSL session (docs/EDGE.md, "At scale").
+inline constexpr uint64_t edge_read_budget_bytes = uint64_t{256} << 20;
+uint64_t edge_read_chunk_bytes(size_t max_connections);
+// Credit an idle edge holds back per connection (bulk_options::lazy_credit_bytes):
+// a device that only heartbeats gets one credit frame per 256 heartbeats.
+inline constexpr uint64_t edge_lazy_credit_bytes = uint64_t{1} << 20;
 
 }  // namespace cleave

@@ -24,6 +24,15 @@ std::vector<device_view> views(const planner_state& st) {
   return out;
 }
 
+// members(st).size() without copying the members: asked on every join and
+// every wait for the fleet, so a fleet of thousands joining costs O(N) each.
+size_t usable_count(const planner_state& st) {
+  if (st.suspected.empty() && st.draining.empty()) return st.alive.size();
+  size_t n = 0;
+  for (const auto& [id, m] : st.alive) n += usable(st, id);
+  return n;
+}
+
 std::vector<fleet_member> members(const planner_state& st) {
   std::vector<fleet_member> out;
   for (const auto& [id, m] : st.alive)
@@ -65,10 +74,11 @@ void answer_waiters(caf::stateful_actor<planner_state>* self) {
   auto& st = self->state;
   // min_devices gates the first step only: a fleet that shrinks later must
   // not stall training (the PS computes what no device can take).
-  if (!st.quorum_reached && static_cast<int>(members(st).size()) < st.opts.min_devices)
-    return;
+  if (!st.quorum_reached && static_cast<int>(usable_count(st)) < st.opts.min_devices) return;
   st.quorum_reached = true;
-  for (auto& rp : st.waiting_for_fleet) rp.deliver(st.version, members(st));
+  if (st.waiting_for_fleet.empty()) return;
+  const auto fleet = members(st);
+  for (auto& rp : st.waiting_for_fleet) rp.deliver(st.version, fleet);
   st.waiting_for_fleet.clear();
 }
 

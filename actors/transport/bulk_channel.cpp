@@ -84,6 +84,10 @@ struct bulk_state {
   std::unordered_map<int64_t, uint64_t> by_hdl;           // handle id -> connection id
   std::vector<std::vector<char>> pool;                    // reusable read buffers, size == capacity
   uint64_t pool_bytes = 0;
+  // Connections refused at the cap since the last line about them: a swarm
+  // past the cap is one line per refusal_log_interval, not one per socket.
+  uint64_t refused_unlogged = 0;
+  clock_type::time_point refusal_logged{};
   static const char* name;
 };
 const char* bulk_state::name = "cleave.bulk_channel";
@@ -238,7 +242,7 @@ void on_consumed(bulk_broker* self, uint64_t id, uint64_t len) {
   // frames) mean the peer stopped reading: do not buffer for it forever.
   if (c->io.pending().size() > c->sw.window() + c->peer_max_payload + (uint64_t{1} << 20))
     return drop(self, *c, "peer stopped reading: unsent bytes exceed its window", true);
-  if (auto credit = c->rw.take_credit(c->at_sink == 0)) {
+  if (auto credit = c->rw.take_credit(c->at_sink == 0, self->state.opts.lazy_credit_bytes)) {
     write_frame_header(*c, frame_header{kind_credit, 0, credit});
     c->io.flush();
   }
@@ -249,7 +253,8 @@ void deliver(bulk_broker* self, connection& c, uint16_t kind, uint64_t tag,
   auto id = c.id;
   uint64_t len = payload.size();
   ++c.at_sink;
-  bulk_frame f{kind, tag, id, std::move(payload)};
+  bulk_frame f{kind, tag, id, std::move(payload),
+               std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch()).count()};
   auto h = self->request(self->state.sink, caf::infinite, bulk_frame_atom::value, std::move(f));
   self->add_multiplexed_response_handler(
     h.id(), caf::behavior{[=]() { on_consumed(self, id, len); },
@@ -363,6 +368,10 @@ void on_unit(bulk_broker* self, connection* c, std::vector<char>& buf) {
         return;
       }
       expect_header(*c);
+      // The chunk-sized read buffer is CAF's and would stay at its capacity
+      // on an idle connection: give it back, so an idle connection holds a
+      // header's bytes whatever it once received.
+      std::vector<char>().swap(buf);
       return deliver(self, *c, c->pending.kind, c->pending.tag, std::move(c->assembling));
     }
   }
@@ -423,7 +432,7 @@ void start_connection(bulk_broker* self, caf::io::connection_handle hdl,
   tune_socket(hdl, st.opts);
   self->ack_writes(hdl, true);  // completion events drive zero-copy sends
   std::unique_ptr<detail::tls_link> tls;
-  if (st.opts.tls) tls = std::make_unique<detail::tls_link>(st.opts.tls, peer_host);
+  if (st.opts.tls) tls = std::make_unique<detail::tls_link>(st.opts.tls, peer_host, st.opts.tls_read_bytes);
   c.io = detail::byte_path(self, hdl, std::move(tls));
   c.io.start();
   write_frame_header(c, frame_header{kind_hello, hello_payload_size, 0});
@@ -472,9 +481,27 @@ uint64_t client_conn(bulk_broker* self) {
   return conns.empty() ? 0 : conns.begin()->first;
 }
 
+constexpr auto refusal_log_interval = std::chrono::seconds(5);
+
+// Refused at the cap: logged at once when the last such line is old,
+// otherwise counted into the next one (log_refusals, on the tick).
+void log_refusals(bulk_broker* self, const std::string& latest) {
+  auto& st = self->state;
+  auto now = clock_type::now();
+  if (st.refused_unlogged == 0 || now - st.refusal_logged < refusal_log_interval) return;
+  spdlog::warn("bulk channel: refused {} connection{} at the cap of {} open connections (latest from {})",
+               st.refused_unlogged, st.refused_unlogged == 1 ? "" : "s", st.opts.max_connections,
+               latest.empty() ? std::string{"-"} : latest);
+  st.refused_unlogged = 0;
+  st.refusal_logged = now;
+}
+
 void schedule_tick(bulk_broker* self) {
   auto t = self->state.opts.stall_timeout;
-  if (t.count() > 0) self->delayed_send(self, std::max<caf::timespan>(t / 4, std::chrono::milliseconds(10)), bulk_tick_atom::value);
+  // Also the refusal summaries' clock, so it runs without a stall timeout.
+  caf::timespan every = refusal_log_interval;
+  if (t.count() > 0) every = std::max<caf::timespan>(std::min<caf::timespan>(t / 4, every), std::chrono::milliseconds(10));
+  self->delayed_send(self, every, bulk_tick_atom::value);
 }
 
 caf::behavior bulk_behavior(bulk_broker* self) {
@@ -490,9 +517,8 @@ caf::behavior bulk_behavior(bulk_broker* self) {
     [=](caf::io::new_connection_msg& msg) {
       auto& st = self->state;
       if (st.conns.size() >= st.opts.max_connections) {
-        spdlog::warn("bulk channel: refusing connection from {}:{}: {} connections open",
-                     self->remote_addr(msg.handle), self->remote_port(msg.handle),
-                     st.conns.size());
+        ++st.refused_unlogged;
+        log_refusals(self, self->remote_addr(msg.handle) + ":" + std::to_string(self->remote_port(msg.handle)));
         self->close(msg.handle);
         return;
       }
@@ -542,12 +568,14 @@ caf::behavior bulk_behavior(bulk_broker* self) {
     },
     [=](bulk_tick_atom) {
       auto& st = self->state;
+      log_refusals(self, {});
       auto now = clock_type::now();
       std::vector<uint64_t> stalled;
       for (auto& kv : st.conns) {
         auto& c = kv.second;
         bool mid = !c.hello_received || c.rd != read_state::header;
-        if (mid && now - c.last_progress > st.opts.stall_timeout) stalled.push_back(kv.first);
+        if (st.opts.stall_timeout.count() > 0 && mid && now - c.last_progress > st.opts.stall_timeout)
+          stalled.push_back(kv.first);
       }
       auto ms = std::to_string(
         std::chrono::duration_cast<std::chrono::milliseconds>(st.opts.stall_timeout).count());
@@ -586,6 +614,12 @@ caf::error check_options(const bulk_options& o, tls_side side) {
                                          : "bulk client needs a client TLS context");
   if (o.receive_window == 0) return fail("bulk_options.receive_window must be > 0");
   if (o.chunk_bytes == 0) return fail("bulk_options.chunk_bytes must be > 0");
+  if (o.tls_read_bytes < min_tls_read_bytes)
+    return fail("bulk_options.tls_read_bytes must be >= " + std::to_string(min_tls_read_bytes));
+  // Credit held back on an idle sink must never block the peer's largest
+  // frame, or a quiet connection would deadlock (frame.hpp, take_credit).
+  if (o.lazy_credit_bytes > 0 && o.receive_window < frame_cost(o.max_payload) + o.lazy_credit_bytes)
+    return fail("bulk_options.receive_window must cover the largest frame plus lazy_credit_bytes");
   return caf::none;
 }
 

@@ -83,6 +83,9 @@ struct bulk_frame {
   uint64_t tag = 0;
   uint64_t conn = 0;  // connection id within the channel that received it
   std::vector<char> payload;
+  // When the broker had the whole frame (steady clock, ns since its epoch):
+  // how long the frame then waited in this process is now minus this.
+  int64_t received_ns = 0;
 
   // The payload as floats (malloc'd buffers are suitably aligned). Sizes that
   // are not a multiple of 4 have no float view: float_count() == 0.
@@ -93,7 +96,8 @@ struct bulk_frame {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, bulk_frame& x) {
-  return f(caf::meta::type_name("cleave::bulk_frame"), x.kind, x.tag, x.conn, x.payload);
+  return f(caf::meta::type_name("cleave::bulk_frame"), x.kind, x.tag, x.conn, x.payload,
+           x.received_ns);
 }
 
 // A send buffer with room for the frame header in front of the payload. The
@@ -128,6 +132,8 @@ class bulk_buffer {
   std::vector<char> bytes_;
 };
 
+inline constexpr uint64_t min_tls_read_bytes = 4096;
+
 struct bulk_options {
   // Largest payload accepted from a peer; larger headers close the connection
   // before anything is allocated. Advertised to the peer, whose sends over it
@@ -156,6 +162,18 @@ struct bulk_options {
   // connection until stall_timeout: hostile peers can hold at most
   // max_connections * chunk_bytes this way.
   uint64_t chunk_bytes = uint64_t{8} << 20;
+  // TLS: ciphertext read per socket event. CAF sizes each connection's read
+  // buffer to it, idle or not, so it is per-connection memory: large enough
+  // that a fast peer costs few broker messages; a listener for thousands of
+  // small peers takes less (edge_channel_options).
+  uint64_t tls_read_bytes = uint64_t{256} << 10;
+  // Credit for consumed frames is returned as soon as the sink is idle, one
+  // credit frame per frame a quiet peer sends. Nonzero: while the sink is
+  // idle, up to this many bytes of credit are held back and returned with a
+  // later frame's, so a peer that only heartbeats costs no write per
+  // heartbeat. Needs receive_window >= frame_cost(max_payload) + this, so
+  // the credit held back never blocks the peer's largest frame.
+  uint64_t lazy_credit_bytes = 0;
   // Bytes a channel queues per connection beyond the window before bulk_send
   // fails with "send queue full".
   uint64_t max_send_queue = uint64_t{256} << 20;

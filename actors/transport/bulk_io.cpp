@@ -6,7 +6,7 @@ namespace cleave::transport::detail {
 
 void byte_path::start() {
   if (!tls_) return;
-  self_->configure_read(hdl_, caf::io::receive_policy::at_most(tls_read_bytes));
+  self_->configure_read(hdl_, caf::io::receive_policy::at_most(tls_->read_bytes));
   flush();  // a client's ClientHello
 }
 

@@ -27,15 +27,12 @@
 
 namespace cleave::transport::detail {
 
-// Ciphertext read per event: large enough that a fast peer costs few broker
-// messages, small enough to be the only per-connection read memory besides
-// the unit being assembled.
-inline constexpr size_t tls_read_bytes = size_t{256} << 10;
-
 struct tls_link {
-  tls_link(std::shared_ptr<const tls_context> ctx, const std::string& peer_host)
-      : session(std::move(ctx), peer_host) {}
+  // read_bytes: ciphertext read per event (bulk_options::tls_read_bytes).
+  tls_link(std::shared_ptr<const tls_context> ctx, const std::string& peer_host, size_t read_bytes)
+      : session(std::move(ctx), peer_host), read_bytes(read_bytes) {}
   tls_session session;
+  size_t read_bytes;
   std::vector<char> unit;  // plaintext being assembled, sized to `want`
   size_t want = 0;
   size_t have = 0;

@@ -1,5 +1,7 @@
 #include "actors/transport/frame.hpp"
 
+#include <algorithm>
+
 #include <cstdio>
 #include <string>
 
@@ -91,9 +93,9 @@ void receive_window::consumed(uint64_t payload_len) {
   if (uncredited_ > outstanding_) uncredited_ = outstanding_;  // cannot happen; stay sane
 }
 
-uint64_t receive_window::take_credit(bool sink_idle) {
+uint64_t receive_window::take_credit(bool sink_idle, uint64_t lazy) {
   if (uncredited_ == 0) return 0;
-  if (!sink_idle && uncredited_ < window_ / 4) return 0;
+  if (uncredited_ < std::max(sink_idle ? lazy : window_ / 4, uint64_t{1})) return 0;
   auto c = uncredited_;
   uncredited_ = 0;
   outstanding_ -= c;

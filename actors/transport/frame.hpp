@@ -96,8 +96,11 @@ class receive_window {
 
   // Credit to send back now (0: none yet). Credit is batched to a quarter of
   // the window unless `sink_idle` (nothing delivered is still pending), which
-  // flushes it all so a blocked sender always makes progress.
-  uint64_t take_credit(bool sink_idle);
+  // flushes it all so a blocked sender always makes progress; with `lazy`
+  // > 0 an idle sink still holds back credit below `lazy` bytes. That is
+  // safe only when the window leaves room for the peer's largest frame on
+  // top of `lazy` (bulk_options::lazy_credit_bytes checks it).
+  uint64_t take_credit(bool sink_idle, uint64_t lazy = 0);
 
   uint64_t window() const { return window_; }
   uint64_t outstanding() const { return outstanding_; }
