@@ -26,6 +26,7 @@
 #include "schema/atomic_file.hpp"
 #include "schema/errors.hpp"
 #include "schema/profile.hpp"
+#include "training/process_memory.hpp"
 
 namespace cleave {
 
@@ -205,7 +206,8 @@ int run_device(cleave_config& cfg, int threads) {
     if (is_edge_refusal(why)) return runtime_error(describe(why));
     const bool run_over = why == caf::exit_reason::normal;
     if (run_over && !cfg.stay) {
-      spdlog::info("device: the run is over; exiting");
+      spdlog::info("device: the run is over; exiting (peak RSS {:.1f} MiB)",
+                   static_cast<double>(peak_rss_bytes()) / (1 << 20));
       return 0;
     }
     last_loss = describe(why);

@@ -39,6 +39,7 @@
 #include "schema/errors.hpp"
 #include "schema/job_proof.hpp"
 #include "schema/shard_checkpoint_file.hpp"
+#include "training/process_memory.hpp"
 
 namespace cleave {
 

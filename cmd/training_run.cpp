@@ -104,8 +104,10 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     };
   }
   if (extras.training_done) t.after_training = extras.training_done;
-  if (!engines.empty())
+  if (!engines.empty()) {
     t.after_training = [&] { engines.training_done(shards ? shards->exchange_seconds() : 0.0); };
+    t.before_evaluation_batch = [&](int64_t) { engines.begin_evaluation_batch(); };
+  }
   if (extras.recover_shards) t.recover = extras.recover_shards;
   if (extras.checkpoint_shards) t.checkpoint_shards = extras.checkpoint_shards;
   if (extras.shards_lost) t.shards_lost = extras.shards_lost;

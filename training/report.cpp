@@ -1,6 +1,7 @@
 #include "training/report.hpp"
 
 #include "kernels/gemm.hpp"
+#include "training/process_memory.hpp"
 
 namespace cleave {
 
@@ -39,6 +40,8 @@ nlohmann::json make_report(const train_options& opts, const train_result& res, i
   j["losses"] = res.losses;
   j["step_seconds"] = res.step_seconds;
   j["eval_seconds"] = res.eval_seconds;
+  // Asked before any later section (the demo's reference measurement) adds its own.
+  j["peak_rss_bytes"] = peak_rss_bytes();
   j["ps_restarts"] = res.restarts;
   j["checkpoint_failures"] = res.checkpoint_failures;
   return j;

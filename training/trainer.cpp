@@ -226,6 +226,7 @@ eval_totals trainer::evaluate() {
   batch b;
   const int64_t n = data_.eval_batches(opts_.batch);
   for (int64_t i = 0; i < n; ++i) {
+    if (before_evaluation_batch) before_evaluation_batch(i);
     data_.fill_eval(i, opts_.batch, b);
     auto t = model_->evaluate(b);
     sum.loss_sum += t.loss_sum;

@@ -86,6 +86,10 @@ class trainer {
   std::function<caf::error(int64_t)> before_step;
   // Called once after the last training step, before the final evaluation.
   std::function<void()> after_training;
+  // Called before every batch of the final evaluation (0-based index). The
+  // distributed runtime lets go of the previous batch's operands here, as a
+  // new step does.
+  std::function<void(int64_t)> before_evaluation_batch;
   // Called after every step with (step, loss); the runtime hooks accounting here.
   std::function<void(int64_t, double)> on_step;
   // Called between steps (0-based index of the step to come), before its

@@ -96,6 +96,8 @@ std::string demo_summary(const nlohmann::json& report, double reference_step_sec
               number("failures_detected"), number("tiles_reassigned"), number("speculative_tiles"));
   out += line("  lies: %.0f results refused, %.0f devices quarantined", number("tiles_rejected"),
               number("devices_quarantined"));
+  out += line("  memory: peak RSS %.0f MiB (training; the reference measured after it)",
+              number("peak_rss_bytes") / (1 << 20), 0, 0);
   const double step = number("median_step_seconds");
   if (reference_step_seconds > 0)
     out += line("  step: median %.3f s on the fleet, %.3f s for the single-process reference (%.2fx)", step,

@@ -21,6 +21,10 @@ void engine_fleet::training_done(double allgather_seconds) {
   trained_.totals.allgather_seconds += allgather_seconds;
 }
 
+void engine_fleet::begin_evaluation_batch() {
+  for (auto* engine : engines_) engine->begin_evaluation_batch();
+}
+
 void engine_fleet::log_training() const {
   const auto moved = traffic_of(trained_);
   spdlog::info("fleet: {} tiles, {:.1f} MB down, {:.1f} MB up, {} GEMMs kept local", trained_.tiles,

@@ -27,6 +27,8 @@ class engine_fleet {
   // and the accounts kept, so that the report leaves the evaluation out.
   // `allgather_seconds`: the sharded PS's exchanges, which no engine counts.
   void training_done(double allgather_seconds);
+  // A batch of the final evaluation begins on every engine.
+  void begin_evaluation_batch();
   // The training's traffic in one log line.
   void log_training() const;
 

@@ -66,6 +66,14 @@ caf::error distributed_gemm::begin_step(uint64_t step) {
   return fleet_.refresh();
 }
 
+void distributed_gemm::begin_evaluation_batch() {
+  finish_step();
+  ++step_;
+  gemm_seq_ = 0;
+  plans_.begin_step();
+  sent_.clear();
+}
+
 gemm_problem distributed_gemm::problem_of(gemm_tag tag, int64_t m, int64_t n, int64_t k) const {
   gemm_problem g;
   g.m = m;
@@ -311,9 +319,7 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
     }
     auto& call = batch.calls.emplace_back();
     call.id = gemm_id(seq);
-    call.in = inputs{job.a, job.b, job.trans_a, job.trans_b,
-                     snapshots_.acquire(static_cast<size_t>(job.a.rows * job.a.cols)),
-                     snapshots_.acquire(static_cast<size_t>(job.b.rows * job.b.cols))};
+    call.in = inputs{job.a, job.b, job.trans_a, job.trans_b, nullptr, nullptr};
     call.tiles.resize(p.tiles.size());
     call.remaining = p.tiles.size();
     call.c = job.c;

@@ -95,6 +95,11 @@ class distributed_gemm final : public gemm_engine<float> {
   // Ends the step begun last (begin_step does this too): its wall time is
   // compared with its prediction and profiles the PS's own work.
   void finish_step();
+  // An evaluation batch after training: its tiles are keyed as a step of
+  // their own past the last one, so the devices' caches let go of the
+  // previous batch's blocks (and, in this process, of the snapshots those
+  // pin), as they do when a training step begins. Nothing is timed.
+  void begin_evaluation_batch();
 
   void gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b, bool trans_b,
             mut_view<float> c, float beta) override;
@@ -120,11 +125,20 @@ class distributed_gemm final : public gemm_engine<float> {
   struct inputs {
     const_view<float> a, b;
     bool trans_a, trans_b;
-    std::shared_ptr<std::vector<float>> a_snapshot, b_snapshot;  // filled block by block
+    // Filled block by block, and taken from the pool when the first block
+    // is copied: an operand whose blocks the devices all hold (a backward
+    // product's W or X after the forward's tiles) costs no memory.
+    std::shared_ptr<std::vector<float>> a_snapshot, b_snapshot;
     // By operand: A (which 0) or B (1).
     const_view<float> live(int which) const { return which == 0 ? a : b; }
     bool transposed(int which) const { return which == 0 ? trans_a : trans_b; }
-    std::vector<float>& snapshot(int which) const { return which == 0 ? *a_snapshot : *b_snapshot; }
+    std::vector<float>& snapshot(int which, snapshot_pool& pool) {
+      auto& s = which == 0 ? a_snapshot : b_snapshot;
+      if (s == nullptr) s = pool.acquire(static_cast<size_t>(live(which).rows * live(which).cols));
+      return *s;
+    }
+    // One that holds a block already.
+    const std::vector<float>& snapshot(int which) const { return which == 0 ? *a_snapshot : *b_snapshot; }
     const std::shared_ptr<std::vector<float>>& shared(int which) const {
       return which == 0 ? a_snapshot : b_snapshot;
     }
@@ -239,7 +253,7 @@ class distributed_gemm final : public gemm_engine<float> {
                    batch_keys& batch, bool will_send);
   // The operand a task carries for `ref`: its values (copied into the
   // snapshot if they are not there yet) or only its key.
-  static operand cut(gemm_call& call, const block_ref& ref, bool with_data);
+  operand cut(gemm_call& call, const block_ref& ref, bool with_data);
   void send_task(gemm_call& call, pending_tile& p, int32_t dev, bool with_all_data);
   // Checks a result's form and takes it into its check group (or checks it
   // alone, or as one of a replicated tile's copies). False when refused.

@@ -38,7 +38,7 @@ distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which,
       // compute on the rounded values, and so must the PS's checks and its
       // own tiles (block_of reads them there). The key is the rounded
       // values', the same in every call that rounds the same live block.
-      float* snap = call.in.snapshot(which).data() + r0 * m.cols + c0;
+      float* snap = call.in.snapshot(which, snapshots_).data() + r0 * m.cols + c0;
       round_bf16_block(at, r1 - r0, c1 - c0, m.ld, snap, m.cols);
       if (first)
         known->second =
@@ -47,7 +47,7 @@ distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which,
     } else if (first) {
       known->second = block_key(
         at, r1 - r0, c1 - c0, m.ld,
-        will_send ? call.in.snapshot(which).data() + r0 * m.cols + c0 : nullptr, m.cols);
+        will_send ? call.in.snapshot(which, snapshots_).data() + r0 * m.cols + c0 : nullptr, m.cols);
       it->second.copied = will_send;
     }
     it->second.key = known->second;
@@ -66,7 +66,7 @@ operand distributed_gemm::cut(gemm_call& call, const block_ref& ref, bool with_d
   const int64_t ld = live.cols;  // the snapshot is the operand, packed
   auto& state = call.blocks.at(std::make_tuple(ref.which, ref.r0, ref.r1, ref.c0, ref.c1));
   if (!state.copied) {
-    float* snap = call.in.snapshot(ref.which).data();
+    float* snap = call.in.snapshot(ref.which, snapshots_).data();
     for (int64_t r = ref.r0; r < ref.r1; ++r)
       std::memcpy(snap + r * ld + ref.c0, live.data + r * live.ld + ref.c0,
                   static_cast<size_t>(op.cols) * sizeof(float));

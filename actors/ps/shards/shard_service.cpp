@@ -1,10 +1,10 @@
 #include "actors/ps/shards/shard_service.hpp"
 
-#include <fstream>
 #include <string>
 
 #include "schema/errors.hpp"
 #include "schema/shard_checkpoint_file.hpp"
+#include "training/process_memory.hpp"
 
 namespace cleave {
 
@@ -296,13 +296,6 @@ caf::expected<shard_answer> shard_service::restore(const char* data, size_t size
   store_.attach(std::move(slices));
   attached_ = true;
   return shard_answer{};
-}
-
-uint64_t peak_rss_bytes() {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "VmHWM:  1234 kB"
-  return 0;
 }
 
 }  // namespace cleave

@@ -70,7 +70,4 @@ class shard_service {
   uint64_t bytes_in_ = 0, bytes_out_ = 0;
 };
 
-// This process's peak resident set (VmHWM in /proc/self/status), 0 if unknown.
-uint64_t peak_rss_bytes();
-
 }  // namespace cleave
