@@ -9,8 +9,8 @@
 # last 10 minutes over the median of minutes 5 to 10; for runs under 20
 # minutes, the last quarter over the second), the trajectory against an
 # undisturbed in-process run of the same fleet and steps (--unpaced-devices:
-# the same plans without waiting out the emulated phones; run at the start,
-# niced, so it is done within the warm-up), and soak.svg.
+# the same plans without waiting out the emulated phones; run once the ps is
+# done: niced beside a busy soak it starved for an hour), and soak.svg.
 #   bench/soak/run.sh [path/to/build] [MINUTES]   (not in CI; default 60)
 # The devices heartbeat every HEARTBEAT seconds (default 0.5, not the ps's
 # 0.1): on a 2-core host 65 processes share, 0.1 s turns scheduling delays
@@ -32,7 +32,7 @@ steps=${STEPS:-$(python3 -c "print(int($minutes * 60 * ${RATE:-6}))")}
 CLEAVE=$build/cmd/cleave
 if [[ -n ${OUT:-} ]]; then mkdir -p "$OUT"; work=$(realpath "$OUT"); keep=1; else work=$(mktemp -d); keep=0; fi
 declare -A dev_pid=()  # device number -> pid of every device process started
-others=()              # the ps and the reference run
+others=()              # the ps
 cleanup() {
   for p in "${dev_pid[@]}" "${others[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
   ((keep)) || rm -rf "$work"
@@ -44,9 +44,6 @@ train=(--model=mlp --steps="$steps" --threads=1 --progress-seconds=10 --ps-egres
        --heartbeat="${HEARTBEAT:-0.5}")
 echo "soak: $devices devices, $steps steps (~$minutes min), a kill, a ${hang} s hang and joins every minute; in $work"
 
-nice -n 19 "$CLEAVE" --role=all --devices="$devices" --profile=phone --unpaced-devices "${train[@]}" \
-  --log-level=warn --report=ref.json > ref.log 2>&1 &
-others+=($!)
 "$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices="$devices" "${train[@]}" --report=soak.json \
   > ps.log 2>&1 &
 ps=$!; others+=("$ps")
@@ -104,8 +101,9 @@ ps_rc=0; wait "$ps" || ps_rc=$?
 echo "the ps exited $ps_rc after $(elapsed) s: $kills kills, $hangs hangs, $joins joins;" \
   "the detector said 'is suspect' $(grep -c "planner: device [0-9]* is suspect" ps.log || true) times," \
   "'is dead' $(grep -c "planner: device [0-9]* is dead" ps.log || true) times"
-echo "waiting for the undisturbed run"
-wait "${others[0]}" || echo "the undisturbed run failed: $(tail -2 ref.log)"
+echo "the undisturbed run"
+"$CLEAVE" --role=all --devices="$devices" --profile=phone --unpaced-devices "${train[@]}" \
+  --log-level=warn --report=ref.json > ref.log 2>&1 || echo "the undisturbed run failed: $(tail -2 ref.log)"
 same=$(source /dev/stdin <<<"$(sed -n '/^same_trajectory()/,/^}/p' "$here/../../tests/cli/lib.sh")"; same_trajectory ref.json soak.json)
 echo "trajectory against the undisturbed run: $same"
 python3 "$here/soak.py" soak.csv soak.json "${PLOT:-$work/soak.svg}"
