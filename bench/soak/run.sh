@@ -85,6 +85,7 @@ while kill -0 "$ps" 2>/dev/null; do
       echo "$now s: killed device process ${alive[0]}, hung ${alive[1]}" >> events.log
     fi
     sleep 0.2
+    kill -0 "$ps" 2>/dev/null || break  # the run ended meanwhile: no one to join
     have=$(running | wc -l)
     for _ in $(seq 1 $((devices - have))); do start_device; joins=$((joins + 1)); done
     echo "$now s: $((devices - have)) joined" >> events.log
