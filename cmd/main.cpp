@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
     return usage_error("--ps-tile-seconds must be in [0, 1]");
   if (!cfg.shards.empty() && cfg.role != "ps")
     return usage_error("--shards is for --role=ps (the coordinator of --role=ps-shard processes)");
+  if (cfg.unpaced_devices && cfg.role != "all") return usage_error("--unpaced-devices applies to --role=all only");
   if (cfg.pace_ps_link && cfg.role != "all" && cfg.role != "ps" && !(cfg.role == "ps-shard" && !cfg.edge.empty()))
     return usage_error("--pace-ps-link is for --role=all and --role=ps, and --role=ps-shard with --edge: whoever sends the tiles");
   if (!cfg.edge.empty() && cfg.role != "ps-shard")

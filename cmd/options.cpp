@@ -110,6 +110,7 @@ cleave_config::cleave_config() {
     .add(system, "system", "--role=simulate: cleave (default), asteroid, megatron or dp")
     .add(fleet_preset, "fleet-preset", "--role=simulate: phone, edge, laptop, vm or mix: --devices drawn around the preset with --seed")
     .add(ps_ingress, "ps-ingress", "bytes/s each PS shard receives from the fleet (default: as --ps-egress)")
+    .add(unpaced_devices, "unpaced-devices", "--role=all: emulated devices answer as soon as they have computed instead of after their profile's predicted time; the plans and the trajectory stay the same (a fast reference for a run of device processes)")
     .add(pace_ps_link, "pace-ps-link", "--role=all and ps: each PS shard sends and receives at --ps-egress and --ps-ingress, as if on a host of its own (default: as fast as the process can)")
     .add(sim_ps_flops, "sim-ps-flops", "--role=simulate: the FLOP/s the PS computes at, where the planner is told --ps-flops (default: the same)")
     .add(sim_ps_link, "sim-ps-link", "--role=simulate: bytes/s each way of each PS shard's link, where the planner is told --ps-egress/--ps-ingress (default: the same)")

@@ -126,6 +126,7 @@ class cleave_config : public caf::actor_system_config {
   std::string fleet_preset;         // phone, edge, laptop, vm or mix: --devices drawn with --seed
   double ps_ingress = 0;            // bytes/s each PS shard receives (0: as --ps-egress)
   bool pace_ps_link = false;        // each PS shard holds its messages to --ps-egress/--ps-ingress
+  bool unpaced_devices = false;     // --role=all: emulated devices answer as soon as they computed
   double ps_memory_bandwidth = 2e10;  // bytes/s of the PS's memory: its row-wise ops and optimizer
   // The simulated PS's FLOP/s and link (bytes/s each way per shard) where
   // they differ from what the planner is told (0: as told).

@@ -83,6 +83,7 @@ int run_all(cleave_config& cfg, const train_options& opts, int threads) {
   auto children = control_plane(cfg, cfg.min_devices >= 0 ? cfg.min_devices : n);
   device_options base;
   base.heartbeat_seconds = cfg.heartbeat;
+  base.paced = !cfg.unpaced_devices;
   auto& system = sys;
   base.find_planner = [&system] { return registered(system, "planner"); };
   for (int i = 0; i < n; ++i) {

@@ -34,6 +34,7 @@ TEST(http_head, parses_a_get_and_waits_for_the_rest) {
   ASSERT_TRUE(h->has_value());
   EXPECT_EQ((*h)->method, "GET");
   EXPECT_EQ((*h)->path, "/status");
+  EXPECT_EQ((*h)->query, "x=1");
   auto partial = parse_http_head("GET / HTTP/1.1\r\nHost:");
   ASSERT_TRUE(partial);
   EXPECT_FALSE(partial->has_value());
@@ -232,7 +233,7 @@ TEST(console_view, lists_the_events_oldest_first) {
 TEST(console_page, is_one_self_contained_document) {
   const std::string page(console_page());
   EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
-  EXPECT_NE(page.find("fetch(\"/api/state\""), std::string::npos);
+  EXPECT_NE(page.find("\"/api/state?\""), std::string::npos);  // one page of the table at a time
   EXPECT_NE(page.find("<canvas"), std::string::npos);
   EXPECT_EQ(page.find("/*@"), std::string::npos) << "a build marker left in the page";
   // Nothing leaves the console: no address, no external script or style.
@@ -327,6 +328,15 @@ TEST(console_endpoint, serves_the_document_and_its_metrics_by_path) {
     EXPECT_NE(r.find("Content-Type: application/json\r\n"), std::string::npos);
     EXPECT_EQ(nlohmann::json::parse(r.substr(r.find("\r\n\r\n") + 4))["training"]["step"], 5);
   }
+  // One page of the device table; a hostile query is refused in one line.
+  const auto paged = get("/api/state?page=0&per_page=1&sort=phi&dir=desc");
+  ASSERT_EQ(paged.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << paged.substr(0, 200);
+  const auto pdoc = nlohmann::json::parse(paged.substr(paged.find("\r\n\r\n") + 4));
+  EXPECT_EQ(pdoc["fleet"]["devices"].size(), 1u);
+  EXPECT_GE(pdoc["fleet"]["page"]["total"].get<int>(), 1);
+  const auto refused = get("/api/state?per_page=100000");
+  EXPECT_EQ(refused.rfind("HTTP/1.1 400 ", 0), 0u) << refused;
+  EXPECT_NE(refused.find("per_page must be a whole number in [1, 500]\n"), std::string::npos) << refused;
   const auto page = get("/");
   ASSERT_EQ(page.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << page.substr(0, 200);
   EXPECT_NE(page.find("Content-Type: text/html; charset=utf-8\r\n"), std::string::npos);

@@ -11,6 +11,7 @@
 #include "actors/console/console_actor.hpp"
 #include "actors/console/console_page.hpp"
 #include "actors/console/controls.hpp"
+#include "actors/console/device_page.hpp"
 #include "actors/console/http_head.hpp"
 #include "actors/console/metrics_view.hpp"
 #include "schema/errors.hpp"
@@ -141,11 +142,22 @@ void on_data(endpoint_broker* self, caf::io::new_data_msg& msg) {
     reply(self, msg.handle, 200, std::string(console_page_content_type), std::string(console_page()));
     return;
   }
+  // Only the document reads a query (one page of its device table);
+  // elsewhere it is ignored, as a browser's cache-buster would be.
+  std::optional<device_page_query> page;
+  if (wanted == route::document) {
+    auto asked = parse_device_page_query((*head)->query);
+    if (!asked) {
+      reply(self, msg.handle, 400, "text/plain", describe(asked.error()) + "\n");
+      return;
+    }
+    page = std::move(*asked);
+  }
   conn.answering = true;
   const auto hdl = msg.handle;
   self->request(self->state.console, std::chrono::seconds(5), caf::get_atom::value)
     .then([=](std::string& doc) {
-            if (wanted == route::document) {
+            if (wanted == route::document && !page) {
               reply(self, hdl, 200, "application/json", doc + "\n");
               return;
             }
@@ -154,6 +166,11 @@ void on_data(endpoint_broker* self, caf::io::new_data_msg& msg) {
             auto parsed = nlohmann::json::parse(doc, nullptr, false);
             if (parsed.is_discarded()) {
               reply(self, hdl, 503, "text/plain", "console: its document is not JSON\n");
+              return;
+            }
+            if (page) {
+              reply(self, hdl, 200, "application/json",
+                    page_console_document(std::move(parsed), *page).dump() + "\n");
               return;
             }
             reply(self, hdl, 200, std::string(metrics_content_type), render_metrics(parsed));

@@ -78,8 +78,12 @@ caf::expected<std::optional<http_head>> parse_http_head(std::string_view bytes) 
   if (!is_token(method)) return fail("malformed method");
   if (version != "HTTP/1.0" && version != "HTTP/1.1") return fail("not HTTP/1.0 or HTTP/1.1");
   if (target.empty() || target.front() != '/') return fail("the target is not a path");
-  target = target.substr(0, target.find('?'));
-  http_head out{std::string(method), std::string(target), end + 4};
+  const auto mark = target.find('?');
+  http_head out;
+  out.method = std::string(method);
+  out.path = std::string(target.substr(0, mark));
+  out.size = end + 4;
+  if (mark != std::string_view::npos) out.query = std::string(target.substr(mark + 1));
   const auto fields = bytes.substr(0, end);
   out.authorization = std::string(header_field(fields, "authorization"));
   out.chunked = !header_field(fields, "transfer-encoding").empty();

@@ -23,6 +23,7 @@ struct http_head {
   std::string authorization;  // the Authorization field's value, if sent
   size_t content_length = 0;  // 0 when not sent
   bool chunked = false;       // a Transfer-Encoding was sent: refused, a body must have a length
+  std::string query;          // after the `?`, undecoded (bounded by the head's cap)
 };
 
 // The head at the start of `bytes`: nullopt while it is incomplete (read

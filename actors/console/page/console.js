@@ -10,8 +10,12 @@ const SPLIT_PARTS = [["ps_compute", "#2f6fdb"], ["issue_tiles", "#8e44ad"],
 const trail = { loss: [], step: [], tiles: [], alive: [], split: {} };
 SPLIT_PARTS.forEach(([name]) => { trail.split[name] = []; });
 let previous = null;  // the last training sample: derived rates need two
-let sort = { key: "id", dir: 1 };
+// The table's view: the server sorts, filters and cuts the page
+// (/api/state?page=...), so a fleet of thousands costs one page of rows.
+const view = { page: 0, per_page: 100, sort: "id", dir: "asc", filter: "" };
 let lastDoc = null;
+let pollTimer = null;
+let asked = 0;  // polls sent: an answer to an older one is dropped
 const pageStarted = performance.now();
 
 function $(id) { return document.getElementById(id); }
@@ -121,20 +125,18 @@ function legend() {
 
 // One row per device: the fleet's view (state, phi) joined with the
 // training accounts (tiles, bytes, busy time) by id.
+// In the server's order (fleet.page.ids); devices the accounts know but the
+// fleet no longer lists (left the run) are "gone".
 function device_rows(doc) {
   const t = doc.training || {};
   const accounts = new Map();
   for (const a of (t.per_device || [])) accounts.set(a.id, a);
+  const listed = new Map();
+  for (const d of ((doc.fleet && doc.fleet.devices) || [])) listed.set(d.id, d);
   const seconds = num(t.seconds);
-  const rows = [];
-  const seen = new Set();
-  for (const d of ((doc.fleet && doc.fleet.devices) || [])) {
-    seen.add(d.id);
-    rows.push(row_of(d, accounts.get(d.id) || {}, seconds));
-  }
-  // Devices the accounts know but the fleet no longer lists (left the run).
-  for (const [id, a] of accounts) if (!seen.has(id)) rows.push(row_of({ id: id, state: "gone" }, a, seconds));
-  return rows;
+  const page = (doc.fleet && doc.fleet.page) || {};
+  const ids = Array.isArray(page.ids) ? page.ids : [...new Set([...listed.keys(), ...accounts.keys()])];
+  return ids.map(id => row_of(listed.get(id) || { id: id, state: "gone" }, accounts.get(id) || {}, seconds));
 }
 
 function row_of(d, a, seconds) {
@@ -151,19 +153,9 @@ function state_class(state) {
   return ["alive", "suspected", "dead", "quarantined", "draining"].includes(state) ? "s-" + state : "s-other";
 }
 
-function render_table(rows) {
-  const needle = $("filter").value.trim().toLowerCase();
-  const shown = rows.filter(r => !needle || [String(r.id), r.profile, r.state]
-    .some(v => String(v).toLowerCase().includes(needle)));
-  shown.sort((a, b) => {
-    const x = a[sort.key], y = b[sort.key];
-    if (x === y) return a.id - b.id;
-    if (x === null || x === undefined) return 1;
-    if (y === null || y === undefined) return -1;
-    return (x < y ? -1 : 1) * sort.dir;
-  });
+function render_table(rows, page) {
   const body = document.createElement("tbody");
-  for (const r of shown) {
+  for (const r of rows) {
     const tr = document.createElement("tr");
     const cells = [String(r.id), r.profile, r.state, r.tiles === null ? "-" : String(r.tiles),
                    fixed(r.mb_down, 1), fixed(r.mb_up, 1), fixed(r.busy, 1),
@@ -181,8 +173,27 @@ function render_table(rows) {
   }
   $("fleet").replaceChild(body, $("fleet").tBodies[0]);
   for (const th of document.querySelectorAll("#fleet th")) {
-    th.classList.toggle("sorted-asc", th.dataset.key === sort.key && sort.dir > 0);
-    th.classList.toggle("sorted-desc", th.dataset.key === sort.key && sort.dir < 0);
+    th.classList.toggle("sorted-asc", th.dataset.key === view.sort && view.dir === "asc");
+    th.classList.toggle("sorted-desc", th.dataset.key === view.sort && view.dir === "desc");
+  }
+  render_pager(page, rows.length);
+}
+
+// "rows 101-200 of 1000 devices", the page's buttons, and the page kept
+// within the pages there are when devices leave.
+function render_pager(page, shown) {
+  const total = num(page.total), matched = num(page.matched);
+  const first = view.page * view.per_page;
+  let text = shown === 0 ? "no rows" : "rows " + (first + 1) + "\u2013" + (first + shown);
+  if (matched !== null) text += " of " + matched + (view.filter ? " matching" : "");
+  if (total !== null) text += " (" + total + " devices)";
+  $("pager-text").textContent = text;
+  const pages = num(page.pages);
+  $("b-prev").disabled = view.page === 0;
+  $("b-next").disabled = pages === null || view.page + 1 >= pages;
+  if (pages !== null && pages > 0 && view.page >= pages) {
+    view.page = pages - 1;
+    poll_now();
   }
 }
 
@@ -271,6 +282,7 @@ function heat_colour(share) {
   return "hsl(" + hue.toFixed(0) + ", 70%, " + (55 - 10 * s).toFixed(0) + "%)";
 }
 
+// The page's devices (the table's rows), so its size is bounded too.
 function render_heat(rows) {
   const strip = $("heat");
   const cells = rows.slice().sort((a, b) => a.id - b.id).map(r => {
@@ -284,8 +296,13 @@ function render_heat(rows) {
   strip.replaceChildren(...cells);
 }
 
+let eventsShown = "";  // what the list shows: rebuilt only when the log moved
 function render_events(doc) {
   const events = doc.events || [];
+  const last = events.length ? events[events.length - 1] : {};
+  const key = events.length + "/" + last.time + "/" + last.kind + "/" + last.device + "/" + doc.events_dropped;
+  if (key === eventsShown) return;
+  eventsShown = key;
   const list = $("events");
   const items = events.slice().reverse().map(e => {
     const li = document.createElement("li");
@@ -308,7 +325,9 @@ function render_events(doc) {
 function render_header(doc) {
   const t = doc.training || {};
   const counts = { alive: 0, draining: 0, suspected: 0, dead: 0, quarantined: 0 };
-  for (const d of ((doc.fleet && doc.fleet.devices) || []))
+  const states = doc.fleet && doc.fleet.page && doc.fleet.page.states;
+  if (states) for (const k in counts) counts[k] = num(states[k]) || 0;
+  else for (const d of ((doc.fleet && doc.fleet.devices) || []))
     if (d.state in counts) counts[d.state] += 1;
   $("h-model").textContent = t.model || "-";
   $("h-step").textContent = num(t.step) === null ? "-" : String(t.step);
@@ -326,7 +345,7 @@ function render() {
   if (!lastDoc) return;
   const rows = device_rows(lastDoc);
   render_header(lastDoc);
-  render_table(rows);
+  render_table(rows, (lastDoc.fleet && lastDoc.fleet.page) || {});
   render_heat(rows);
   render_events(lastDoc);
   render_controls(lastDoc);
@@ -340,29 +359,54 @@ function status(text, ok) {
   p.className = ok ? "ok" : "stale";
 }
 
+function state_url() {
+  const q = new URLSearchParams({ page: view.page, per_page: view.per_page, sort: view.sort, dir: view.dir });
+  if (view.filter) q.set("filter", view.filter);
+  return "/api/state?" + q.toString();
+}
+
+// Now, not at the next tick: the operator changed the view.
+function poll_now() {
+  clearTimeout(pollTimer);
+  poll();
+}
+
 async function poll() {
+  const mine = ++asked;
+  clearTimeout(pollTimer);
   try {
-    const answer = await fetch("/api/state", { cache: "no-store" });
-    if (!answer.ok) throw new Error("HTTP " + answer.status);
+    const answer = await fetch(state_url(), { cache: "no-store" });
+    if (!answer.ok) throw new Error("HTTP " + answer.status + " " + (await answer.text()).trim());
     const doc = await answer.json();
+    if (mine !== asked) return;  // a newer poll is on its way
     lastDoc = doc;
     record(doc);
     render();
     status("live, updated " + new Date().toLocaleTimeString(), true);
   } catch (err) {
+    if (mine !== asked) return;
     status("no answer (" + err.message + "); retrying", false);
   }
-  setTimeout(poll, 1000);
+  pollTimer = setTimeout(poll, 1000);
 }
 
 function setup() {
   legend();
   for (const th of document.querySelectorAll("#fleet th[data-key]"))
     th.addEventListener("click", () => {
-      sort = sort.key === th.dataset.key ? { key: sort.key, dir: -sort.dir } : { key: th.dataset.key, dir: 1 };
-      render();
+      if (view.sort === th.dataset.key) view.dir = view.dir === "asc" ? "desc" : "asc";
+      else { view.sort = th.dataset.key; view.dir = "asc"; }
+      view.page = 0;
+      poll_now();
     });
-  $("filter").addEventListener("input", render);
+  let typing = null;  // a filter is sent once typing pauses
+  $("filter").addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => { view.filter = $("filter").value.trim().slice(0, 64); view.page = 0; poll_now(); }, 250);
+  });
+  $("b-prev").addEventListener("click", () => { view.page = Math.max(0, view.page - 1); poll_now(); });
+  $("b-next").addEventListener("click", () => { view.page += 1; poll_now(); });
+  $("per-page").addEventListener("change", () => { view.per_page = Number($("per-page").value); view.page = 0; poll_now(); });
   for (const what of ["pause", "resume", "checkpoint"])
     $("b-" + what).addEventListener("click", () => control(what));
   draw_charts();
