@@ -102,7 +102,8 @@ run_case() {
   [[ $name == clean || $name == loss* || $name == jitter ]] && [[ $seconds != - ]] \
     && dph=$(python3 -c "print(f'{$dead / ($DEVICES * $seconds / 3600):.0f}')")
   verdict=PASS
-  if ((rc != 0)); then verdict="FAIL (exit $rc)"
+  if ((rc == 125)); then verdict="FAIL (the ps wrote its report but did not exit)"
+  elif ((rc != 0)); then verdict="FAIL (exit $rc)"
   elif [[ $versus != equal ]] && ! python3 -c "import sys; sys.exit(0 if float('${versus#max }') <= 1e-6 else 1)" 2>/dev/null; then
     verdict="FAIL (trajectory)"
   elif [[ $quarantined != 0 ]]; then verdict="FAIL (quarantine)"
@@ -133,20 +134,20 @@ fault_jitter() { :; }  # the relays hosts.sh puts in front of every device
 fault_flap() {
   sleep 3
   while :; do
-    link 4 down; echo "applied: link 4 down"
-    sleep 5; link 4 up; echo "applied: link 4 up"; echo done
+    link 4 down; echo "$(date +%T.%3N) applied: link 4 down"
+    sleep 5; link 4 up; echo "$(date +%T.%3N) applied: link 4 up"; echo done
     sleep 25
   done
 }
 # Devices 1 and 2 of 4 cut off 3 s in, for 20 s.
 fault_partition() {
-  sleep 3; partition 1 on; partition 2 on; echo "applied: partitioned"
-  sleep 20; partition 1 off; partition 2 off; echo "applied: healed"; echo done
+  sleep 3; partition 1 on; partition 2 on; echo "$(date +%T.%3N) applied: partitioned"
+  sleep 20; partition 1 off; partition 2 off; echo "$(date +%T.%3N) applied: healed"; echo done
 }
 # The vm host's link at 100 Mbit/s from the start, 1 Mbit/s (1%) 3 s in.
 fault_collapse() {
-  rate 4 100; echo "applied: 100 Mbit/s"
-  sleep 3; rate 4 1; echo "applied: 1 Mbit/s"; echo done
+  rate 4 100; echo "$(date +%T.%3N) applied: 100 Mbit/s"
+  sleep 3; rate 4 1; echo "$(date +%T.%3N) applied: 1 Mbit/s"; echo done
 }
 
 declare -A params=(

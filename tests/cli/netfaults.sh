@@ -21,6 +21,7 @@ hosts_start() {
   local name=$1; shift
   CLEAVE=$CLEAVE bash "$CLI_DIR/../../deploy/hosts.sh" --logs="$WORK/$name" "$@" > "$WORK/$name.out" 2>&1 &
   hosts_pid=$!
+  hosts_logs=$WORK/$name
   hosts_id=
   for _ in $(seq 1 1000); do
     hosts_id=$(grep -o "namespaces cl[0-9]*-" "$WORK/$name.out" 2>/dev/null | grep -o "cl[0-9]*")
@@ -42,9 +43,17 @@ wait_training() {
   return 1
 }
 
-# wait_hosts SECONDS: until hosts.sh exits (its status), or 124 past SECONDS.
+# wait_hosts SECONDS: until hosts.sh exits (its status), or 124 past
+# SECONDS, or 125 when the ps wrote its report but has not exited 30 s
+# later (seen once when a device's link was down as the run ended).
 wait_hosts() {
-  timeout "$1" tail --pid=$hosts_pid -f /dev/null || { hosts_stop; return 124; }
+  local end=$((SECONDS + $1)) written= log=$hosts_logs
+  while kill -0 $hosts_pid 2>/dev/null; do
+    [[ -z $written ]] && grep -q "report written" "$log/ps.log" 2>/dev/null && written=$SECONDS
+    [[ -n $written ]] && ((SECONDS - written > 30)) && { hosts_stop; return 125; }
+    ((SECONDS > end)) && { hosts_stop; return 124; }
+    sleep 0.2
+  done
   wait $hosts_pid
 }
 
