@@ -72,6 +72,7 @@ for ((i = 1; i <= devices; i++)); do hosts+=("$id-dev$i"); done
 # `ip netns exec` waits on its command: a host's processes are stopped by namespace.
 stop_host() { ip netns pids "$1" 2>/dev/null | xargs -r kill "-${2:-TERM}" 2>/dev/null || true; }
 teardown() {
+  trap '' INT TERM  # a second Ctrl-C (or TERM) must not leave namespaces behind
   for ns in "${hosts[@]}"; do stop_host "$ns"; done
   sleep 0.3
   for ns in "${hosts[@]}" "$switch"; do

@@ -49,7 +49,10 @@ wait_training() {
 wait_hosts() {
   local end=$((SECONDS + $1)) written= log=$hosts_logs
   while kill -0 $hosts_pid 2>/dev/null; do
-    [[ -z $written ]] && grep -q "report written" "$log/ps.log" 2>/dev/null && written=$SECONDS
+    # Once the ps has exited, hosts.sh only tears down (slow on a loaded host).
+    grep -q "the ps exited" "$log.out" 2>/dev/null && written=
+    [[ -z $written ]] && grep -q "report written" "$log/ps.log" 2>/dev/null \
+      && ! grep -q "the ps exited" "$log.out" 2>/dev/null && written=$SECONDS
     [[ -n $written ]] && ((SECONDS - written > 30)) && { hosts_stop; return 125; }
     ((SECONDS > end)) && { hosts_stop; return 124; }
     sleep 0.2
