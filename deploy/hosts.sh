@@ -10,9 +10,14 @@
 # machine's network: everything stays inside the namespaces this script
 # makes, and they are removed when it exits (Ctrl-C included). Needs root.
 #
-# Usage: deploy/hosts.sh [--devices=N] [--logs=DIR] [--] [ps flags...]
+# Usage: deploy/hosts.sh [--devices=N] [--logs=DIR] [--relay=MS[:JITTER_MS]] [--] [ps flags...]
 #   --devices=N   device hosts, one device each (default 4), with the compose
 #                 file's profiles in turn: phone, edge, laptop, vm
+#   --relay=MS[:JITTER_MS]
+#                 each device reaches the ps through a relay in its own host
+#                 (tests/cli/delay_relay.py) that holds every byte MS ms each
+#                 way plus a uniform draw from [0, JITTER_MS) in order: the
+#                 latency and jitter this kernel's missing netem would add
 #   --logs=DIR    keep every host's log there (default: a temporary folder,
 #                 removed at exit)
 #   ps flags      passed to the ps (default: --model=mlp --epochs=1); add
@@ -27,11 +32,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 CLEAVE=$(realpath "${CLEAVE:-$root/build/cmd/cleave}")
 devices=4
 logs=""
+relay=""
 ps_flags=()
 for arg in "$@"; do
   case $arg in
     --devices=*) devices=${arg#*=} ;;
     --logs=*) logs=${arg#*=} ;;
+    --relay=*) relay=${arg#*=} ;;
     --) ;;
     *) ps_flags+=("$arg") ;;
   esac
@@ -44,6 +51,8 @@ for flag in "${ps_flags[@]}"; do
 done
 [[ $devices =~ ^[0-9]+$ ]] && ((devices >= 1 && devices <= 60)) \
   || { echo "hosts.sh: --devices must be 1..60, got '$devices'" >&2; exit 2; }
+[[ -z $relay || $relay =~ ^[0-9]+(\.[0-9]+)?(:[0-9]+(\.[0-9]+)?)?$ ]] \
+  || { echo "hosts.sh: --relay must be MS or MS:JITTER_MS, got '$relay'" >&2; exit 2; }
 ((EUID == 0)) || { echo "hosts.sh: network namespaces need root" >&2; exit 2; }
 [[ -x $CLEAVE ]] || { echo "hosts.sh: no cleave binary at $CLEAVE (bash deploy/setup.sh build)" >&2; exit 2; }
 if [[ -z $logs ]]; then
@@ -63,6 +72,7 @@ for ((i = 1; i <= devices; i++)); do hosts+=("$id-dev$i"); done
 # `ip netns exec` waits on its command: a host's processes are stopped by namespace.
 stop_host() { ip netns pids "$1" 2>/dev/null | xargs -r kill "-${2:-TERM}" 2>/dev/null || true; }
 teardown() {
+  trap '' INT TERM  # a second Ctrl-C (or TERM) must not leave namespaces behind
   for ns in "${hosts[@]}"; do stop_host "$ns"; done
   sleep 0.3
   for ns in "${hosts[@]}" "$switch"; do
@@ -122,9 +132,19 @@ on ps "$CLEAVE" --role=ps --planner=10.78.1.3:4100 --listen=10.78.2.4:4300 --adm
   "${ps_flags[@]}" > "$logs/ps.log" 2>&1 &
 ps=$!
 wait_listening ps 4300 "$logs/ps.log"
+connect=10.78.2.4:4300
+if [[ -n $relay ]]; then
+  IFS=: read -r delay_ms jitter_ms <<< "$relay"
+  for ((i = 1; i <= devices; i++)); do
+    on "dev$i" python3 "$root/tests/cli/delay_relay.py" 4300 10.78.2.4:4300 \
+      "$(python3 -c "print($delay_ms / 1e3)")" "$(python3 -c "print(${jitter_ms:-0} / 1e3)")" > "$logs/relay-$i.log" 2>&1 &
+  done
+  for ((i = 1; i <= devices; i++)); do wait_listening "dev$i" 4300 "$logs/relay-$i.log"; done
+  connect=127.0.0.1:4300
+fi
 profiles=(phone edge laptop vm)
 for ((i = 1; i <= devices; i++)); do
-  on "dev$i" "$CLEAVE" --role=device --connect=10.78.2.4:4300 --profile="${profiles[$(( (i - 1) % 4 ))]}" \
+  on "dev$i" "$CLEAVE" --role=device --connect=$connect --profile="${profiles[$(( (i - 1) % 4 ))]}" \
     --threads=1 --reconnect-seconds=30 > "$logs/device-$i.log" 2>&1 &
 done
 cat <<EOF

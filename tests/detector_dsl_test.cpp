@@ -363,6 +363,75 @@ CAF_TEST(suspected_device_rejoins_and_stays_alive) {
   CAF_CHECK(!det_state().devices.at(1).suspected);
 }
 
+// 4b. Stalls that each last nearly twice the one before (as TCP's
+//     retransmission timeout doubles) are each survived, but what they teach
+//     is capped: a hang after them is death within
+//     max_learned_silence_seconds, however long the stalls grew.
+CAF_TEST(learned_silence_is_capped) {
+  start();
+  auto sub = subscriber();
+  watch(1);
+  const auto hb = span_of(opts.heartbeat_seconds);
+  auto regular = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      advance(hb);
+      heartbeat(1);
+    }
+  };
+  regular(20);
+  for (auto stall : {300ms, 550ms, 1000ms, 1900ms}) {
+    advance(stall);
+    heartbeat(1);
+    regular(5);
+  }
+  auto& evs = events(sub);
+  CAF_CHECK_EQUAL(count(evs, fleet_event_kind::dead, 1), 0u);
+  CAF_CHECK_GREATER_OR_EQUAL(count(evs, fleet_event_kind::suspect, 1), 4u);
+  const auto hang = now();
+  CAF_REQUIRE(advance_until([&] { return find(evs, fleet_event_kind::dead, 1) != nullptr; }, 10s));
+  const double dead_after = seconds_of(now() - hang);
+  CAF_MESSAGE("after stalls up to 1.9 s, a hang declared dead after " << dead_after << " s");
+  CAF_CHECK_GREATER_OR_EQUAL(dead_after, max_learned_silence_seconds);
+  CAF_CHECK_LESS_OR_EQUAL(dead_after, max_learned_silence_seconds + opts.check_seconds + 0.002);
+}
+
+// 4c. Death waits twice the longest stall the link has shown: after stalls
+//     of 0.3 s and 0.55 s (each survived, suspected only), a hang is death
+//     at 1.1 s, not at dead_min_silence_seconds (0.35 s); suspicion comes as
+//     early as ever.
+CAF_TEST(death_waits_twice_the_longest_stall) {
+  start();
+  auto sub = subscriber();
+  watch(1);
+  const auto hb = span_of(opts.heartbeat_seconds);
+  auto regular = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      advance(hb);
+      heartbeat(1);
+    }
+  };
+  regular(20);
+  for (auto stall : {300ms, 550ms}) {
+    advance(stall);
+    heartbeat(1);
+    regular(20);
+  }
+  auto& evs = events(sub);
+  CAF_REQUIRE_EQUAL(count(evs, fleet_event_kind::dead, 1), 0u);
+  const size_t suspected_before = count(evs, fleet_event_kind::suspect, 1);
+  const auto hang = now();
+  CAF_REQUIRE(advance_until([&] { return find(evs, fleet_event_kind::dead, 1) != nullptr; }, 5s));
+  const double dead_after = seconds_of(now() - hang);
+  CAF_MESSAGE("after stalls of 0.3 s and 0.55 s, a hang declared dead after " << dead_after << " s");
+  CAF_CHECK_GREATER_OR_EQUAL(dead_after, 1.1);
+  CAF_CHECK_LESS_OR_EQUAL(dead_after, 1.1 + opts.check_seconds + 0.002);
+  CAF_REQUIRE_EQUAL(count(evs, fleet_event_kind::suspect, 1), suspected_before + 1);
+  const recorded_event* last_suspect = nullptr;
+  for (auto& r : evs)
+    if (r.ev.kind == fleet_event_kind::suspect && r.ev.device == 1) last_suspect = &r;
+  CAF_CHECK_LESS(seconds_of(last_suspect->at - hang), 0.5);
+}
+
 // 5. A watched device that exits is published dead at once through the
 //    monitor's down message: no tick, no clock movement.
 CAF_TEST(exited_device_is_dead_without_time_passing) {

@@ -120,7 +120,9 @@ detector_handle::behavior_type detector_actor(detector_handle::stateful_pointer<
         if (dev.dead || dev.quarantined) continue;
         const double phi = dev.level.phi(now);
         const double silence = now - dev.level.last_heartbeat();
-        if (phi >= st.opts.dead_phi && silence >= st.opts.dead_min_silence_seconds) {
+        if (phi >= st.opts.dead_phi && silence >= st.opts.dead_min_silence_seconds &&
+            silence >= std::min(learned_silence_factor * dev.level.longest_interval(),
+                                std::max(max_learned_silence_seconds, st.opts.dead_min_silence_seconds))) {
           dev.dead = true;
           publish(self, {fleet_event_kind::dead, id, phi});
         } else if (phi >= st.opts.suspect_phi && !dev.suspected) {

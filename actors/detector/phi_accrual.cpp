@@ -33,6 +33,10 @@ void phi_accrual::heartbeat(double now) {
 
 double phi_accrual::mean_interval() const { return sum_ / static_cast<double>(intervals_.size()); }
 
+double phi_accrual::longest_interval() const {
+  return *std::max_element(intervals_.begin(), intervals_.end());
+}
+
 double phi_accrual::phi(double now) const {
   if (last_ < 0) return 0;
   const double n = static_cast<double>(intervals_.size());

@@ -21,6 +21,10 @@ class phi_accrual {
   double phi(double now) const;
   double last_heartbeat() const { return last_; }
   double mean_interval() const;
+  // The longest interval in the window: how long a silence this device's
+  // link has already shown and recovered from. O(window), so callers ask
+  // only when about to declare a death.
+  double longest_interval() const;
 
  private:
   double min_stddev_;

@@ -1,25 +1,31 @@
 #!/usr/bin/env python3
-"""A TCP relay that holds every byte for DELAY seconds each way, for
-tests/cli/shaped_links.sh (this kernel has no netem to add latency).
+"""A TCP relay that holds every byte for DELAY seconds each way, plus a
+random JITTER, for tests/cli/shaped_links.sh and bench/netfaults (this
+kernel has no netem to add latency).
 
-  delay_relay.py LISTEN_PORT TARGET_HOST:TARGET_PORT DELAY_SECONDS
+  delay_relay.py LISTEN_PORT TARGET_HOST:TARGET_PORT DELAY_SECONDS [JITTER_SECONDS]
 
 Each connection accepted on 127.0.0.1:LISTEN_PORT is joined to one to the
 target; what either side sends reaches the other DELAY seconds later, in
-order. A side that sends faster than the other reads is held back once
+order. With JITTER, each chunk read is held DELAY plus a uniform draw from
+[0, JITTER) more, but never leaves before the chunk read ahead of it: a
+byte stream cannot reorder, so a long draw holds back what follows it, as a
+retransmission on a real link does. A side that sends faster than the other reads is held back once
 MAX_HELD bytes wait, so the relay never hides the shaped link's rate behind
 a growing queue.
 """
 import asyncio
+import random
 import sys
 
 MAX_HELD = 4 << 20
 
 
-async def pump(reader, writer, delay):
+async def pump(reader, writer, delay, jitter):
     loop = asyncio.get_running_loop()
     queue = asyncio.Queue()
     held = 0
+    last_due = 0.0
     room = asyncio.Event()
     room.set()
 
@@ -44,7 +50,8 @@ async def pump(reader, writer, delay):
         while True:
             await room.wait()
             data = await reader.read(1 << 16)
-            queue.put_nowait((loop.time() + delay, data))
+            last_due = max(last_due, loop.time() + delay + random.uniform(0, jitter))
+            queue.put_nowait((last_due, data))
             if not data:
                 break
             held += len(data)
@@ -56,7 +63,7 @@ async def pump(reader, writer, delay):
         writer.close()
 
 
-async def main(port, target, delay):
+async def main(port, target, delay, jitter):
     host, tport = target.rsplit(":", 1)
 
     async def serve(c_reader, c_writer):
@@ -65,7 +72,7 @@ async def main(port, target, delay):
         except OSError:
             c_writer.close()
             return
-        await asyncio.gather(pump(c_reader, t_writer, delay), pump(t_reader, c_writer, delay))
+        await asyncio.gather(pump(c_reader, t_writer, delay, jitter), pump(t_reader, c_writer, delay, jitter))
 
     server = await asyncio.start_server(serve, "127.0.0.1", port)
     async with server:
@@ -73,4 +80,5 @@ async def main(port, target, delay):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]), sys.argv[2], float(sys.argv[3])))
+    asyncio.run(main(int(sys.argv[1]), sys.argv[2], float(sys.argv[3]),
+                     float(sys.argv[4]) if len(sys.argv) > 4 else 0.0))
