@@ -46,7 +46,11 @@ caf::error fleet_client::ask() {
     if (planner_lost_) return fail("the planner is gone");
     caf::error err;
     bool answered = false;
-    self_->request(planner_, std::chrono::seconds(1), fleet_atom::value)
+    // A blocking actor keeps the timeout of a request answered in time in
+    // its mailbox for good (nothing it receives later matches it): one per
+    // step would grow the PS without bound. This actor's mailbox goes with it.
+    caf::scoped_actor asker{self_->system()};
+    asker->request(planner_, std::chrono::seconds(1), fleet_atom::value)
       .receive(
         [&](uint64_t version, std::vector<fleet_member>& members) {
           answered = true;
