@@ -116,6 +116,30 @@ struct fixture : test_coordinator_fixture<config> {
     sched.run();
   }
 
+  // `n` heartbeats from device `id`, one every heartbeat interval.
+  void regular_heartbeats(int32_t id, int n) {
+    for (int i = 0; i < n; ++i) {
+      advance(span_of(opts.heartbeat_seconds));
+      heartbeat(id);
+    }
+  }
+
+  // Device 1 is watched and heartbeats regularly for 20 intervals, then goes
+  // silent for each of `stalls` in turn, recovering from each with
+  // `regular_after` regular heartbeats. Returns the subscriber that saw it.
+  caf::actor stalling_device(std::initializer_list<caf::timespan> stalls, int regular_after) {
+    start();
+    auto sub = subscriber();
+    watch(1);
+    regular_heartbeats(1, 20);
+    for (auto stall : stalls) {
+      advance(stall);
+      heartbeat(1);
+      regular_heartbeats(1, regular_after);
+    }
+    return sub;
+  }
+
   // Moves virtual time forward by `d` in 1 ms steps, delivering due ticks and
   // draining every mailbox after each step.
   void advance(caf::timespan d) {
@@ -334,11 +358,7 @@ CAF_TEST(suspected_device_rejoins_and_stays_alive) {
   start();
   auto sub = subscriber();
   watch(1);
-  const auto hb = span_of(opts.heartbeat_seconds);
-  for (int i = 0; i < 20; ++i) {
-    advance(hb);
-    heartbeat(1);
-  }
+  regular_heartbeats(1, 20);
   CAF_REQUIRE(advance_until([&] { return find(events(sub), fleet_event_kind::suspect, 1); }, 2s));
   CAF_REQUIRE_EQUAL(count(events(sub), fleet_event_kind::dead, 1), 0u);
   CAF_CHECK(det_state().devices.at(1).suspected);
@@ -352,10 +372,7 @@ CAF_TEST(suspected_device_rejoins_and_stays_alive) {
   CAF_CHECK(evs[2].ev.kind == fleet_event_kind::rejoin);
   CAF_CHECK_EQUAL(evs[2].ev.device, 1);
   CAF_CHECK(!det_state().devices.at(1).suspected);
-  for (int i = 0; i < 100; ++i) {  // 10 s more of regular heartbeats
-    advance(hb);
-    heartbeat(1);
-  }
+  regular_heartbeats(1, 100);  // 10 s more
   CAF_CHECK_EQUAL(evs.size(), 3u);  // join, suspect, rejoin: nothing after
   CAF_CHECK_EQUAL(count(evs, fleet_event_kind::dead, 1), 0u);
   CAF_CHECK_EQUAL(count(evs, fleet_event_kind::suspect, 1), 1u);
@@ -366,24 +383,9 @@ CAF_TEST(suspected_device_rejoins_and_stays_alive) {
 // 4b. Stalls that each last nearly twice the one before (as TCP's
 //     retransmission timeout doubles) are each survived, but what they teach
 //     is capped: a hang after them is death within
-//     max_learned_silence_seconds, however long the stalls grew.
+//     opts.max_learned_silence_seconds, however long the stalls grew.
 CAF_TEST(learned_silence_is_capped) {
-  start();
-  auto sub = subscriber();
-  watch(1);
-  const auto hb = span_of(opts.heartbeat_seconds);
-  auto regular = [&](int n) {
-    for (int i = 0; i < n; ++i) {
-      advance(hb);
-      heartbeat(1);
-    }
-  };
-  regular(20);
-  for (auto stall : {300ms, 550ms, 1000ms, 1900ms}) {
-    advance(stall);
-    heartbeat(1);
-    regular(5);
-  }
+  auto sub = stalling_device({300ms, 550ms, 1000ms, 1900ms}, 5);
   auto& evs = events(sub);
   CAF_CHECK_EQUAL(count(evs, fleet_event_kind::dead, 1), 0u);
   CAF_CHECK_GREATER_OR_EQUAL(count(evs, fleet_event_kind::suspect, 1), 4u);
@@ -391,8 +393,8 @@ CAF_TEST(learned_silence_is_capped) {
   CAF_REQUIRE(advance_until([&] { return find(evs, fleet_event_kind::dead, 1) != nullptr; }, 10s));
   const double dead_after = seconds_of(now() - hang);
   CAF_MESSAGE("after stalls up to 1.9 s, a hang declared dead after " << dead_after << " s");
-  CAF_CHECK_GREATER_OR_EQUAL(dead_after, max_learned_silence_seconds);
-  CAF_CHECK_LESS_OR_EQUAL(dead_after, max_learned_silence_seconds + opts.check_seconds + 0.002);
+  CAF_CHECK_GREATER_OR_EQUAL(dead_after, opts.max_learned_silence_seconds);
+  CAF_CHECK_LESS_OR_EQUAL(dead_after, opts.max_learned_silence_seconds + opts.check_seconds + 0.002);
 }
 
 // 4c. Death waits twice the longest stall the link has shown: after stalls
@@ -400,22 +402,7 @@ CAF_TEST(learned_silence_is_capped) {
 //     at 1.1 s, not at dead_min_silence_seconds (0.35 s); suspicion comes as
 //     early as ever.
 CAF_TEST(death_waits_twice_the_longest_stall) {
-  start();
-  auto sub = subscriber();
-  watch(1);
-  const auto hb = span_of(opts.heartbeat_seconds);
-  auto regular = [&](int n) {
-    for (int i = 0; i < n; ++i) {
-      advance(hb);
-      heartbeat(1);
-    }
-  };
-  regular(20);
-  for (auto stall : {300ms, 550ms}) {
-    advance(stall);
-    heartbeat(1);
-    regular(20);
-  }
+  auto sub = stalling_device({300ms, 550ms}, 20);
   auto& evs = events(sub);
   CAF_REQUIRE_EQUAL(count(evs, fleet_event_kind::dead, 1), 0u);
   const size_t suspected_before = count(evs, fleet_event_kind::suspect, 1);

@@ -14,6 +14,7 @@
 
 #include "actors/churn/churn_schedule.hpp"
 #include "actors/detector/phi_accrual.hpp"
+#include "actors/detector/silence_verdict.hpp"
 #include "actors/device/block_cache.hpp"
 #include "actors/ps/engine/snapshot_pool.hpp"
 #include "actors/ps/engine/step_predictor.hpp"
@@ -52,6 +53,74 @@ TEST(phi_accrual, jittery_heartbeats_widen_the_tolerance) {
     jittery.heartbeat(b += (i % 2 ? 0.05 : 0.15));
   }
   EXPECT_GT(steady.phi(a + 0.2), jittery.phi(b + 0.2));
+}
+
+// A level fed `regular` heartbeats at the options' interval, from time 0; the
+// time of its last heartbeat is returned.
+static double regular_heartbeats(phi_accrual& level, const detector_options& opts, int regular,
+                                 double t = 0) {
+  for (int i = 0; i < regular; ++i) level.heartbeat(t += opts.heartbeat_seconds);
+  return t;
+}
+
+TEST(silence_verdict, a_clean_link_goes_alive_suspect_dead_as_phi_grows) {
+  const detector_options opts;
+  phi_accrual level(opts.heartbeat_seconds, opts.min_stddev);
+  const double last = regular_heartbeats(level, opts, 50);
+  EXPECT_EQ(judge_silence(level, last + opts.heartbeat_seconds, opts), silence_verdict::alive);
+  // Scan the silence: the verdicts come in order, each once phi says so.
+  double suspect_at = -1, dead_at = -1;
+  for (double s = 0; s < 5 && dead_at < 0; s += 1e-3) {
+    const auto v = judge_silence(level, last + s, opts);
+    if (v != silence_verdict::alive && suspect_at < 0) suspect_at = s;
+    if (v == silence_verdict::dead) dead_at = s;
+  }
+  ASSERT_GT(suspect_at, 0);
+  ASSERT_GT(dead_at, suspect_at);
+  EXPECT_GE(level.phi(last + suspect_at), opts.suspect_phi);
+  EXPECT_LT(level.phi(last + suspect_at - 1e-3), opts.suspect_phi);
+  // On a clean link phi alone (and the minimum silence) decides death.
+  EXPECT_NEAR(dead_at, std::max(opts.dead_min_silence_seconds, 2 * level.longest_interval()), 0.05);
+  EXPECT_GE(level.phi(last + dead_at), opts.dead_phi);
+}
+
+TEST(silence_verdict, death_waits_twice_the_longest_stall_survived) {
+  const detector_options opts;
+  phi_accrual level(opts.heartbeat_seconds, opts.min_stddev);
+  double t = regular_heartbeats(level, opts, 20);
+  level.heartbeat(t += 0.7);  // a retransmission stall, recovered from
+  t = regular_heartbeats(level, opts, 20, t);
+  ASSERT_NEAR(level.longest_interval(), 0.7, 1e-9);
+  // phi says dead long before 1.4 s of silence; the verdict waits.
+  EXPECT_GE(level.phi(t + 1.0), opts.dead_phi);
+  EXPECT_EQ(judge_silence(level, t + 1.0, opts), silence_verdict::suspect);
+  EXPECT_EQ(judge_silence(level, t + 1.39, opts), silence_verdict::suspect);
+  EXPECT_EQ(judge_silence(level, t + 1.41, opts), silence_verdict::dead);
+}
+
+TEST(silence_verdict, what_stalls_teach_is_capped) {
+  detector_options opts;
+  phi_accrual level(opts.heartbeat_seconds, opts.min_stddev);
+  double t = regular_heartbeats(level, opts, 20);
+  level.heartbeat(t += 2.5);  // twice this would be 5 s; the cap is 3 s
+  t = regular_heartbeats(level, opts, 20, t);
+  EXPECT_EQ(judge_silence(level, t + opts.max_learned_silence_seconds - 0.01, opts),
+            silence_verdict::suspect);
+  EXPECT_EQ(judge_silence(level, t + opts.max_learned_silence_seconds + 0.01, opts), silence_verdict::dead);
+  // A minimum silence longer than the cap wins over it.
+  opts.dead_min_silence_seconds = 4;
+  EXPECT_EQ(judge_silence(level, t + 3.5, opts), silence_verdict::suspect);
+  EXPECT_EQ(judge_silence(level, t + 4.01, opts), silence_verdict::dead);
+}
+
+TEST(silence_verdict, a_slow_regular_device_is_alive_and_a_fresh_one_too) {
+  const detector_options opts;
+  phi_accrual slow(opts.heartbeat_seconds, opts.min_stddev);
+  double t = 0;
+  for (int i = 0; i < 100; ++i) slow.heartbeat(t += 0.4);
+  EXPECT_EQ(judge_silence(slow, t + 0.45, opts), silence_verdict::alive);
+  phi_accrual fresh(opts.heartbeat_seconds, opts.min_stddev);  // never heard from: phi is 0
+  EXPECT_EQ(judge_silence(fresh, 100, opts), silence_verdict::alive);
 }
 
 TEST(restart_budget, allows_r_restarts_in_t_seconds_then_refuses) {

@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/detector/silence_verdict.hpp"
+
 namespace cleave {
 
 namespace {
@@ -118,16 +120,13 @@ detector_handle::behavior_type detector_actor(detector_handle::stateful_pointer<
       for (auto& [id, dev] : st.devices) {
         if (now < st.judge_from) break;
         if (dev.dead || dev.quarantined) continue;
-        const double phi = dev.level.phi(now);
-        const double silence = now - dev.level.last_heartbeat();
-        if (phi >= st.opts.dead_phi && silence >= st.opts.dead_min_silence_seconds &&
-            silence >= std::min(learned_silence_factor * dev.level.longest_interval(),
-                                std::max(max_learned_silence_seconds, st.opts.dead_min_silence_seconds))) {
+        const auto verdict = judge_silence(dev.level, now, st.opts);
+        if (verdict == silence_verdict::dead) {
           dev.dead = true;
-          publish(self, {fleet_event_kind::dead, id, phi});
-        } else if (phi >= st.opts.suspect_phi && !dev.suspected) {
+          publish(self, {fleet_event_kind::dead, id, dev.level.phi(now)});
+        } else if (verdict == silence_verdict::suspect && !dev.suspected) {
           dev.suspected = true;
-          publish(self, {fleet_event_kind::suspect, id, phi});
+          publish(self, {fleet_event_kind::suspect, id, dev.level.phi(now)});
         }
       }
       self->delayed_send(self,

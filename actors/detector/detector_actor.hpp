@@ -14,19 +14,6 @@
 
 namespace cleave {
 
-// Dead also needs a silence learned_silence_factor times the longest the
-// device's link has shown in phi's window (and recovered from), up to
-// max_learned_silence_seconds (or the options' dead_min_silence_seconds, if
-// longer). A lossy link stalls TCP for its retransmission timeout, doubled
-// at each loss in a row (0.2, 0.6, 1.4 s of silence): phi's normal model
-// calls such a stall certain death, and every false death rejoins the
-// device and redoes its tiles. A clean link's longest interval is about one
-// heartbeat, so its deaths come as before; on a lossy one a hung device is
-// declared dead later, by at most the cap. Suspicion is unchanged: a
-// suspected device's tiles are copied to others meanwhile.
-inline constexpr double learned_silence_factor = 2;
-inline constexpr double max_learned_silence_seconds = 3;
-
 struct watched_device {
   caf::actor handle;
   phi_accrual level;

@@ -14,6 +14,10 @@ struct detector_options {
   // (heartbeats a few intervals apart) is suspected, not killed, while
   // phi learns its rhythm. A lost connection is dead at once regardless.
   double dead_min_silence_seconds = 0.35;
+  // Dead also waits out this many times the longest silence the link has
+  // recovered from, at most max_learned_silence_seconds (silence_verdict.hpp).
+  double learned_silence_factor = 2;
+  double max_learned_silence_seconds = 3;
   double min_stddev = 0.02;
   // A tick this much later than check_seconds means this process was paused
   // (descheduled on a loaded host, swapped): the silence it measured is
