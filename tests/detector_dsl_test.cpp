@@ -440,7 +440,7 @@ CAF_TEST(exited_device_is_dead_without_time_passing) {
   CAF_CHECK_EQUAL(evs[2].ev.device, 1);
   CAF_CHECK_EQUAL(evs[2].ev.phi, 0.0);  // the monitor path, not a tick (phi >= 8)
   CAF_CHECK(evs[2].at == t);
-  CAF_CHECK(det_state().devices.at(1).dead);
+  CAF_CHECK_EQUAL(det_state().devices.count(1), 0u);  // nothing left to judge: forgotten
   CAF_CHECK(!det_state().devices.at(2).dead);
   // It stays dead exactly once; a late heartbeat does not revive it.
   heartbeat(1);
@@ -534,8 +534,32 @@ CAF_TEST(every_subscriber_gets_every_event_once) {
   }
 }
 
+// 5b. Devices whose actors exit leave only their verdict behind, and only
+//     the newest departed_kept of those.
+CAF_TEST(departed_devices_leave_their_verdict_and_only_the_newest_are_kept) {
+  detector_options o;
+  o.departed_kept = 2;
+  start(o);
+  std::vector<caf::actor> devs;
+  for (int32_t id = 1; id <= 3; ++id) devs.push_back(watch(id));
+  self->send(det, quarantine_atom::value, int32_t{3});
+  sched.run();
+  for (auto& d : devs) {
+    caf::anon_send_exit(d, caf::exit_reason::kill);
+    sched.run();
+  }
+  CAF_CHECK(det_state().devices.empty());
+  const auto& gone = det_state().departed;
+  CAF_REQUIRE_EQUAL(gone.size(), 2u);
+  CAF_CHECK_EQUAL(gone[0].id, 2);
+  CAF_CHECK(gone[0].dead && !gone[0].quarantined);
+  CAF_CHECK_EQUAL(gone[1].id, 3);
+  CAF_CHECK(gone[1].quarantined && !gone[1].dead);
+}
+
 // 8. A device declared dead on silence that heartbeats again (it was only
-//    stalled) is asked, once, to join again; it stays dead to the detector.
+//    stalled) is asked, once, to join again; it stays dead to the detector
+//    until its actor exits.
 CAF_TEST(a_device_declared_dead_but_alive_is_asked_to_join_again) {
   start();
   auto sub = subscriber();
@@ -548,6 +572,12 @@ CAF_TEST(a_device_declared_dead_but_alive_is_asked_to_join_again) {
   CAF_CHECK(!sched.has_job());
   CAF_CHECK_EQUAL(count(events(sub), fleet_event_kind::rejoin, 1), 0u);
   CAF_CHECK(det_state().devices.at(1).dead);
+  // Once its actor exits (the connection closed), its record goes, and its
+  // death is not published twice.
+  caf::anon_send_exit(dev, caf::exit_reason::kill);
+  sched.run();
+  CAF_CHECK_EQUAL(det_state().devices.count(1), 0u);
+  CAF_CHECK_EQUAL(count(events(sub), fleet_event_kind::dead, 1), 1u);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

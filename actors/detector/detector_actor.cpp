@@ -60,11 +60,21 @@ detector_handle::behavior_type detector_actor(detector_handle::stateful_pointer<
     subs.erase(std::remove_if(subs.begin(), subs.end(),
                               [&](const caf::actor& s) { return s.address() == msg.source; }),
                subs.end());
-    for (auto& [id, dev] : self->state.devices) {
-      if (dev.handle.address() == msg.source && !dev.dead && !dev.quarantined) {
-        dev.dead = true;
-        publish(self, {fleet_event_kind::dead, id, 0});
+    // A device whose actor is gone has nothing left to be judged on or
+    // asked: it is published dead (if it was not yet) and forgotten but for
+    // its verdict, so a fleet whose members come and go for days holds
+    // only those present and the latest departed.
+    auto& st = self->state;
+    for (auto it = st.devices.begin(); it != st.devices.end();) {
+      auto& [id, dev] = *it;
+      if (dev.handle.address() != msg.source) {
+        ++it;
+        continue;
       }
+      if (!dev.dead && !dev.quarantined) publish(self, {fleet_event_kind::dead, id, 0});
+      st.departed.push_back({id, 0.0, false, !dev.quarantined, dev.quarantined});
+      if (st.departed.size() > st.opts.departed_kept) st.departed.pop_front();
+      it = st.devices.erase(it);
     }
   });
   self->send(self, tick_atom::value);
@@ -89,8 +99,9 @@ detector_handle::behavior_type detector_actor(detector_handle::stateful_pointer<
     },
     [=](caf::get_atom) {
       const double now = now_seconds(self);
-      std::vector<device_health> out;
-      for (const auto& [id, dev] : self->state.devices)
+      const auto& st = self->state;
+      std::vector<device_health> out(st.departed.begin(), st.departed.end());
+      for (const auto& [id, dev] : st.devices)
         out.push_back({id, dev.dead || dev.quarantined ? 0.0 : dev.level.phi(now), dev.suspected,
                        dev.dead, dev.quarantined});
       return out;

@@ -3,6 +3,7 @@
 // CAF monitor on each device catches a lost connection at once. Subscribers
 // (planner, PS shards, console) receive join / suspect / dead / rejoin events.
 
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -26,6 +27,7 @@ struct watched_device {
 struct detector_state {
   detector_options opts;
   std::map<int32_t, watched_device> devices;
+  std::deque<device_health> departed;  // gone: their last verdict, newest last
   std::vector<caf::actor> subscribers;
   delay_histogram heartbeat_delay;  // edge heartbeats: read at the edge -> handled here
   double last_tick = -1;  // when the last tick ran (seconds, the actor clock's)

@@ -3,6 +3,8 @@
 // with the same numbers (detection_time.hpp), so they stand apart from the
 // actor.
 
+#include <cstddef>
+
 namespace cleave {
 
 struct detector_options {
@@ -19,6 +21,9 @@ struct detector_options {
   double learned_silence_factor = 2;
   double max_learned_silence_seconds = 3;
   double min_stddev = 0.02;
+  // Devices whose actor is gone are forgotten but for their verdict (dead or
+  // quarantined), which the console lists: the newest this many are kept.
+  size_t departed_kept = 1000;
   // A tick this much later than check_seconds means this process was paused
   // (descheduled on a loaded host, swapped): the silence it measured is
   // partly its own, and heartbeats that came meanwhile may still be unread.

@@ -1,5 +1,7 @@
 #include "actors/gateway/device_proxy.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include "actors/transport/bulk_channel.hpp"
@@ -40,6 +42,18 @@ void strike(proxy_ptr self, const std::string& why) {
     self->quit(fail("dropped after " + std::to_string(st.strikes) + " " + proxy_strike_reason));
 }
 
+// Monitors `peer` until the proxy exits or unwatch() takes it back.
+void watch(proxy_ptr self, const caf::actor& peer) {
+  self->monitor(peer);
+  self->state.monitoring->push_back(peer.address());
+}
+
+void unwatch(proxy_ptr self, const caf::actor& peer) {
+  self->demonitor(peer);
+  auto& m = *self->state.monitoring;
+  m.erase(std::remove(m.begin(), m.end(), peer.address()), m.end());
+}
+
 // Asks the planner for a place in the fleet in the device's name.
 void join_planner(proxy_ptr self, bool first) {
   auto& st = self->state;
@@ -50,8 +64,9 @@ void join_planner(proxy_ptr self, bool first) {
     return;
   }
   if (planner != st.planner) {
+    if (st.planner) unwatch(self, st.planner);
     st.planner = planner;
-    self->monitor(planner);  // a restarted planner is joined again (the down handler)
+    watch(self, planner);  // a restarted planner is joined again (the down handler)
   }
   join_request req{st.join.schema_version, st.join.profile, -1};
   self->request(st.planner, std::chrono::seconds(30), join_atom::value, req)
@@ -131,7 +146,10 @@ caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_
                            edge_join_msg join) {
   self->state.opts = std::move(opts);
   self->state.join = std::move(join);
-  if (self->state.opts.gateway) self->monitor(self->state.opts.gateway);
+  if (self->state.opts.gateway) watch(self, self->state.opts.gateway);
+  self->attach_functor([self, monitoring = self->state.monitoring] {
+    for (const auto& peer : *monitoring) self->demonitor(peer);
+  });
   self->set_down_handler([=](const caf::down_msg& msg) {
     auto& st = self->state;
     if (msg.source == st.opts.gateway.address()) return self->quit(msg.reason);

@@ -68,6 +68,11 @@ struct device_proxy_state {
     std::make_shared<std::map<uint64_t, caf::response_promise>>();
   uint64_t modellet_seq = 0;
   uint32_t strikes = 0;
+  // Whom this proxy monitors (the gateway, its planner). A monitor stays on
+  // the monitored actor until taken back, and those live for the whole run:
+  // the exit hook, which shares this, takes them back.
+  std::shared_ptr<std::vector<caf::actor_addr>> monitoring =
+    std::make_shared<std::vector<caf::actor_addr>>();
   static inline const char* name = "cleave.device_proxy";
 };
 

@@ -111,12 +111,7 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       if (auto err = validate(req.profile)) return err;
       auto device = caf::actor_cast<caf::actor>(self->current_sender());
       if (!device) return fail("join without a sender");
-      int32_t id = req.preferred_id;
-      if (id < 0 || id > 1000000 || st.ever_used.count(id) > 0) {
-        while (st.ever_used.count(st.next_id) > 0) ++st.next_id;
-        id = st.next_id++;
-      }
-      st.ever_used.insert(id);
+      const int32_t id = st.ids.take(req.preferred_id);
       st.alive[id] = fleet_member{id, device, req.profile};
       ++st.version;
       self->send(st.detector, watch_atom::value, id, device);

@@ -13,6 +13,7 @@
 
 #include "actors/detector/detector_protocol.hpp"
 #include "actors/planner/cost_model.hpp"
+#include "actors/planner/member_ids.hpp"
 #include "actors/planner/plan.hpp"
 #include "actors/planner/planner_protocol.hpp"
 
@@ -26,8 +27,7 @@ struct planner_options {
 struct planner_state {
   planner_options opts;
   detector_handle detector;
-  int32_t next_id = 0;
-  std::set<int32_t> ever_used;  // ids are never given twice
+  member_ids ids;
   uint64_t version = 0;  // bumped on every membership change
   bool quorum_reached = false;  // min_devices were usable once
   std::map<int32_t, fleet_member> alive;

@@ -8,18 +8,13 @@
 // Usage: node console_browser.js URL OUT.png DEVICES DEAD_DEVICE DRAIN_DEVICE TOKEN
 // (DEAD_DEVICE -1: no death is waited for; DRAIN_DEVICE -1: no drain.)
 "use strict";
-const { chromium } = require("playwright-core");
+const { with_console_page } = require("./console_session.js");
 
 (async () => {
   const [url, out, devices, dead, drain, token] = process.argv.slice(2);
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-                                          args: ["--no-sandbox"] });
-  const errors = [];
   const row_state = (page, id) =>
     page.locator(`#fleet tr[data-device="${id}"] td.state`).textContent({ timeout: 1000 }).catch(() => "");
-  try {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    page.on("pageerror", e => errors.push(e.message));
+  await with_console_page(async (page, errors) => {
     // Failed loads are judged by their address below; the browser's own
     // /favicon.ico (a 404 here) is not the page's doing, nor is a control
     // the test expects to be refused.
@@ -91,13 +86,5 @@ const { chromium } = require("playwright-core");
     }
     await page.waitForTimeout(1200);  // one more poll: the page shows it all
     await page.screenshot({ path: out, fullPage: true });
-  } catch (e) {
-    errors.push(e.message.split("\n")[0]);
-  } finally {
-    await browser.close();
-  }
-  if (errors.length) {
-    console.log(errors.join("; "));
-    process.exit(1);
-  }
+  });
 })();

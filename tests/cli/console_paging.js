@@ -5,20 +5,15 @@
 // "ok" lines and the load time, or the problems and exits 1.
 // Usage: node console_paging.js URL TOTAL PER_PAGE
 "use strict";
-const { chromium } = require("playwright-core");
+const { with_console_page } = require("./console_session.js");
 
 (async () => {
   const [url, total, perPage] = process.argv.slice(2);
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-                                          args: ["--no-sandbox"] });
-  const errors = [];
   const first_row = page => page.evaluate(() => {
     const row = document.querySelector("#fleet tbody tr");
     return row ? Number(row.dataset.device) : null;
   });
-  try {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    page.on("pageerror", e => errors.push(e.message));
+  await with_console_page(async (page, errors) => {
     const t0 = Date.now();
     await page.goto(url);
     await page.waitForFunction(n => document.querySelectorAll("#fleet tbody tr").length === n &&
@@ -48,13 +43,5 @@ const { chromium } = require("playwright-core");
     });
     if (top !== highest) errors.push(`sorted by id descending, the first row is ${top}, not ${highest}`);
     else console.log(`ok: sorting by id descending sorts the fleet (device ${top} first)`);
-  } catch (e) {
-    errors.push(e.message.split("\n")[0]);
-  } finally {
-    await browser.close();
-  }
-  if (errors.length) {
-    console.log(errors.join("; "));
-    process.exit(1);
-  }
+  });
 })();

@@ -37,7 +37,14 @@ caf::error fleet_client::refresh() {
   }
 }
 
+void fleet_client::take_queued_events() {
+  for (bool more = true; more;)
+    self_->receive([&](event_atom, const fleet_event& ev) { on_event(ev); },
+                   caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
+}
+
 caf::error fleet_client::ask() {
+  take_queued_events();
   stale_ = false;
   // The planner answers once its first quorum of devices has joined. One in
   // another process that died answers nothing, so ask in rounds and look for
@@ -72,6 +79,7 @@ caf::error fleet_client::ask() {
         if (down.source == planner_.address()) planner_lost_ = true;
       },
       caf::after(std::chrono::seconds(0)) >> [] {});
+    take_queued_events();  // devices that come and go while the quorum is awaited
   }
 }
 
@@ -83,8 +91,12 @@ bool fleet_client::on_event(const fleet_event& ev) {
     return false;
   }
   // Quarantine is not a failure: the device is alive, its results are wrong.
-  if (ev.kind != fleet_event_kind::quarantined && failed_.insert(dev).second)
+  // A death is the last event of an id (ids are never given twice).
+  if (ev.kind == fleet_event_kind::dead) {
+    if (failed_.erase(dev) == 0) ++acc_.churn.failures_detected;
+  } else if (ev.kind != fleet_event_kind::quarantined && failed_.insert(dev).second) {
     ++acc_.churn.failures_detected;
+  }
   if (stop_on_failure_ && ev.kind == fleet_event_kind::dead && stopped_by_.empty())
     stopped_by_ = "device " + std::to_string(dev) + " failed";
   // Dead, suspected or quarantined: plan around it from now on.

@@ -46,6 +46,11 @@ class fleet_client {
 
  private:
   caf::error ask();
+  // Takes the fleet events that queued since the last GEMM that waited on
+  // devices (the engine reads them only then): between such GEMMs, and all
+  // along a run that keeps every GEMM here, they would pile up in the
+  // engine's mailbox for good.
+  void take_queued_events();
 
   caf::scoped_actor& self_;
   caf::actor planner_;
@@ -55,7 +60,7 @@ class fleet_client {
   bool stale_ = false;
   bool planner_lost_ = false;  // its down message came: ask its successor
   std::string stopped_by_;
-  std::set<int32_t> failed_;  // dead or suspected, and not back: counted once each
+  std::set<int32_t> failed_;  // suspected and not back (counted once each); the dead leave it
   uint64_t version_ = ~uint64_t{0};
   uint64_t epoch_ = 0;
   std::unordered_map<int32_t, fleet_member> fleet_;
