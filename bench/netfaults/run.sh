@@ -11,6 +11,7 @@
 #   cases (default all): clean loss1 loss5 loss20 jitter flap partition collapse
 #   MODEL=gpt trains gpt small instead of mlp (fewer steps, below).
 #   OUT=DIR keeps the reports and every host's log there.
+#   STEPS=N trains N steps in every case (longer runs, for rarer events).
 # Prints one row per case: its parameters, steps, the training's seconds,
 # the trajectory against the reference, the detector's verdicts (suspected,
 # dead, joined again as a new member), false deaths per device-hour (the
@@ -52,6 +53,7 @@ case $MODEL in
                          [partition]=100 [collapse]=60) ;;
   *) echo "bench/netfaults: MODEL must be mlp or gpt, got '$MODEL'" >&2; exit 2 ;;
 esac
+if [[ -n ${STEPS:-} ]]; then for c in "${!steps[@]}"; do steps[$c]=$STEPS; done; fi
 cost=(--ps-egress=1e12 --ps-flops=1e9)  # make the planner split the GEMMs among the devices
 flags=("${model[@]}" --threads=1 "${cost[@]}")
 DEVICES=4
