@@ -112,6 +112,21 @@ struct node {
     actors.push_back(a);
     return a;
   }
+  // The channels below stop with the node; a test asserts they opened.
+  caf::expected<bulk_listener> listen(caf::actor to, bulk_options opts = {}) {
+    auto lst = spawn_bulk_listener(*sys, 0, std::move(to), std::move(opts));
+    if (lst) actors.push_back(lst->channel);
+    return lst;
+  }
+  caf::expected<caf::actor> connect(uint16_t port, caf::actor to, bulk_options opts = {}) {
+    auto ch = connect_bulk(*sys, "127.0.0.1", port, std::move(to), std::move(opts));
+    if (ch) actors.push_back(*ch);
+    return ch;
+  }
+  // A client whose incoming frames nobody looks at.
+  caf::expected<caf::actor> connect(uint16_t port, bulk_options opts = {}) {
+    return connect(port, sink(std::make_shared<collector>()), std::move(opts));
+  }
 };
 
 inline std::vector<char> pattern(size_t n, uint32_t seed) {

@@ -153,12 +153,10 @@ TEST(BulkChannel, LazyCreditNeverBlocksThePeersLargestFrame) {
   opts.receive_window = frame_cost(opts.max_payload);  // too small for the credit held back
   EXPECT_FALSE(spawn_bulk_listener(*n.sys, 0, n.sink(col), opts));
   opts.receive_window = frame_cost(opts.max_payload) + opts.lazy_credit_bytes;
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  auto lst = n.listen(n.sink(col), opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   // Heartbeat-like frames whose credit the listener keeps, each time a
   // largest frame on top: it is never stuck behind the held credit.
   size_t expected = 0;
@@ -190,12 +188,10 @@ TEST(BulkChannel, FramesArriveIntactInOrderBothWays) {
   node n;
   auto server_col = std::make_shared<collector>();
   auto client_col = std::make_shared<collector>();
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(server_col));
+  auto lst = n.listen(n.sink(server_col));
   ASSERT_TRUE(lst) << cleave::describe(lst.error());
-  n.actors.push_back(lst->channel);
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(client_col));
+  auto ch = n.connect(lst->port, n.sink(client_col));
   ASSERT_TRUE(ch) << cleave::describe(ch.error());
-  n.actors.push_back(*ch);
 
   const std::vector<size_t> sizes{0, 1, size_t{4} << 20};
   std::vector<std::vector<char>> sent;
@@ -247,12 +243,10 @@ TEST(BulkChannel, FramesArriveIntactInOrderBothWays) {
   auto small = bulk_options{};
   small.max_payload = 1000;
   auto col3 = std::make_shared<collector>();
-  auto lst3 = spawn_bulk_listener(*n.sys, 0, n.sink(col3), small);
+  auto lst3 = n.listen(n.sink(col3), small);
   ASSERT_TRUE(lst3);
-  n.actors.push_back(lst3->channel);
-  auto ch3 = connect_bulk(*n.sys, "127.0.0.1", lst3->port, n.sink(std::make_shared<collector>()));
+  auto ch3 = n.connect(lst3->port);
   ASSERT_TRUE(ch3);
-  n.actors.push_back(*ch3);
   auto err = send_frame(*n.sys, *ch3, 1, 0, std::vector<char>(1001));
   ASSERT_TRUE(err);
   EXPECT_NE(cleave::describe(err).find("peer's cap"), std::string::npos) << cleave::describe(err);
@@ -262,12 +256,10 @@ TEST(BulkChannel, FramesArriveIntactInOrderBothWays) {
 TEST(BulkChannel, ZeroCopyBuffersInterleaveWithCopiedPayloads) {
   node n;
   auto col = std::make_shared<collector>();
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col));
+  auto lst = n.listen(n.sink(col));
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   // All requests issued before any reply is read: frames queue behind the
   // window and behind each other; bulk_buffers wait for an empty write buffer.
   const int frames = 24;
@@ -376,12 +368,10 @@ TEST(BulkChannel, LargeFramesAreReadInChunks) {
   auto col = std::make_shared<collector>();
   bulk_options opts;
   opts.chunk_bytes = 64 << 10;
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  auto lst = n.listen(n.sink(col), opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   auto big = pattern((3 << 20) + 17, 9);
   ASSERT_FALSE(send_frame(*n.sys, *ch, 5, 55, big));
   ASSERT_TRUE(col->wait([&] { return col->frames.size() == 1; }));
@@ -395,12 +385,10 @@ TEST(BulkChannel, SenderWaitsForReceiverCredit) {
   bulk_options opts;
   opts.receive_window = 1 << 20;
   auto sink = n.sink(col, /*hold=*/true);
-  auto lst = spawn_bulk_listener(*n.sys, 0, sink, opts);
+  auto lst = n.listen(sink, opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   caf::scoped_actor self{*n.sys};
   const int frames = 12;  // 3 MiB against a 1 MiB window
   for (int i = 0; i < frames; ++i)
@@ -425,9 +413,8 @@ TEST(BulkChannel, SenderWaitsForReceiverCredit) {
 TEST(BulkChannel, HostileLengthClosesConnectionWithoutAllocating) {
   node n;
   auto col = std::make_shared<collector>();
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col));
+  auto lst = n.listen(n.sink(col));
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
   auto rss_before = max_rss_kib();
   for (int i = 0; i < 4; ++i) {
     raw_client bad(lst->port);
@@ -445,9 +432,8 @@ TEST(BulkChannel, HostileLengthClosesConnectionWithoutAllocating) {
   EXPECT_LT(max_rss_kib() - rss_before, 256 * 1024) << "hostile headers made the listener allocate";
 
   // A well-behaved client is still served.
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   auto p = pattern(4 << 20, 3);
   ASSERT_FALSE(send_frame(*n.sys, *ch, 2, 22, p));
   ASSERT_TRUE(col->wait([&] { return col->frames.size() == 1; }));
@@ -461,9 +447,8 @@ TEST(BulkChannel, GarbageAndProtocolViolationsCloseOnlyThatConnection) {
   bulk_options opts;
   opts.receive_window = 64 << 10;
   opts.stall_timeout = 300ms;
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  auto lst = n.listen(n.sink(col), opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
   auto closed_with = [&](size_t k) { return col->closed_reason(k); };
 
   {  // random bytes
@@ -511,9 +496,8 @@ TEST(BulkChannel, GarbageAndProtocolViolationsCloseOnlyThatConnection) {
     EXPECT_NE(closed_with(4).find("stalled"), std::string::npos);
   }
   // The listener still serves a well-behaved client.
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   ASSERT_FALSE(send_frame(*n.sys, *ch, 3, 33, pattern(1000, 5)));
   ASSERT_TRUE(col->wait([&] { return !col->frames.empty() && col->frames.back().tag == 33; }));
 }
@@ -527,9 +511,8 @@ TEST(BulkChannel, PerKindCapClosesBeforeThePayloadIsRead) {
   opts.max_payload_for_kind = [](uint16_t kind) -> uint64_t {
     return kind == 9 ? 1000 : ~uint64_t{0};
   };
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  auto lst = n.listen(n.sink(col), opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
   {  // one byte over kind 9's cap: closed on the header, no payload sent at all
     raw_client bad(lst->port);
     send_hello(bad);
@@ -551,9 +534,8 @@ TEST(BulkChannel, PerKindCapClosesBeforeThePayloadIsRead) {
     ASSERT_TRUE(col->wait([&] { return col->closed.size() == 2; }));
   }
   // At the cap, and other kinds up to max_payload, pass.
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   ASSERT_FALSE(send_frame(*n.sys, *ch, 9, 1, pattern(1000, 1)));
   ASSERT_FALSE(send_frame(*n.sys, *ch, 5, 2, pattern(1 << 20, 2)));
   ASSERT_TRUE(col->wait([&] { return col->frames.size() == 2; }));
@@ -569,13 +551,11 @@ TEST(BulkChannel, ConnectionLimitAndCloseNotification) {
   auto col = std::make_shared<collector>();
   bulk_options opts;
   opts.max_connections = 1;
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  auto lst = n.listen(n.sink(col), opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
   auto client_col = std::make_shared<collector>();
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(client_col));
+  auto ch = n.connect(lst->port, n.sink(client_col));
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   ASSERT_TRUE(col->wait([&] { return col->opened.size() == 1; }));
   {
     raw_client extra(lst->port);
