@@ -137,8 +137,8 @@ inline std::vector<char> pattern(size_t n, uint32_t seed) {
 }
 
 // Sends one frame through a channel and waits for the buffer to come back.
-caf::error send_frame(caf::actor_system& sys, const caf::actor& ch, uint16_t kind, uint64_t tag,
-                      std::vector<char> payload, uint64_t conn = 0) {
+inline caf::error send_frame(caf::actor_system& sys, const caf::actor& ch, uint16_t kind, uint64_t tag,
+                             std::vector<char> payload, uint64_t conn = 0) {
   caf::scoped_actor self{sys};
   caf::error result;
   auto ok = [&](std::vector<char>&) {};
