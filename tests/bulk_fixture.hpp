@@ -112,6 +112,21 @@ struct node {
     actors.push_back(a);
     return a;
   }
+  // The channels below stop with the node; a test asserts they opened.
+  caf::expected<bulk_listener> listen(caf::actor to, bulk_options opts = {}) {
+    auto lst = spawn_bulk_listener(*sys, 0, std::move(to), std::move(opts));
+    if (lst) actors.push_back(lst->channel);
+    return lst;
+  }
+  caf::expected<caf::actor> connect(uint16_t port, caf::actor to, bulk_options opts = {}) {
+    auto ch = connect_bulk(*sys, "127.0.0.1", port, std::move(to), std::move(opts));
+    if (ch) actors.push_back(*ch);
+    return ch;
+  }
+  // A client whose incoming frames nobody looks at.
+  caf::expected<caf::actor> connect(uint16_t port, bulk_options opts = {}) {
+    return connect(port, sink(std::make_shared<collector>()), std::move(opts));
+  }
 };
 
 inline std::vector<char> pattern(size_t n, uint32_t seed) {
@@ -122,8 +137,8 @@ inline std::vector<char> pattern(size_t n, uint32_t seed) {
 }
 
 // Sends one frame through a channel and waits for the buffer to come back.
-caf::error send_frame(caf::actor_system& sys, const caf::actor& ch, uint16_t kind, uint64_t tag,
-                      std::vector<char> payload, uint64_t conn = 0) {
+inline caf::error send_frame(caf::actor_system& sys, const caf::actor& ch, uint16_t kind, uint64_t tag,
+                             std::vector<char> payload, uint64_t conn = 0) {
   caf::scoped_actor self{sys};
   caf::error result;
   auto ok = [&](std::vector<char>&) {};

@@ -70,13 +70,11 @@ TEST(BulkTls, FramesRoundTripBothWaysAndPeersAreNamed) {
   auto client_col = std::make_shared<collector>();
   auto sopts = tls_opts(pki().server_files(), tls_side::server);
   sopts.chunk_bytes = 1 << 20;  // the chunked path inside TLS too
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(server_col), sopts);
+  auto lst = n.listen(n.sink(server_col), sopts);
   ASSERT_TRUE(lst) << cleave::describe(lst.error());
-  n.actors.push_back(lst->channel);
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(client_col),
-                         tls_opts(pki().device_files("dev1"), tls_side::client));
+  auto ch = n.connect(lst->port, n.sink(client_col),
+                      tls_opts(pki().device_files("dev1"), tls_side::client));
   ASSERT_TRUE(ch) << cleave::describe(ch.error());
-  n.actors.push_back(*ch);
 
   const std::vector<size_t> sizes{0, 1, 24, size_t{4} << 20, (size_t{3} << 20) + 5};
   std::vector<std::vector<char>> sent;
@@ -127,9 +125,8 @@ TEST(BulkTls, FramesRoundTripBothWaysAndPeersAreNamed) {
 TEST(BulkTls, RefusedCertificatesAreClosedAtTheHandshake) {
   node n;
   auto col = std::make_shared<collector>();
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), tls_opts(pki().server_files(), tls_side::server));
+  auto lst = n.listen(n.sink(col), tls_opts(pki().server_files(), tls_side::server));
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
 
   auto revoked = pki().device_files("revoked");
   revoked.crl.clear();  // its own side does not know it is revoked
@@ -149,10 +146,8 @@ TEST(BulkTls, RefusedCertificatesAreClosedAtTheHandshake) {
   std::vector<refusal> cases{{revoked, "certificate revoked"}, {none, "no certificate"}, {intruder, "unknown CA"}};
   for (size_t k = 0; k < cases.size(); ++k) {
     auto client_col = std::make_shared<collector>();
-    auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(client_col),
-                           tls_opts(cases[k].files, tls_side::client));
+    auto ch = n.connect(lst->port, n.sink(client_col), tls_opts(cases[k].files, tls_side::client));
     ASSERT_TRUE(ch);
-    n.actors.push_back(*ch);
     ASSERT_TRUE(col->wait([&] { return col->closed.size() == k + 1; })) << cases[k].reason;
     {
       std::lock_guard<std::mutex> lk(col->mx);
@@ -175,15 +170,13 @@ TEST(BulkTls, RefusedCertificatesAreClosedAtTheHandshake) {
   }
   // A client of ours refuses a server from another CA, and one whose
   // certificate does not name the host dialled.
-  auto other = spawn_bulk_listener(*n.sys, 0, n.sink(std::make_shared<collector>()),
-                                   tls_opts(pki().files("ca2", "ps2"), tls_side::server));
+  auto other = n.listen(n.sink(std::make_shared<collector>()),
+                        tls_opts(pki().files("ca2", "ps2"), tls_side::server));
   ASSERT_TRUE(other);
-  n.actors.push_back(other->channel);
   auto client_col = std::make_shared<collector>();
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", other->port, n.sink(client_col),
-                         tls_opts(pki().device_files("dev1"), tls_side::client));
+  auto ch = n.connect(other->port, n.sink(client_col),
+                      tls_opts(pki().device_files("dev1"), tls_side::client));
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   ASSERT_TRUE(client_col->wait([&] { return client_col->closed.size() == 1; }));
   {
     std::lock_guard<std::mutex> lk(client_col->mx);
@@ -202,9 +195,8 @@ TEST(BulkTls, HostilePeersCloseOnlyTheirConnection) {
   auto col = std::make_shared<collector>();
   auto opts = tls_opts(pki().server_files(), tls_side::server);
   opts.stall_timeout = 300ms;
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  auto lst = n.listen(n.sink(col), opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
   auto closed_with = [&](size_t k) { return col->closed_reason(k); };
   {  // random bytes instead of a ClientHello
     raw_client bad(lst->port);
@@ -254,10 +246,8 @@ TEST(BulkTls, HostilePeersCloseOnlyTheirConnection) {
   }
   EXPECT_LT(max_rss_kib() - rss_before, 64 * 1024) << "a hostile header made the listener allocate";
   // The listener still serves a well-behaved client.
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()),
-                         tls_opts(pki().device_files("dev1"), tls_side::client));
+  auto ch = n.connect(lst->port, tls_opts(pki().device_files("dev1"), tls_side::client));
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   ASSERT_FALSE(send_frame(*n.sys, *ch, 3, 33, pattern(1000, 5)));
   ASSERT_TRUE(col->wait([&] { return !col->frames.empty() && col->frames.back().tag == 33; }));
 }

@@ -1,4 +1,6 @@
-// The planner's pure core: tile cost model, grid search, assignment, mirrors.
+// The planner's pure core: tile cost model, grid search, assignment, mirrors
+// (what bounds a plan: plan_bound_test.cpp; plans on a fleet that changes or
+// is shared: replace_plan_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,177 +9,21 @@
 #include <ctime>
 #include <map>
 #include <random>
-#include <set>
 
 #include "actors/planner/grid_search.hpp"
 #include "actors/planner/placement.hpp"
 #include "actors/planner/speed_order.hpp"
+#include "tests/planner_fixtures.hpp"
 
 using namespace cleave;
+using namespace cleave::testing;
 
 namespace {
-
-device_profile prof(double flops, double memory, double down, double up, double latency,
-                    std::string name = "dev") {
-  return device_profile{std::move(name), flops, static_cast<uint64_t>(memory), down, up, latency};
-}
-
-// The shipped presets' figures (schema/profile.cpp), copied so this test needs
-// no JSON: phone, edge, laptop, vm.
-const device_profile preset_like[] = {
-    prof(2e10, 2e9, 5e7, 1e7, 0.02, "phone"),
-    prof(5e10, 4e9, 1e8, 2e7, 0.005, "edge"),
-    prof(1.5e11, 8e9, 1e8, 5e7, 0.002, "laptop"),
-    prof(6e10, 4e9, 1.25e8, 1.25e8, 0.001, "vm"),
-};
-
-std::vector<device_view> fleet(int n, const device_profile& p, int32_t first_id = 0) {
-  std::vector<device_view> out;
-  for (int i = 0; i < n; ++i) out.push_back(device_view{first_id + i, p, 0});
-  return out;
-}
-
-std::vector<device_view> mixed_fleet(int n) {
-  std::vector<device_view> out;
-  for (int i = 0; i < n; ++i) out.push_back(device_view{i, preset_like[i % 4], 0});
-  return out;
-}
-
-// A fleet where only compute matters: links and PS far faster than devices.
-planner_config compute_bound_cfg() {
-  planner_config cfg;
-  cfg.ps_flops = 1e8;
-  cfg.ps_egress = 1e15;
-  cfg.ps_ingress = 1e15;
-  return cfg;
-}
-
-bool overlap(const tile& a, const tile& b) {
-  return a.m0 < b.m1 && b.m0 < a.m1 && a.n0 < b.n1 && b.n0 < a.n1 && a.k0 < b.k1 && b.k0 < a.k1;
-}
 
 std::map<int32_t, double> flops_per_device(const plan& p) {
   std::map<int32_t, double> out;
   for (const auto& a : p.tiles) out[a.device] += static_cast<double>(a.t.flops());
   return out;
-}
-
-// Everything a distributed plan from make_plan must satisfy.
-void check_plan(const plan& p, const gemm_problem& g, const std::vector<device_view>& devs,
-                const planner_config& cfg) {
-  SCOPED_TRACE(p.reason);
-  ASSERT_FALSE(p.local);
-  ASSERT_FALSE(p.tiles.empty());
-  EXPECT_EQ(static_cast<int64_t>(p.tiles.size()), p.grid_m * p.grid_n * p.grid_k);
-  EXPECT_LE(static_cast<int64_t>(p.tiles.size()),
-            static_cast<int64_t>(devs.size()) * cfg.max_tiles_per_device);
-  if (g.role != gemm_role::grad_weight) {
-    EXPECT_EQ(p.grid_k, 1);
-  }
-  // Exact, disjoint cover: inside the box, pairwise disjoint, volumes add up.
-  double volume = 0;
-  for (size_t x = 0; x < p.tiles.size(); ++x) {
-    const tile& t = p.tiles[x].t;
-    ASSERT_TRUE(0 <= t.m0 && t.m0 < t.m1 && t.m1 <= g.m);
-    ASSERT_TRUE(0 <= t.n0 && t.n0 < t.n1 && t.n1 <= g.n);
-    ASSERT_TRUE(0 <= t.k0 && t.k0 < t.k1 && t.k1 <= g.k);
-    volume += double(t.m1 - t.m0) * double(t.n1 - t.n0) * double(t.k1 - t.k0);
-    for (size_t y = x + 1; y < p.tiles.size(); ++y)
-      ASSERT_FALSE(overlap(t, p.tiles[y].t)) << "tiles " << x << " and " << y;
-    // Aligned inner edges, where the dimension allows that many aligned parts.
-    auto aligned = [&](int64_t e, int64_t size, int64_t parts) {
-      if (e == 0 || e == size) return true;
-      if (parts > (size + cfg.tile_align - 1) / cfg.tile_align) return true;
-      return e % cfg.tile_align == 0;
-    };
-    EXPECT_TRUE(aligned(t.m0, g.m, p.grid_m) && aligned(t.m1, g.m, p.grid_m));
-    EXPECT_TRUE(aligned(t.n0, g.n, p.grid_n) && aligned(t.n1, g.n, p.grid_n));
-    EXPECT_TRUE(aligned(t.k0, g.k, p.grid_k) && aligned(t.k1, g.k, p.grid_k));
-  }
-  EXPECT_DOUBLE_EQ(volume, double(g.m) * double(g.n) * double(g.k));
-  // Largest tile first.
-  for (size_t x = 1; x < p.tiles.size(); ++x)
-    EXPECT_GE(p.tiles[x - 1].t.flops(), p.tiles[x].t.flops());
-  // Replay: memory, caching, finish times, bytes, the predicted time.
-  std::map<int32_t, const device_view*> by_id;
-  for (const auto& d : devs) by_id[d.id] = &d;
-  std::map<int32_t, double> avail;
-  std::map<int32_t, tile> prev;
-  uint64_t down = 0, up = 0;
-  double max_finish = 0;
-  for (const auto& a : p.tiles) {
-    ASSERT_TRUE(by_id.count(a.device)) << a.device;
-    const device_view& d = *by_id[a.device];
-    EXPECT_GE(d.profile.memory_bytes, tile_working_set(a.t));
-    auto pv = prev.find(a.device);
-    bool same_a = pv != prev.end() && pv->second.m0 == a.t.m0 && pv->second.m1 == a.t.m1 &&
-                  pv->second.k0 == a.t.k0 && pv->second.k1 == a.t.k1;
-    bool same_b = pv != prev.end() && pv->second.n0 == a.t.n0 && pv->second.n1 == a.t.n1 &&
-                  pv->second.k0 == a.t.k0 && pv->second.k1 == a.t.k1;
-    EXPECT_EQ(a.a_cached, same_a);
-    EXPECT_EQ(a.b_cached, same_b);
-    prev[a.device] = a.t;
-    auto c = predict_tile(a.t, gemm_element_bytes, d.profile, a.a_cached, a.b_cached);
-    auto it = avail.emplace(a.device, d.ready_at).first;
-    it->second += c.seconds;
-    EXPECT_NEAR(a.predicted_finish, it->second, 1e-12 * it->second);
-    max_finish = std::max(max_finish, it->second);
-    down += c.bytes_down;
-    up += c.bytes_up;
-  }
-  EXPECT_EQ(p.bytes_down, down);
-  EXPECT_EQ(p.bytes_up, up);
-  // The assignment rule, by brute force: each tile to the device with the
-  // lowest max(finish, PS egress so far), then earliest finish, then lowest id,
-  // among those that hold the grid's largest tile; then the swaps that give a
-  // dominating device at least the FLOPs of the one it dominates.
-  uint64_t ws_max = 0;
-  for (const auto& a : p.tiles) ws_max = std::max(ws_max, tile_working_set(a.t));
-  std::map<int32_t, double> at;
-  std::map<int32_t, tile> last;
-  uint64_t sent = 0;
-  plan greedy = p;
-  for (size_t x = 0; x < p.tiles.size(); ++x) {
-    const tile& t = p.tiles[x].t;
-    int32_t pick = -1;
-    double pick_obj = 0, pick_finish = 0;
-    uint64_t pick_bytes = 0;
-    for (const auto& d : devs) {
-      if (!usable(d.profile) || d.profile.memory_bytes < ws_max) continue;
-      auto l = last.find(d.id);
-      bool ca = l != last.end() && l->second.m0 == t.m0 && l->second.m1 == t.m1 &&
-                l->second.k0 == t.k0 && l->second.k1 == t.k1;
-      bool cb = l != last.end() && l->second.n0 == t.n0 && l->second.n1 == t.n1 &&
-                l->second.k0 == t.k0 && l->second.k1 == t.k1;
-      auto c = predict_tile(t, gemm_element_bytes, d.profile, ca, cb);
-      double start = at.count(d.id) ? at[d.id] : d.ready_at;
-      double finish = start + c.seconds;
-      double obj = std::max(finish, double(sent + c.bytes_down) / cfg.ps_egress);
-      if (pick < 0 || obj < pick_obj || (obj == pick_obj && finish < pick_finish) ||
-          (obj == pick_obj && finish == pick_finish && d.id < pick)) {
-        pick = d.id;
-        pick_obj = obj;
-        pick_finish = finish;
-        pick_bytes = c.bytes_down;
-      }
-    }
-    greedy.tiles[x].device = pick;
-    at[pick] = pick_finish;
-    last[pick] = t;
-    sent += pick_bytes;
-  }
-  double greedy_finish = 0;
-  for (const auto& [id, t] : at) greedy_finish = std::max(greedy_finish, t);
-  greedy.predicted_seconds =
-      std::max({greedy_finish, double(sent) / cfg.ps_egress, double(p.bytes_up) / cfg.ps_ingress});
-  give_faster_devices_more(greedy, devs, cfg);
-  for (size_t x = 0; x < p.tiles.size(); ++x)
-    ASSERT_EQ(p.tiles[x].device, greedy.tiles[x].device) << "tile " << x;
-  EXPECT_EQ(p.devices_used, static_cast<int32_t>(avail.size()));
-  double expect = std::max({max_finish, double(down) / cfg.ps_egress, double(up) / cfg.ps_ingress});
-  EXPECT_DOUBLE_EQ(p.predicted_seconds, expect);
-  EXPECT_LT(p.predicted_seconds, p.local_seconds);
-  EXPECT_DOUBLE_EQ(p.local_seconds, g.flops() / cfg.ps_flops);
 }
 
 bool same_plan(const plan& x, const plan& y) {
@@ -259,7 +105,7 @@ TEST(Planner, CoverageIsExactAndDisjointForRandomShapesAndFleets) {
     cfg.min_split_flops = 1000;
     cfg.max_tiles_per_device = 1 + static_cast<int>(rng() % 5);
     cfg.tile_align = std::vector<int64_t>{1, 8, 16, 64}[rng() % 4];
-    SCOPED_TRACE(testing::Message() << "iter " << iter << " shape " << g.m << "x" << g.n << "x"
+    SCOPED_TRACE(::testing::Message() << "iter " << iter << " shape " << g.m << "x" << g.n << "x"
                                     << g.k << " role " << int(g.role) << " devices " << n);
     plan p = make_plan(g, devs, cfg);
     EXPECT_FALSE(p.reason.empty());
@@ -401,7 +247,7 @@ TEST(Planner, PerDeviceTrafficFallsAsDevicesJoin) {
     double mean = double(p.bytes_down) / p.devices_used;
     uint64_t peak = 0;
     for (auto [id, b] : bytes_down_per_device(p)) peak = std::max(peak, b);
-    SCOPED_TRACE(testing::Message() << n << " devices: " << p.reason);
+    SCOPED_TRACE(::testing::Message() << n << " devices: " << p.reason);
     std::printf("[ traffic  ] %3d devices: %.3g bytes down per device used; %s\n", n, mean,
                 p.reason.c_str());
     EXPECT_LT(mean, last);
@@ -616,183 +462,4 @@ TEST(Planner, FastEnoughForLargeFleets) {
     }
     EXPECT_LT(worst, n <= 64 ? 25.0 : 200.0) << n << " devices";
   }
-}
-
-TEST(replace_plan, keeps_the_tiles_and_moves_them_to_the_devices_left) {
-  const gemm_problem g{512, 768, 256, gemm_role::forward};
-  const auto cfg = compute_bound_cfg();
-  const auto before = make_plan(g, fleet(8, preset_like[2]), cfg);
-  ASSERT_FALSE(before.local);
-  ASSERT_GT(before.devices_used, 4);
-  // Devices 0..3 are gone, two new ones (ids 8, 9) joined; one of them too
-  // small to hold any tile.
-  auto left = fleet(4, preset_like[2], 4);
-  left.push_back(device_view{8, preset_like[2], 0});
-  auto tiny = preset_like[2];
-  tiny.memory_bytes = 1024;
-  left.push_back(device_view{9, tiny, 0});
-  const auto after = replace_plan(before, left, cfg);
-  ASSERT_EQ(after.tiles.size(), before.tiles.size());
-  std::set<int32_t> used;
-  for (size_t i = 0; i < after.tiles.size(); ++i) {
-    EXPECT_TRUE(after.tiles[i].t == before.tiles[i].t) << "tile " << i << " was re-cut or moved";
-    EXPECT_TRUE(after.tiles[i].device >= 4 && after.tiles[i].device <= 8) << after.tiles[i].device;
-    used.insert(after.tiles[i].device);
-  }
-  EXPECT_EQ(after.grid_m, before.grid_m);
-  EXPECT_EQ(after.grid_n, before.grid_n);
-  EXPECT_EQ(after.grid_k, before.grid_k);
-  EXPECT_EQ(used.count(8), 1u) << "the joined device should take work";
-  EXPECT_GT(after.predicted_seconds, 0);
-  // Deterministic whatever the order devices are listed in.
-  auto shuffled = left;
-  std::reverse(shuffled.begin(), shuffled.end());
-  const auto again = replace_plan(before, shuffled, cfg);
-  for (size_t i = 0; i < after.tiles.size(); ++i)
-    EXPECT_EQ(again.tiles[i].device, after.tiles[i].device);
-}
-
-TEST(replace_plan, with_no_device_left_every_tile_goes_to_the_ps) {
-  const gemm_problem g{512, 512, 512, gemm_role::grad_weight};
-  const auto before = make_plan(g, fleet(4, preset_like[2]), compute_bound_cfg());
-  ASSERT_FALSE(before.local);
-  const auto after = replace_plan(before, {}, compute_bound_cfg());
-  ASSERT_EQ(after.tiles.size(), before.tiles.size());
-  for (const auto& a : after.tiles) EXPECT_EQ(a.device, -1);
-  EXPECT_EQ(after.devices_used, 0);
-  // A local plan stays local.
-  auto local = before;
-  local.local = true;
-  local.tiles.clear();
-  EXPECT_TRUE(replace_plan(local, fleet(4, preset_like[2]), compute_bound_cfg()).local);
-}
-
-TEST(fair_share, a_shard_plans_on_its_share_of_the_fleet_and_the_ps_link) {
-  planner_config cfg;
-  cfg.ps_flops = 1e9;
-  gemm_problem g{2048, 768, 256, gemm_role::forward, 2};
-  const auto devices = mixed_fleet(8);
-  // Two shards planning at once see what one planner sees on a fleet of
-  // half-rate devices behind a half-rate PS link.
-  auto halved = devices;
-  for (auto& d : halved) {
-    d.profile.flops /= 2;
-    d.profile.downlink /= 2;
-    d.profile.uplink /= 2;
-    d.profile.memory_bytes /= 2;
-  }
-  planner_config halved_cfg = cfg;
-  halved_cfg.ps_egress /= 2;
-  halved_cfg.ps_ingress /= 2;
-  gemm_problem alone = g;
-  alone.sharers = 1;
-  const plan shared = make_plan(g, devices, cfg);
-  const plan expected = make_plan(alone, halved, halved_cfg);
-  ASSERT_FALSE(shared.local);
-  EXPECT_EQ(shared.tiles.size(), expected.tiles.size());
-  EXPECT_DOUBLE_EQ(shared.predicted_seconds, expected.predicted_seconds);
-  for (size_t i = 0; i < shared.tiles.size(); ++i) {
-    EXPECT_EQ(shared.tiles[i].t, expected.tiles[i].t);
-    EXPECT_EQ(shared.tiles[i].device, expected.tiles[i].device);
-  }
-  // Sharing makes the same product slower on the same fleet, and the PS's
-  // own rate (its own thread per shard) is not shared.
-  EXPECT_GT(shared.predicted_seconds, make_plan(alone, devices, cfg).predicted_seconds);
-  EXPECT_DOUBLE_EQ(shared.local_seconds, g.flops() / cfg.ps_flops);
-  // Re-placing a shared plan keeps using the share.
-  const plan moved = replace_plan(shared, devices, cfg);
-  EXPECT_DOUBLE_EQ(moved.predicted_seconds, replace_plan(expected, halved, halved_cfg).predicted_seconds);
-}
-
-// What limits a plan is an enum the plan carries (and its reason names).
-TEST(plan_bound, local_plans_say_why_they_stay) {
-  planner_config cfg;
-  const auto devices = fleet(8, preset_like[2]);
-  gemm_problem tiny{16, 16, 16};
-  auto p = make_plan(tiny, devices, cfg);
-  EXPECT_TRUE(p.local);
-  EXPECT_EQ(p.bound, plan_bound::threshold);
-  EXPECT_EQ(make_plan(gemm_problem{0, 16, 16}, devices, cfg).bound, plan_bound::none);
-  gemm_problem big{2048, 2048, 2048};
-  EXPECT_EQ(make_plan(big, {}, cfg).bound, plan_bound::no_device);
-  // Devices too small for any tile.
-  EXPECT_EQ(make_plan(big, fleet(8, prof(1e12, 1e3, 1e9, 1e9, 0)), cfg).bound, plan_bound::memory);
-  // A PS faster than the whole fleet: the lower bound that lost names its
-  // limit, here the devices' FLOP/s together.
-  planner_config fast_ps = compute_bound_cfg();
-  fast_ps.ps_flops = 5e11;
-  p = make_plan(big, fleet(16, prof(1e10, 8e9, 1e12, 1e12, 0)), fast_ps);
-  ASSERT_TRUE(p.local);
-  EXPECT_EQ(p.bound, plan_bound::compute) << p.reason;
-  EXPECT_NE(p.reason.find("compute)"), std::string::npos) << p.reason;
-  // A PS far faster still: no grid's single tile can beat it.
-  fast_ps.ps_flops = 1e15;
-  p = make_plan(big, devices, fast_ps);
-  ASSERT_TRUE(p.local);
-  EXPECT_EQ(p.bound, plan_bound::one_tile) << p.reason;
-}
-
-TEST(plan_bound, split_plans_name_the_limit_of_their_predicted_time) {
-  gemm_problem g{4096, 4096, 4096};
-  // Fast devices behind a slow PS link: the PS's egress binds.
-  planner_config slow_link;
-  slow_link.ps_flops = 1e9;
-  slow_link.ps_egress = 1e8;
-  slow_link.ps_ingress = 1e12;
-  auto p = make_plan(g, fleet(16, prof(1e13, 8e9, 1e10, 1e10, 0)), slow_link);
-  ASSERT_FALSE(p.local) << p.reason;
-  EXPECT_EQ(p.bound, plan_bound::ps_egress) << p.reason;
-  EXPECT_NE(p.reason.find("bound by PS egress"), std::string::npos) << p.reason;
-  // Slow devices behind a fast PS: their compute binds.
-  p = make_plan(g, fleet(16, prof(1e9, 8e9, 1e10, 1e10, 0)), compute_bound_cfg());
-  ASSERT_FALSE(p.local) << p.reason;
-  EXPECT_EQ(p.bound, plan_bound::compute) << p.reason;
-  // Devices with a thin downlink: their downlink binds.
-  p = make_plan(g, fleet(16, prof(1e13, 8e9, 1e6, 1e10, 0)), compute_bound_cfg());
-  ASSERT_FALSE(p.local) << p.reason;
-  EXPECT_EQ(p.bound, plan_bound::device_downlink) << p.reason;
-  // Re-placing keeps telling the truth about the new placement.
-  auto again = replace_plan(p, fleet(4, prof(1e13, 8e9, 1e6, 1e10, 0)), compute_bound_cfg());
-  EXPECT_EQ(again.bound, plan_bound::device_downlink);
-}
-
-// The PS's work per tile: the overhead fleet's proj forward (gpt small at
-// batch 16 on devices at 1e11 FLOP/s, 10 GB/s links) is bound by the PS's
-// egress, which the same bytes cross whether A is cut into 8 strips or 64.
-// With tiles free, 64 devices got 64 strips on the 8 devices the egress
-// leaves busy; counting the PS's work per tile, 64 devices plan as 8 do.
-TEST(ps_tile_seconds, a_finer_grid_must_save_more_than_its_tiles_cost) {
-  const gemm_problem g{2048, 256, 1024};
-  const auto device = prof(1e11, 8e9, 1e10, 1e10, 0);
-  planner_config free_tiles;
-  free_tiles.ps_egress = free_tiles.ps_ingress = 1e10;
-  free_tiles.max_tiles_per_device = 1;
-  planner_config costly = free_tiles;
-  costly.ps_tile_seconds = 3e-5;
-  const plan fine = make_plan(g, fleet(64, device), free_tiles);
-  const plan few = make_plan(g, fleet(64, device), costly);
-  ASSERT_FALSE(fine.local || few.local) << fine.reason << " / " << few.reason;
-  EXPECT_LT(few.tiles.size(), fine.tiles.size()) << few.reason << " / " << fine.reason;
-  EXPECT_EQ(few.tiles.size(), make_plan(g, fleet(8, device), costly).tiles.size());
-  // The prediction carries the tiles' cost, and beats the fine grid's under it.
-  EXPECT_NEAR(few.predicted_seconds,
-              split_seconds(0, few.bytes_down, few.bytes_up, 0, 0, costly) + 3e-5 * few.tiles.size(),
-              1e-12 + 1e-9 * few.predicted_seconds);
-  EXPECT_LT(few.predicted_seconds, fine.predicted_seconds + 3e-5 * fine.tiles.size());
-}
-
-TEST(ps_tile_seconds, a_plan_bound_by_the_ps_work_per_tile_says_so) {
-  const gemm_problem g{4096, 4096, 4096};
-  planner_config cfg = compute_bound_cfg();
-  cfg.ps_flops = 1e9;          // local: 137 s
-  cfg.ps_tile_seconds = 0.05;  // more than the whole product takes the fleet
-  const auto p = make_plan(g, fleet(16, prof(1e13, 8e9, 1e10, 1e10, 0)), cfg);
-  ASSERT_FALSE(p.local) << p.reason;
-  EXPECT_EQ(p.bound, plan_bound::ps_tiles) << p.reason;
-  EXPECT_NE(p.reason.find("bound by PS per tile"), std::string::npos) << p.reason;
-  EXPECT_GE(p.predicted_seconds, 0.05 * static_cast<double>(p.tiles.size()));
-  // The fleet alone would take 2 x 4096^3 / 1.6e14 = 0.86 ms: one more tile
-  // costs more than any split saves, so the grid is as coarse as memory allows.
-  const auto fewer_devices = make_plan(g, fleet(2, prof(1e13, 8e9, 1e10, 1e10, 0)), cfg);
-  EXPECT_EQ(p.tiles.size(), fewer_devices.tiles.size()) << p.reason << " / " << fewer_devices.reason;
 }

@@ -1,6 +1,6 @@
-// Bulk tensor transport: the frame codec and window arithmetic directly, then
-// the broker channel end to end on loopback, including hostile peers (over
-// TLS: bulk_tls_test.cpp).
+// Bulk tensor transport: the broker channel end to end on loopback, including
+// hostile peers (the frame codec and windows alone: frame_test.cpp; over TLS:
+// bulk_tls_test.cpp).
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -36,114 +36,6 @@ using namespace cleave::testing;
 
 namespace {
 
-// ---------------------------------------------------------------- frame codec
-
-TEST(Frame, HeaderRoundTrip) {
-  for (auto h : {frame_header{0, 0, 0}, frame_header{1, 1, 42},
-                 frame_header{0xFEFF, default_max_payload, ~uint64_t{0}},
-                 frame_header{kind_credit, 0, 123456789}}) {
-    auto bytes = encode_header(h);
-    auto back = decode_header(bytes.data(), bytes.size(), default_max_payload);
-    ASSERT_TRUE(back) << cleave::describe(back.error());
-    EXPECT_EQ(*back, h);
-  }
-}
-
-TEST(Frame, HeaderLayoutIsLittleEndian) {
-  auto b = encode_header(frame_header{0x0102, 0x030405, 0x0A0B});
-  EXPECT_EQ(std::string(b.data(), 4), "CLVF");
-  EXPECT_EQ(b[4], 1);  // version
-  EXPECT_EQ(b[5], 0);
-  EXPECT_EQ(b[6], 0x02);  // kind
-  EXPECT_EQ(b[7], 0x01);
-  EXPECT_EQ(b[8], 0x05);  // length
-  EXPECT_EQ(b[9], 0x04);
-  EXPECT_EQ(b[10], 0x03);
-  EXPECT_EQ(b[16], 0x0B);  // tag
-  EXPECT_EQ(b[17], 0x0A);
-}
-
-TEST(Frame, RejectsBadMagic) {
-  auto b = encode_header(frame_header{1, 10, 0});
-  b[0] = 'X';
-  auto h = decode_header(b.data(), b.size(), default_max_payload);
-  ASSERT_FALSE(h);
-  EXPECT_NE(cleave::describe(h.error()).find("magic"), std::string::npos);
-}
-
-TEST(Frame, RejectsBadVersion) {
-  auto b = encode_header(frame_header{1, 10, 0});
-  b[4] = 2;
-  auto h = decode_header(b.data(), b.size(), default_max_payload);
-  ASSERT_FALSE(h);
-  EXPECT_NE(cleave::describe(h.error()).find("version 2"), std::string::npos);
-}
-
-TEST(Frame, RejectsOversizeLength) {
-  auto b = encode_header(frame_header{1, uint64_t{4} << 30, 0});  // claims 4 GiB
-  auto h = decode_header(b.data(), b.size(), default_max_payload);
-  ASSERT_FALSE(h);
-  EXPECT_NE(cleave::describe(h.error()).find("exceeds the cap"), std::string::npos);
-  // The cap is the caller's: exactly at the cap passes, one over fails.
-  auto at = encode_header(frame_header{1, 1000, 0});
-  EXPECT_TRUE(decode_header(at.data(), at.size(), 1000));
-  EXPECT_FALSE(decode_header(at.data(), at.size(), 999));
-}
-
-TEST(Frame, RejectsWrongHeaderSize) {
-  auto b = encode_header(frame_header{1, 10, 0});
-  EXPECT_FALSE(decode_header(b.data(), b.size() - 1, default_max_payload));
-}
-
-TEST(Frame, HelloRoundTripAndRejection) {
-  auto b = encode_hello(hello{1 << 20, 5000});
-  auto h = decode_hello(b.data(), b.size());
-  ASSERT_TRUE(h);
-  EXPECT_EQ(h->receive_window, 1u << 20);
-  EXPECT_EQ(h->max_payload, 5000u);
-  auto zero = encode_hello(hello{0, 5000});
-  EXPECT_FALSE(decode_hello(zero.data(), zero.size()));
-  EXPECT_FALSE(decode_hello(b.data(), 15));
-}
-
-TEST(Window, ReceiverAdmitsWithinWindowAndCredits) {
-  receive_window rw(frame_cost(1000) * 2);
-  EXPECT_FALSE(rw.admit(1000));
-  EXPECT_FALSE(rw.admit(1000));
-  EXPECT_TRUE(rw.admit(0));  // a third frame, even empty, overruns
-  rw.consumed(1000);
-  EXPECT_EQ(rw.take_credit(false), frame_cost(1000));  // half the window: credit at once
-  EXPECT_FALSE(rw.admit(0));
-}
-
-TEST(Window, CreditBatchingAndIdleFlush) {
-  receive_window rw(uint64_t{1} << 20);
-  ASSERT_FALSE(rw.admit(10));
-  ASSERT_FALSE(rw.admit(10));
-  rw.consumed(10);
-  EXPECT_EQ(rw.take_credit(false), 0u);  // small, sink busy: batch
-  rw.consumed(10);
-  EXPECT_EQ(rw.take_credit(true), 2 * frame_cost(10));  // sink idle: flush all
-  EXPECT_EQ(rw.outstanding(), 0u);
-}
-
-TEST(Window, LazyCreditWaitsOnAnIdleSinkUntilItIsWorthAFrame) {
-  receive_window rw(uint64_t{1} << 20);
-  const uint64_t lazy = 3 * frame_cost(0);
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_FALSE(rw.admit(0));
-    rw.consumed(0);
-    EXPECT_EQ(rw.take_credit(true, lazy), 0u);  // a heartbeat's credit waits
-  }
-  ASSERT_FALSE(rw.admit(0));
-  rw.consumed(0);
-  EXPECT_EQ(rw.take_credit(true, lazy), lazy);  // then all of it goes in one frame
-  EXPECT_EQ(rw.outstanding(), 0u);
-  ASSERT_FALSE(rw.admit(0));
-  rw.consumed(0);
-  EXPECT_EQ(rw.take_credit(true), frame_cost(0));  // without lazy: at once, as before
-}
-
 TEST(BulkChannel, LazyCreditNeverBlocksThePeersLargestFrame) {
   node n;
   auto col = std::make_shared<collector>();
@@ -153,12 +45,10 @@ TEST(BulkChannel, LazyCreditNeverBlocksThePeersLargestFrame) {
   opts.receive_window = frame_cost(opts.max_payload);  // too small for the credit held back
   EXPECT_FALSE(spawn_bulk_listener(*n.sys, 0, n.sink(col), opts));
   opts.receive_window = frame_cost(opts.max_payload) + opts.lazy_credit_bytes;
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  auto lst = n.listen(n.sink(col), opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   // Heartbeat-like frames whose credit the listener keeps, each time a
   // largest frame on top: it is never stuck behind the held credit.
   size_t expected = 0;
@@ -170,32 +60,14 @@ TEST(BulkChannel, LazyCreditNeverBlocksThePeersLargestFrame) {
   }
 }
 
-TEST(Window, OversizeFrameAllowedOnlyWhenNothingOutstanding) {
-  receive_window rw(1 << 16);
-  EXPECT_FALSE(rw.admit(1 << 20));  // alone: fine
-  EXPECT_TRUE(rw.admit(1));         // anything on top: overrun
-  send_window sw;
-  EXPECT_FALSE(sw.can_send(1));  // closed until hello
-  sw.open(1 << 16);
-  EXPECT_TRUE(sw.can_send(1 << 20));
-  sw.sent(1 << 20);
-  EXPECT_FALSE(sw.can_send(0));
-  EXPECT_TRUE(sw.credit(frame_cost(1 << 20) + 1));  // more than in flight
-  EXPECT_FALSE(sw.credit(frame_cost(1 << 20)));
-  EXPECT_TRUE(sw.can_send(0));
-}
-
-
 TEST(BulkChannel, FramesArriveIntactInOrderBothWays) {
   node n;
   auto server_col = std::make_shared<collector>();
   auto client_col = std::make_shared<collector>();
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(server_col));
+  auto lst = n.listen(n.sink(server_col));
   ASSERT_TRUE(lst) << cleave::describe(lst.error());
-  n.actors.push_back(lst->channel);
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(client_col));
+  auto ch = n.connect(lst->port, n.sink(client_col));
   ASSERT_TRUE(ch) << cleave::describe(ch.error());
-  n.actors.push_back(*ch);
 
   const std::vector<size_t> sizes{0, 1, size_t{4} << 20};
   std::vector<std::vector<char>> sent;
@@ -247,12 +119,10 @@ TEST(BulkChannel, FramesArriveIntactInOrderBothWays) {
   auto small = bulk_options{};
   small.max_payload = 1000;
   auto col3 = std::make_shared<collector>();
-  auto lst3 = spawn_bulk_listener(*n.sys, 0, n.sink(col3), small);
+  auto lst3 = n.listen(n.sink(col3), small);
   ASSERT_TRUE(lst3);
-  n.actors.push_back(lst3->channel);
-  auto ch3 = connect_bulk(*n.sys, "127.0.0.1", lst3->port, n.sink(std::make_shared<collector>()));
+  auto ch3 = n.connect(lst3->port);
   ASSERT_TRUE(ch3);
-  n.actors.push_back(*ch3);
   auto err = send_frame(*n.sys, *ch3, 1, 0, std::vector<char>(1001));
   ASSERT_TRUE(err);
   EXPECT_NE(cleave::describe(err).find("peer's cap"), std::string::npos) << cleave::describe(err);
@@ -262,12 +132,10 @@ TEST(BulkChannel, FramesArriveIntactInOrderBothWays) {
 TEST(BulkChannel, ZeroCopyBuffersInterleaveWithCopiedPayloads) {
   node n;
   auto col = std::make_shared<collector>();
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col));
+  auto lst = n.listen(n.sink(col));
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   // All requests issued before any reply is read: frames queue behind the
   // window and behind each other; bulk_buffers wait for an empty write buffer.
   const int frames = 24;
@@ -376,12 +244,10 @@ TEST(BulkChannel, LargeFramesAreReadInChunks) {
   auto col = std::make_shared<collector>();
   bulk_options opts;
   opts.chunk_bytes = 64 << 10;
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  auto lst = n.listen(n.sink(col), opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   auto big = pattern((3 << 20) + 17, 9);
   ASSERT_FALSE(send_frame(*n.sys, *ch, 5, 55, big));
   ASSERT_TRUE(col->wait([&] { return col->frames.size() == 1; }));
@@ -395,12 +261,10 @@ TEST(BulkChannel, SenderWaitsForReceiverCredit) {
   bulk_options opts;
   opts.receive_window = 1 << 20;
   auto sink = n.sink(col, /*hold=*/true);
-  auto lst = spawn_bulk_listener(*n.sys, 0, sink, opts);
+  auto lst = n.listen(sink, opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   caf::scoped_actor self{*n.sys};
   const int frames = 12;  // 3 MiB against a 1 MiB window
   for (int i = 0; i < frames; ++i)
@@ -425,9 +289,8 @@ TEST(BulkChannel, SenderWaitsForReceiverCredit) {
 TEST(BulkChannel, HostileLengthClosesConnectionWithoutAllocating) {
   node n;
   auto col = std::make_shared<collector>();
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col));
+  auto lst = n.listen(n.sink(col));
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
   auto rss_before = max_rss_kib();
   for (int i = 0; i < 4; ++i) {
     raw_client bad(lst->port);
@@ -445,9 +308,8 @@ TEST(BulkChannel, HostileLengthClosesConnectionWithoutAllocating) {
   EXPECT_LT(max_rss_kib() - rss_before, 256 * 1024) << "hostile headers made the listener allocate";
 
   // A well-behaved client is still served.
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   auto p = pattern(4 << 20, 3);
   ASSERT_FALSE(send_frame(*n.sys, *ch, 2, 22, p));
   ASSERT_TRUE(col->wait([&] { return col->frames.size() == 1; }));
@@ -461,9 +323,8 @@ TEST(BulkChannel, GarbageAndProtocolViolationsCloseOnlyThatConnection) {
   bulk_options opts;
   opts.receive_window = 64 << 10;
   opts.stall_timeout = 300ms;
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  auto lst = n.listen(n.sink(col), opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
   auto closed_with = [&](size_t k) { return col->closed_reason(k); };
 
   {  // random bytes
@@ -511,9 +372,8 @@ TEST(BulkChannel, GarbageAndProtocolViolationsCloseOnlyThatConnection) {
     EXPECT_NE(closed_with(4).find("stalled"), std::string::npos);
   }
   // The listener still serves a well-behaved client.
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   ASSERT_FALSE(send_frame(*n.sys, *ch, 3, 33, pattern(1000, 5)));
   ASSERT_TRUE(col->wait([&] { return !col->frames.empty() && col->frames.back().tag == 33; }));
 }
@@ -527,9 +387,8 @@ TEST(BulkChannel, PerKindCapClosesBeforeThePayloadIsRead) {
   opts.max_payload_for_kind = [](uint16_t kind) -> uint64_t {
     return kind == 9 ? 1000 : ~uint64_t{0};
   };
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  auto lst = n.listen(n.sink(col), opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
   {  // one byte over kind 9's cap: closed on the header, no payload sent at all
     raw_client bad(lst->port);
     send_hello(bad);
@@ -551,9 +410,8 @@ TEST(BulkChannel, PerKindCapClosesBeforeThePayloadIsRead) {
     ASSERT_TRUE(col->wait([&] { return col->closed.size() == 2; }));
   }
   // At the cap, and other kinds up to max_payload, pass.
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(std::make_shared<collector>()));
+  auto ch = n.connect(lst->port);
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   ASSERT_FALSE(send_frame(*n.sys, *ch, 9, 1, pattern(1000, 1)));
   ASSERT_FALSE(send_frame(*n.sys, *ch, 5, 2, pattern(1 << 20, 2)));
   ASSERT_TRUE(col->wait([&] { return col->frames.size() == 2; }));
@@ -569,13 +427,11 @@ TEST(BulkChannel, ConnectionLimitAndCloseNotification) {
   auto col = std::make_shared<collector>();
   bulk_options opts;
   opts.max_connections = 1;
-  auto lst = spawn_bulk_listener(*n.sys, 0, n.sink(col), opts);
+  auto lst = n.listen(n.sink(col), opts);
   ASSERT_TRUE(lst);
-  n.actors.push_back(lst->channel);
   auto client_col = std::make_shared<collector>();
-  auto ch = connect_bulk(*n.sys, "127.0.0.1", lst->port, n.sink(client_col));
+  auto ch = n.connect(lst->port, n.sink(client_col));
   ASSERT_TRUE(ch);
-  n.actors.push_back(*ch);
   ASSERT_TRUE(col->wait([&] { return col->opened.size() == 1; }));
   {
     raw_client extra(lst->port);

@@ -1,26 +1,22 @@
-// The bulk channel's broker: one connection state machine (header, hello,
-// payload read directly or in chunks), its receive and send windows, its
-// send queue and the broker's behavior. It stays one file of about 600 lines
-// because all of these read and write the same `connection` record inside
-// one actor's handlers; cut apart, each part would need that record's
-// internals. Frame encoding and checks live in frame.cpp; how bytes meet the
-// socket (plaintext or TLS) in bulk_io.cpp.
+// The bulk channel's broker: the frame read state machine (header, hello,
+// payload read directly or in chunks, delivery to the sink and the credit its
+// replies return), the pool of read buffers, admission at the connection cap
+// and the broker's behavior. A connection's record, its send queue and its
+// removal are in bulk_connection.cpp; frame encoding and checks in frame.cpp;
+// how bytes meet the socket (plaintext or TLS) in bulk_io.cpp.
 #include "actors/transport/bulk_channel.hpp"
 
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
-#include <unordered_map>
 #include <utility>
-#include <type_traits>
-#include <variant>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/transport/bulk_connection.hpp"
 #include "actors/transport/bulk_io.hpp"
 #include "actors/transport/tcp_connect.hpp"
 #include "schema/errors.hpp"
@@ -30,74 +26,19 @@ namespace cleave::transport {
 namespace {
 
 using bulk_tick_atom = caf::atom_constant<caf::atom("bulk_tick")>;
-using clock_type = std::chrono::steady_clock;
-using payload_buffer = std::variant<std::vector<char>, std::vector<float>, bulk_buffer>;
 
-size_t byte_size(const std::vector<char>& v) { return v.size(); }
-size_t byte_size(const std::vector<float>& v) { return v.size() * sizeof(float); }
-size_t byte_size(const bulk_buffer& b) { return b.size(); }
-size_t byte_size(const payload_buffer& p) {
-  return std::visit([](const auto& v) { return byte_size(v); }, p);
-}
-
-// Frames at least this large wait for an empty pending-write buffer under
-// TLS (see pump); smaller ones are appended at once.
-constexpr size_t tls_batch_bytes = size_t{64} << 10;
-
-struct outgoing {
-  uint16_t kind;
-  uint64_t tag;
-  payload_buffer payload;
-  caf::response_promise rp;
-};
-
-enum class read_state { header, hello, payload_direct, payload_chunked };
-
-struct connection {
-  uint64_t id = 0;
-  caf::io::connection_handle hdl;
-  std::string peer;
-  read_state rd = read_state::header;
-  frame_header pending;            // header of the frame being read
-  std::vector<char> assembling;    // chunked payloads
-  uint64_t remaining = 0;          // chunked payload bytes still to read
-  bool hello_received = false;
-  bool data_seen = false;           // a data frame's header passed the checks
-  uint64_t peer_max_payload = 0;
-  receive_window rw;
-  send_window sw;
-  std::deque<outgoing> queue;
-  uint64_t queued_bytes = 0;
-  size_t at_sink = 0;  // frames delivered whose reply is pending
-  detail::byte_path io;
-  clock_type::time_point last_progress;
-  explicit connection(uint64_t window) : rw(window) {}
-};
-
-struct bulk_state {
-  caf::actor sink;
-  bulk_options opts;
-  bool client = false;
-  std::string closed_reason;  // client: why its one connection is gone
-  uint64_t next_id = 1;
-  std::unordered_map<uint64_t, connection> conns;         // by connection id
-  std::unordered_map<int64_t, uint64_t> by_hdl;           // handle id -> connection id
-  std::vector<std::vector<char>> pool;                    // reusable read buffers, size == capacity
-  uint64_t pool_bytes = 0;
-  // Connections refused at the cap since the last line about them: a swarm
-  // past the cap is one line per refusal_log_interval, not one per socket.
-  uint64_t refused_unlogged = 0;
-  clock_type::time_point refusal_logged{};
-  static const char* name;
-};
-const char* bulk_state::name = "cleave.bulk_channel";
-
-using bulk_broker = caf::io::stateful_broker<bulk_state>;
-
-// CAF 0.17's default multiplexer derives a connection handle's id from its
-// native socket (network::conn_hdl_from_socket), so the id is the fd. Used
-// only for setsockopt/shutdown while the broker owns the connection.
-int native_fd(caf::io::connection_handle hdl) { return static_cast<int>(hdl.id()); }
+using detail::bulk_broker;
+using detail::close_how;
+using detail::clock_type;
+using detail::connection;
+using detail::drop;
+using detail::enqueue_send;
+using detail::find_conn;
+using detail::native_fd;
+using detail::pump;
+using detail::read_state;
+using detail::send_bytes;
+using detail::write_frame_header;
 
 void tune_socket(caf::io::connection_handle hdl, const bulk_options& opts) {
   if (opts.socket_buffer_bytes <= 0) return;
@@ -107,121 +48,9 @@ void tune_socket(caf::io::connection_handle hdl, const bulk_options& opts) {
   ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
 }
 
-connection* find_conn(bulk_broker* self, uint64_t id) {
-  auto i = self->state.conns.find(id);
-  return i == self->state.conns.end() ? nullptr : &i->second;
-}
-
-// A TLS session that cannot encrypt is broken for good: shut the socket so
-// CAF reports the close and drop() runs from the connection_closed handler,
-// instead of dropping the connection in the middle of a caller's loop.
-void send_bytes(connection& c, const char* data, size_t size) {
-  if (auto err = c.io.write(data, size)) {
-    spdlog::warn("bulk channel: connection {} ({}): {}", c.id, c.peer, describe(err));
-    ::shutdown(native_fd(c.hdl), SHUT_RDWR);
-  }
-}
-
-void write_frame_header(connection& c, const frame_header& h) {
-  auto bytes = encode_header(h);
-  send_bytes(c, bytes.data(), bytes.size());
-}
-
 void expect_header(connection& c) {
   c.rd = read_state::header;
   c.io.expect(frame_header_size);
-}
-
-// Removes a connection: notify the sink, fail queued sends, close the socket
-// unless the peer already did. `c` is dangling afterwards.
-enum class close_how { abort, tls_alert };
-
-void drop(bulk_broker* self, connection& c, const std::string& reason, bool malformed,
-          bool already_closed = false, close_how how = close_how::abort) {
-  auto& st = self->state;
-  if (malformed)
-    spdlog::warn("bulk channel: closing connection {} ({}): {}", c.id, c.peer, reason);
-  else
-    spdlog::debug("bulk channel: connection {} ({}) closed: {}", c.id, c.peer, reason);
-  for (auto& o : c.queue) o.rp.deliver(fail("bulk connection " + std::to_string(c.id) + " closed: " + reason));
-  auto id = c.id;
-  auto hdl = c.hdl;
-  // A refused TLS handshake gets the alert saying why: a few bytes, written
-  // and flushed before the (graceful) close.
-  if (how == close_how::tls_alert && !already_closed) c.io.send_alert();
-  st.by_hdl.erase(hdl.id());
-  st.conns.erase(id);
-  if (!already_closed) {
-    // A misbehaving peer gets no graceful drain: shut the socket down so
-    // CAF's pending writes to it fail and their buffers are released now,
-    // even if the peer never reads again.
-    if (malformed && how == close_how::abort) ::shutdown(native_fd(hdl), SHUT_RDWR);
-    self->close(hdl);
-  }
-  self->send(st.sink, bulk_closed_atom::value, id, reason);
-  if (st.client) st.closed_reason = reason;
-}
-
-// Writes queued frames while the peer's window allows. A bulk_buffer frame is
-// swapped into the connection's (empty) pending-write buffer instead of being
-// copied; while that buffer holds data the frame waits for the write-completion
-// event (data_transferred_msg), which calls pump again.
-void pump(bulk_broker* self, connection& c) {
-  bool wrote = false;
-  while (!c.queue.empty() && c.sw.is_open()) {
-    auto& o = c.queue.front();
-    auto len = byte_size(o.payload);
-    if (len > c.peer_max_payload) {
-      o.rp.deliver(fail("frame of " + std::to_string(len) + " bytes exceeds the peer's cap of " +
-                        std::to_string(c.peer_max_payload) + " bytes"));
-    } else if (!c.sw.can_send(len)) {
-      break;
-    } else if (c.io.is_tls() && len >= tls_batch_bytes && !c.io.pending().empty()) {
-      // Encrypt large frames into an empty pending buffer only: it keeps the
-      // capacity of earlier frames (CAF swaps it with the in-flight one), so
-      // the ciphertext never reallocates and is never copied, and encryption
-      // of this frame overlaps the socket's write of the previous one.
-      break;  // resumes on data_transferred_msg
-    } else if (auto bb = std::get_if<bulk_buffer>(&o.payload); bb && c.io.is_tls()) {
-      // Encryption copies anyway: write header and payload through the
-      // session and hand the buffer back emptied, capacity kept for reuse.
-      auto& bytes = bb->storage();
-      if (bytes.size() < frame_header_size) bytes.resize(frame_header_size);
-      encode_header(frame_header{o.kind, len, o.tag}, bytes.data());
-      send_bytes(c, bytes.data(), bytes.size());
-      bytes.clear();
-      c.sw.sent(len);
-      wrote = true;
-      o.rp.deliver(std::move(*bb));
-    } else if (bb) {
-      auto& out = self->wr_buf(c.hdl);
-      if (!out.empty()) break;  // resumes on data_transferred_msg
-      auto& bytes = bb->storage();
-      if (bytes.size() < frame_header_size) bytes.resize(frame_header_size);
-      encode_header(frame_header{o.kind, len, o.tag}, bytes.data());
-      out.swap(bytes);  // bytes now holds a drained buffer: the caller's next one
-      bytes.clear();
-      c.sw.sent(len);
-      wrote = true;
-      o.rp.deliver(std::move(*bb));
-    } else {
-      write_frame_header(c, frame_header{o.kind, len, o.tag});
-      std::visit(
-        [&](auto& v) {
-          if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, bulk_buffer>) {
-            if (len > 0) send_bytes(c, reinterpret_cast<const char*>(v.data()), len);
-            // The bytes are in the write buffer: hand the caller its buffer back.
-            o.rp.deliver(std::move(v));
-          }
-        },
-        o.payload);
-      c.sw.sent(len);
-      wrote = true;
-    }
-    c.queued_bytes -= len;
-    c.queue.pop_front();
-  }
-  if (wrote) c.io.flush();
 }
 
 void recycle(bulk_broker* self, std::vector<char>&& buf) {
@@ -441,39 +270,6 @@ void start_connection(bulk_broker* self, caf::io::connection_handle hdl,
   c.io.flush();
   expect_header(c);
   if (!c.io.is_tls()) announce(self, c);
-}
-
-caf::response_promise enqueue_send(bulk_broker* self, uint64_t conn, uint16_t kind, uint64_t tag,
-                                   payload_buffer&& payload) {
-  auto rp = self->make_response_promise();
-  auto& st = self->state;
-  if (kind >= first_reserved_kind) {
-    rp.deliver(fail("frame kind " + std::to_string(kind) + " is reserved for the channel"));
-    return rp;
-  }
-  auto c = find_conn(self, conn);
-  if (!c) {
-    if (st.client && !st.closed_reason.empty())
-      rp.deliver(fail("bulk connection closed: " + st.closed_reason));
-    else
-      rp.deliver(fail("no bulk connection " + std::to_string(conn)));
-    return rp;
-  }
-  auto len = byte_size(payload);
-  if (c->hello_received && len > c->peer_max_payload) {
-    rp.deliver(fail("frame of " + std::to_string(len) + " bytes exceeds the peer's cap of " +
-                    std::to_string(c->peer_max_payload) + " bytes"));
-    return rp;
-  }
-  if (!c->queue.empty() && c->queued_bytes + len > st.opts.max_send_queue) {
-    rp.deliver(fail("send queue full on bulk connection " + std::to_string(conn) + " (" +
-                    std::to_string(c->queued_bytes) + " bytes waiting)"));
-    return rp;
-  }
-  c->queued_bytes += len;
-  c->queue.push_back(outgoing{kind, tag, std::move(payload), rp});
-  pump(self, *c);
-  return rp;
 }
 
 uint64_t client_conn(bulk_broker* self) {

@@ -1,5 +1,5 @@
 #pragma once
-// The bulk channel's byte path (internal to bulk_channel.cpp): how one
+// The bulk channel's byte path (internal to its broker): how one
 // connection's frames meet its socket, as they are or through TLS.
 //
 // The frame state machine asks for "exactly n bytes" and handles them in one
