@@ -1,11 +1,13 @@
 // The distributed engine's pure parts: the order results are folded into C,
-// and the policy that picks a device for a tile that must move.
+// the policy that picks a device for a tile that must move, and how the
+// engine's view of the fleet counts failures.
 
 #include <algorithm>
 #include <random>
 
 #include <gtest/gtest.h>
 
+#include "actors/ps/engine/fleet_client.hpp"
 #include "actors/ps/engine/fold_order.hpp"
 #include "actors/ps/engine/tile_policy.hpp"
 #include "kernels/random.hpp"
@@ -167,4 +169,36 @@ TEST(tile_policy, speculation_gives_idle_devices_copies_of_held_tiles) {
   // Nothing unfinished: no copies.
   for (auto& t : tiles) t.done = true;
   EXPECT_TRUE(policy.speculate(tiles).empty());
+}
+
+// Fleet events reach the engine twice, from the detector and through the
+// planner, in either order: each failure counts once, a device suspected
+// again after it came back counts again, and a dead id stays dead.
+TEST(fleet_client, counts_each_failure_once_whatever_the_order_of_the_copies) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto planner = sys.spawn([]() -> caf::behavior { return {[](int) {}}; });
+  runtime_accounts acc;
+  fleet_client fleet(self, planner, {}, false, acc);
+  using k = fleet_event_kind;
+  auto feed = [&](k kind, int32_t id) { fleet.on_event(fleet_event{kind, id, 0}); };
+  feed(k::suspect, 1);
+  feed(k::dead, 1);
+  feed(k::suspect, 1);  // the planner's copy, late
+  feed(k::dead, 1);
+  EXPECT_EQ(acc.churn.failures_detected, 1u);
+  feed(k::dead, 2);
+  feed(k::suspect, 2);
+  feed(k::rejoin, 2);
+  feed(k::suspect, 2);
+  EXPECT_EQ(acc.churn.failures_detected, 2u);
+  feed(k::suspect, 3);
+  feed(k::rejoin, 3);
+  feed(k::suspect, 3);
+  feed(k::suspect, 3);
+  EXPECT_EQ(acc.churn.failures_detected, 4u);
+  feed(k::quarantined, 4);
+  EXPECT_EQ(acc.churn.failures_detected, 4u);
+  caf::anon_send_exit(planner, caf::exit_reason::kill);
 }

@@ -1,10 +1,11 @@
-// member_ids: device ids never given twice, kept as ranges.
+// member_ids: device ids never given twice, kept as ranges (id_ranges).
 
 #include <random>
 #include <set>
 
 #include <gtest/gtest.h>
 
+#include "actors/planner/id_ranges.hpp"
 #include "actors/planner/member_ids.hpp"
 
 using namespace cleave;
@@ -54,4 +55,21 @@ TEST(member_ids, agrees_with_a_set_of_every_id_given) {
   for (auto it = used.begin(); it != used.end(); ++it)
     if (it == used.begin() || *std::prev(it) != *it - 1) ++runs;
   EXPECT_EQ(ids.ranges(), runs);
+}
+
+TEST(id_ranges, inserts_once_and_merges_neighbours) {
+  id_ranges ids;
+  EXPECT_TRUE(ids.insert(5));
+  EXPECT_FALSE(ids.insert(5));
+  EXPECT_TRUE(ids.insert(7));
+  EXPECT_EQ(ids.ranges(), 2u);
+  EXPECT_TRUE(ids.insert(6));  // joins 5 and 7
+  EXPECT_EQ(ids.ranges(), 1u);
+  EXPECT_TRUE(ids.insert(4));
+  EXPECT_TRUE(ids.insert(8));
+  EXPECT_EQ(ids.ranges(), 1u);
+  for (int32_t id = 4; id <= 8; ++id) EXPECT_TRUE(ids.contains(id));
+  EXPECT_FALSE(ids.contains(3));
+  EXPECT_FALSE(ids.contains(9));
+  EXPECT_FALSE(ids.contains(-1));
 }

@@ -1,11 +1,10 @@
 #pragma once
-// Device ids, never given twice in a run. Most are handed out in order, so
-// the ids given are kept as disjoint ranges: the memory follows the gaps
-// between them, not the number of devices that ever joined.
+// Device ids, never given twice in a run.
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
+
+#include "actors/planner/id_ranges.hpp"
 
 namespace cleave {
 
@@ -16,12 +15,11 @@ class member_ids {
   // `preferred` when it lies in [0, max_id] and was never given, else the
   // lowest id never given at or after the last one handed out this way.
   int32_t take(int32_t preferred);
-  bool given(int32_t id) const;
-  size_t ranges() const { return ranges_.size(); }
+  bool given(int32_t id) const { return given_.contains(id); }
+  size_t ranges() const { return given_.ranges(); }
 
  private:
-  void mark(int32_t id);
-  std::map<int32_t, int32_t> ranges_;  // first id -> one past the last, disjoint and apart
+  id_ranges given_;
   int32_t next_ = 0;
 };
 

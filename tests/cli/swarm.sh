@@ -2,7 +2,7 @@
 # A swarm at fleet scale on one ps: 1,000 light devices in one process
 # (bench/swarm: the project's device actor behind its edge link, one
 # connection each) join a ps's device edge sized by --max-devices. All are
-# admitted within 10 s; over 15 s of heartbeats at the interval the welcome
+# admitted within 10 s; over a minute of heartbeats at the interval the welcome
 # gives (0.39 s: --heartbeat-rate's 2,560/s over 1,000 devices) none is
 # suspected, and the ps's /metrics counts the heartbeats' wait. Twenty more
 # devices past the cap are refused at the socket, summarised in one log line
@@ -22,7 +22,7 @@ admin=$(console_port "$WORK/ps.log")
 [[ -n $port && -n $admin ]] || { fail "the ps did not start: $(cat "$WORK/ps.log")"; finish; }
 grep -q "heartbeats every 0.391 s" "$WORK/ps.log" || fail "no stretched heartbeat interval: $(head -3 "$WORK/ps.log")"
 
-timeout 60 "$SWARM" --connect="127.0.0.1:$port" --devices=1000 --seconds=15 --join-timeout=10 \
+timeout 120 "$SWARM" --connect="127.0.0.1:$port" --devices=1000 --seconds=60 --join-timeout=10 \
   > "$WORK/swarm.out" 2> "$WORK/swarm.err" &
 swarm=$!
 for _ in $(seq 1 300); do grep -q "^joined" "$WORK/swarm.out" && break; sleep 0.05; done
@@ -49,7 +49,7 @@ rows=$(json "$WORK/scrape.out" 'len(d["fleet"]["devices"]), d["fleet"]["page"]["
 wait $swarm || fail "the swarm lost devices: $(tail -2 "$WORK/swarm.out") $(tail -3 "$WORK/swarm.err")"
 curl -s "http://127.0.0.1:$admin/metrics" > "$WORK/metrics.txt"
 count=$(sed -n 's/^cleave_heartbeat_delay_seconds_count //p' "$WORK/metrics.txt")
-(( ${count:-0} > 25000 )) || fail "the ps counted ${count:-no} heartbeats (1,000 devices for 15 s: about 38,000)"
+(( ${count:-0} > 100000 )) || fail "the ps counted ${count:-no} heartbeats (1,000 devices for 60 s: about 153,000)"
 suspects=$(grep -c "is suspect" "$WORK/ps.log")
 # The page, once the heartbeats are judged (a browser on a 2-core host would
 # delay them): the detector still lists the 1,000, so the table has them all.

@@ -28,6 +28,9 @@ caf::error fleet_client::refresh() {
       spdlog::warn("{}; following the restarted planner", describe(err));
       planner_ = next;
       planner_lost_ = false;
+      // Its ids start afresh: an old id may name a new device.
+      dead_ = id_ranges{};
+      failed_.clear();
       self_->monitor(planner_);
       self_->send(planner_, subscribe_atom::value, caf::actor_cast<caf::actor>(self_));
       version_ = ~uint64_t{0};
@@ -85,14 +88,15 @@ caf::error fleet_client::ask() {
 
 bool fleet_client::on_event(const fleet_event& ev) {
   const int32_t dev = ev.device;
+  if (dead_.contains(dev)) return false;  // a late copy of an earlier event: ids are never given twice
   if (ev.kind == fleet_event_kind::join || ev.kind == fleet_event_kind::rejoin) {
     failed_.erase(dev);
     stale_ = true;  // usable from the next GEMM
     return false;
   }
   // Quarantine is not a failure: the device is alive, its results are wrong.
-  // A death is the last event of an id (ids are never given twice).
   if (ev.kind == fleet_event_kind::dead) {
+    dead_.insert(dev);
     if (failed_.erase(dev) == 0) ++acc_.churn.failures_detected;
   } else if (ev.kind != fleet_event_kind::quarantined && failed_.insert(dev).second) {
     ++acc_.churn.failures_detected;

@@ -11,6 +11,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/planner/id_ranges.hpp"
 #include "actors/planner/planner_protocol.hpp"
 #include "actors/ps/engine/accounts.hpp"
 
@@ -60,7 +61,11 @@ class fleet_client {
   bool stale_ = false;
   bool planner_lost_ = false;  // its down message came: ask its successor
   std::string stopped_by_;
-  std::set<int32_t> failed_;  // suspected and not back (counted once each); the dead leave it
+  // A failure is counted once per device: when it is first suspected (and
+  // again after it came back), or when it dies unsuspected. An event can come
+  // twice, from the detector and through the planner, in either order.
+  std::set<int32_t> failed_;  // suspected and not back; the dead leave it for dead_
+  id_ranges dead_;            // every id dead: grows with the gaps between them only
   uint64_t version_ = ~uint64_t{0};
   uint64_t epoch_ = 0;
   std::unordered_map<int32_t, fleet_member> fleet_;
