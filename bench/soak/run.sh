@@ -61,7 +61,9 @@ start_device() {
   dev_pid[$next]=$!; next=$((next + 1))
 }
 running() {  # device numbers whose process is alive (a hung one too)
-  local n; for n in "${!dev_pid[@]}"; do kill -0 "${dev_pid[$n]}" 2>/dev/null && echo "$n"; done
+  # Succeeds whoever is dead: under set -e and pipefail, a dead device
+  # checked last would otherwise end the soak (and, by the exit trap, its ps).
+  local n; for n in "${!dev_pid[@]}"; do kill -0 "${dev_pid[$n]}" 2>/dev/null && echo "$n"; done; return 0
 }
 for _ in $(seq 1 "$devices"); do start_device; done
 
