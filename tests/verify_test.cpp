@@ -2,12 +2,15 @@
 // layout pass (checked against the derived tolerance, not a tuned one),
 // corruptions above the tolerance are refused, and strikes quarantine.
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 
 #include <gtest/gtest.h>
 
 #include "actors/ps/verify/freivalds.hpp"
+#include "actors/ps/verify/mixed_dots.hpp"
 #include "actors/ps/verify/reputation.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/random.hpp"
@@ -155,6 +158,51 @@ TEST(freivalds, tiles_sharing_a_block_of_a_are_checked_together) {
   EXPECT_EQ(v.worst_row, 10);
 }
 
+// The engine prepares op(A)·Σ_t op(B_t)·r_t while it waits, adding the
+// tiles' B in their own order; results then come in any order. The verdict
+// is the same, and a lie of 1e-2 of its row's scale in one element is seen.
+TEST(freivalds, an_expectation_prepared_before_the_results_judges_alike) {
+  const tile_case whole(64, 96, 256, true, false, 41);
+  const freivalds f;
+  const int64_t starts[] = {0, 32, 64};
+  auto b_of = [&](int64_t j0) { return stored_block{whole.b.data() + j0, 256, 32, 96, false}; };
+  std::array<std::vector<double>, freivalds_probes> y;
+  for (auto& v : y) v.assign(256, 0.0);
+  for (int64_t j0 : {64, 0, 32}) {  // not the order the results come in
+    const auto w = freivalds::window(whole.r, 96, j0);
+    const b_digest bd = freivalds::digest_b(b_of(j0), w);
+    for (int p = 0; p < freivalds_probes; ++p)
+      for (size_t i = 0; i < 256; ++i) y[p][i] += bd.b_r[p][i];
+  }
+  const a_expectation prepared = freivalds::expect(whole.a_block(), probe_window{y[0].data(), y[1].data()});
+  auto sums_of = [&](const std::vector<float>& c) {
+    row_sums sums(64, 256);
+    for (int64_t j0 : starts) {
+      std::vector<float> tile(64 * 32);
+      for (int64_t i = 0; i < 64; ++i)
+        for (int64_t j = 0; j < 32; ++j) tile[i * 32 + j] = c[i * 96 + j0 + j];
+      const auto w = freivalds::window(whole.r, 96, j0);
+      sums.add(tile.data(), 32, w, freivalds::digest_b(b_of(j0), w));
+    }
+    return sums;
+  };
+  const row_sums honest = sums_of(whole.c);
+  const verdict good = f.check(prepared, 256, honest);
+  const verdict after = f.check(whole.a_block(), honest);
+  EXPECT_TRUE(good.checked);
+  EXPECT_TRUE(good.passed) << good.worst_ratio;
+  EXPECT_NEAR(good.worst_ratio, after.worst_ratio, 1e-6 + 1e-3 * after.worst_ratio);
+  for (int64_t row : {3, 40}) {
+    float scale = 0;
+    for (int64_t j = 0; j < 96; ++j) scale = std::max(scale, std::fabs(whole.c[row * 96 + j]));
+    auto bad = whole.c;
+    bad[row * 96 + 50] += 1e-2f * scale;
+    const verdict v = f.check(prepared, 256, sums_of(bad));
+    EXPECT_FALSE(v.passed) << row;
+    EXPECT_EQ(v.worst_row, row);
+  }
+}
+
 TEST(freivalds, the_probes_are_balanced_bounded_and_differ_between_draws) {
   std::mt19937_64 g(1);
   const auto r1 = freivalds::draw_probes(10000, g);
@@ -219,4 +267,51 @@ TEST(reputation, strikes_quarantine_once_and_good_results_forgive) {
   EXPECT_FALSE(r.failed(1)) << "quarantined once";
   EXPECT_FALSE(r.quarantined(2));
   EXPECT_EQ(r.strikes(2), 0);
+}
+
+// The check's SIMD loops against plain loops in long double, at every
+// length around the vector widths (the tails run the scalar loop).
+TEST(mixed_dots, simd_loops_match_plain_loops_at_every_length) {
+  std::mt19937_64 g(11);
+  std::normal_distribution<double> normal;
+  for (int64_t n : {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 1027}) {
+    std::vector<float> x(static_cast<size_t>(n)), z(x.size()), copy(x.size(), -1.0f);
+    std::vector<double> y0(x.size()), y1(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<float>(normal(g));
+      z[i] = static_cast<float>(normal(g));
+      y0[i] = normal(g);
+      y1[i] = normal(g);
+    }
+    long double e0 = 0, e1 = 0, eabs = 0, esq = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      e0 += static_cast<long double>(x[i]) * y0[i];
+      e1 += static_cast<long double>(x[i]) * y1[i];
+      eabs += std::fabs(static_cast<long double>(x[i]));
+      esq += static_cast<long double>(x[i]) * x[i];
+    }
+    const double tol = 1e-13 * (1 + static_cast<double>(n));
+    double d0 = 0, d1 = 0, third = 0;
+    dots_and_magnitude(x.data(), y0.data(), y1.data(), n, d0, d1, third);
+    EXPECT_NEAR(d0, static_cast<double>(e0), tol) << n;
+    EXPECT_NEAR(d1, static_cast<double>(e1), tol) << n;
+    EXPECT_NEAR(third, static_cast<double>(eabs), tol) << n;
+    dots_and_magnitude_copy(x.data(), y0.data(), y1.data(), n, d0, d1, third, copy.data());
+    EXPECT_EQ(copy, x) << n;
+    EXPECT_NEAR(d0, static_cast<double>(e0), tol) << n;
+    dots_and_squares(x.data(), y0.data(), y1.data(), n, d0, d1, third);
+    EXPECT_NEAR(third, static_cast<double>(esq), tol) << n;
+    EXPECT_NEAR(d1, static_cast<double>(e1), tol) << n;
+    EXPECT_NEAR(sum_of_squares(x.data(), n), static_cast<double>(esq), tol) << n;
+
+    std::vector<double> out0(x.size(), 0.5), out1(x.size(), -0.25), sq(x.size(), 1.0);
+    axpy2(0.75, -1.5, x.data(), out0.data(), out1.data(), sq.data(), n);
+    axpy2_two_rows(2.0, 0.125, x.data(), -3.0, 0.5, z.data(), out0.data(), out1.data(), sq.data(), n);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double v = x[i], u = z[i];
+      EXPECT_NEAR(out0[i], 0.5 + 0.75 * v + 2.0 * v - 3.0 * u, 1e-14) << n << " " << i;
+      EXPECT_NEAR(out1[i], -0.25 - 1.5 * v + 0.125 * v + 0.5 * u, 1e-14) << n << " " << i;
+      EXPECT_NEAR(sq[i], 1.0 + 2 * v * v + u * u, 1e-13) << n << " " << i;
+    }
+  }
 }

@@ -82,6 +82,7 @@ nlohmann::json verification_section(const runtime_accounts& acc) {
   j["devices_quarantined"] = v.quarantined.size();
   j["quarantined_devices"] = std::vector<int32_t>(v.quarantined.begin(), v.quarantined.end());
   j["verify_seconds"] = v.seconds;
+  j["verify_idle_seconds"] = v.idle_seconds;
   return j;
 }
 

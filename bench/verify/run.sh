@@ -5,7 +5,8 @@
 #  (b) what checking costs the step: gpt small on the overhead fleet
 #      (bench/runtime/overhead_fleet.json), median step with every tile
 #      checked against --trust-results, interleaved rounds, and the PS's
-#      time in the check (verify_seconds) as a share of the step.
+#      time in the check as results come (verify_seconds) as a share of the
+#      step, beside the part it prepared while waiting (verify_idle_seconds).
 # Usage: bench/verify/run.sh [path/to/build]   (not part of CI)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,8 +30,10 @@ import json, sys
 on, off = (json.load(open(p)) for p in sys.argv[1:3])
 s_on, s_off = on["median_step_seconds"], off["median_step_seconds"]
 share = on["verify_seconds"] / on["steps"] / s_on
+idle = on.get("verify_idle_seconds", 0) / on["steps"]
 print(f"   checked {s_on:.3f} s, trusted {s_off:.3f} s: +{100 * (s_on / s_off - 1):.1f}% step time; "
-      f"the check's time {1e3 * on['verify_seconds'] / on['steps']:.1f} ms/step = {100 * share:.1f}% of the step; "
+      f"the check's time as results come {1e3 * on['verify_seconds'] / on['steps']:.1f} ms/step = {100 * share:.1f}% of the step, "
+      f"prepared while waiting {1e3 * idle:.1f} ms/step; "
       f"{on['tiles_verified']} tiles verified, {on['tiles_rejected']} refused")
 PY
 done

@@ -48,6 +48,7 @@ runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards) {
     v.tiles_replicated += acc.verify.tiles_replicated;
     v.replica_mismatches += acc.verify.replica_mismatches;
     v.seconds = std::max(v.seconds, acc.verify.seconds);  // shards check at the same time
+    v.idle_seconds = std::max(v.idle_seconds, acc.verify.idle_seconds);
     v.quarantined.insert(acc.verify.quarantined.begin(), acc.verify.quarantined.end());
   }
   return out;

@@ -49,7 +49,10 @@ struct verify_account {
   uint64_t unverifiable = 0;        // results taken unchecked: the operands were not finite
   uint64_t tiles_replicated = 0;    // tiles computed by two devices and compared (--replicate)
   uint64_t replica_mismatches = 0;  // ... whose copies differed, settled by the PS's own product
-  double seconds = 0;               // checking and comparing, on the PS
+  double seconds = 0;               // checking and comparing, on the PS, as results come
+  // The checks' work that reads no result (B's digests, op(A)·y), done
+  // while the engine had nothing else to do: not on the step's path.
+  double idle_seconds = 0;
   std::set<int32_t> quarantined;    // devices refused too often: no more tiles
 };
 

@@ -183,6 +183,10 @@ class distributed_gemm final : public gemm_engine<float> {
     size_t open = 0;  // tiles neither arrived nor done
     bool judged = false;
     std::optional<row_sums> sums;
+    // op(A)·Σ_t op(B_t)·r_t over all its tiles, computed while the engine
+    // waits for results (prepare_check): the check's part that reads no
+    // result, taken off the path from the group's last result to its verdict.
+    std::optional<a_expectation> expected;
   };
 
   // Keys of the blocks this GEMM call has hashed (a block shared by a row or
@@ -218,6 +222,8 @@ class distributed_gemm final : public gemm_engine<float> {
   // strikes a device) takes it whole: a device's tiles may be in any call.
   struct inflight_batch {
     std::vector<gemm_call> calls;
+    // The next group prepare_check looks at: calls[call].groups[group].
+    size_t prepared_call = 0, prepared_group = 0;
     // Tiles of its calls not yet final.
     size_t remaining() const;
     // The call and tile a result or miss of `step` is about, if it is in flight.
@@ -261,6 +267,9 @@ class distributed_gemm final : public gemm_engine<float> {
   // A group whose tiles have all come: checked together, and narrowed to
   // the tiles at fault when the sum is refused.
   void judge(gemm_call& call, check_group& g, inflight_batch& batch);
+  // One group's check prepared ahead of its results (check_group::expected),
+  // while nothing else is waiting; false when every group is prepared.
+  bool prepare_check(inflight_batch& batch);
   // Freivalds' test of `result` (row stride ld, 0: packed) as tile p of the call, alone.
   verdict check(gemm_call& call, const pending_tile& p, const float* result, int64_t ld = 0);
   const b_digest& b_digest_of(gemm_call& call, const pending_tile& p);
