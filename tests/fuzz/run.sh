@@ -41,28 +41,44 @@ if ! cmake --build "$out" -j2 >"$scratch/build.log" 2>&1; then
   grep -E "error|Error" "$scratch/build.log" | head -40; echo "fuzz: FAILED: build"; exit 1
 fi
 
-status=0
-for entry in "${targets[@]}"; do
+# One target: its line goes to $scratch/$t/line, and the exit status says
+# whether it crashed.
+run_target() {
+  local entry=$1 t max_len dict=() rc=0 runs speed why
   t=${entry%%:*} max_len=${entry#*:}
   mkdir -p "$scratch/$t/corpus" "$scratch/$t/artifacts"
   cp "$here/corpus/$t/"* "$scratch/$t/corpus/"
-  dict=()
   [[ -f $here/dict/$t.dict ]] && dict=(-dict="$here/dict/$t.dict")
-  rc=0
   (cd "$scratch/$t" && "$out/tests/fuzz/fuzz_$t" corpus "${dict[@]}" -max_len="$max_len" \
      -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
      -artifact_prefix="$scratch/$t/artifacts/" >log 2>&1) || rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$scratch/$t/log")
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$scratch/$t/log")
   if ((rc == 0)); then
-    echo "fuzz_$t: ${runs:-?} runs, ${speed:-?} exec/s, no crash"
-    continue
+    echo "fuzz_$t: ${runs:-?} runs, ${speed:-?} exec/s, no crash" > "$scratch/$t/line"
+    return 0
   fi
-  status=1
   mkdir -p "$out/crashes/$t"
   cp "$scratch/$t/artifacts/"* "$out/crashes/$t/" 2>/dev/null || true
   why=$(grep -m1 -E "fuzz check failed|runtime error|ERROR: |SUMMARY" "$scratch/$t/log" || echo "exit $rc")
-  echo "fuzz_$t: CRASH after ${runs:-?} runs: $why (input in $out/crashes/$t/)"
-  grep -A30 -m1 -E "fuzz check failed|runtime error|ERROR: " "$scratch/$t/log" | head -40 | sed 's/^/  /'
+  { echo "fuzz_$t: CRASH after ${runs:-?} runs: $why (input in $out/crashes/$t/)"
+    grep -A30 -m1 -E "fuzz check failed|runtime error|ERROR: " "$scratch/$t/log" | head -40 | sed 's/^/  /'
+  } > "$scratch/$t/line"
+  return 1
+}
+
+# Targets run side by side, one per core (at most 2: the suite's machine has
+# 2 cores, and each target is one process); lines come out in list order.
+jobs_at_once=$(nproc)
+((jobs_at_once > 2)) && jobs_at_once=2
+status=0
+for ((i = 0; i < ${#targets[@]}; i += jobs_at_once)); do
+  pids=()
+  for entry in "${targets[@]:i:jobs_at_once}"; do
+    run_target "$entry" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  for entry in "${targets[@]:i:jobs_at_once}"; do cat "$scratch/${entry%%:*}/line"; done
 done
 exit $status
