@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,46 @@ class byte_writer {
   size_t n_ = 0;
 };
 
+// Floats stored at any alignment, read through memcpy: what a vector is
+// built from in one pass (resize then copy would zero it first, a second
+// pass over every result a PS takes in).
+class unaligned_floats {
+ public:
+  using iterator_category = std::random_access_iterator_tag;
+  using value_type = float;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const float*;
+  using reference = float;
+  explicit unaligned_floats(const char* p) : p_(p) {}
+  float operator*() const {
+    float f;
+    std::memcpy(&f, p_, sizeof(f));
+    return f;
+  }
+  float operator[](difference_type i) const { return *(*this + i); }
+  unaligned_floats& operator++() { p_ += sizeof(float); return *this; }
+  unaligned_floats operator++(int) { auto old = *this; ++*this; return old; }
+  unaligned_floats& operator--() { p_ -= sizeof(float); return *this; }
+  unaligned_floats operator--(int) { auto old = *this; --*this; return old; }
+  unaligned_floats& operator+=(difference_type n) { p_ += n * static_cast<difference_type>(sizeof(float)); return *this; }
+  unaligned_floats& operator-=(difference_type n) { return *this += -n; }
+  friend unaligned_floats operator+(unaligned_floats a, difference_type n) { return a += n; }
+  friend unaligned_floats operator+(difference_type n, unaligned_floats a) { return a += n; }
+  friend unaligned_floats operator-(unaligned_floats a, difference_type n) { return a -= n; }
+  friend difference_type operator-(const unaligned_floats& a, const unaligned_floats& b) {
+    return (a.p_ - b.p_) / static_cast<difference_type>(sizeof(float));
+  }
+  friend bool operator==(const unaligned_floats& a, const unaligned_floats& b) { return a.p_ == b.p_; }
+  friend bool operator!=(const unaligned_floats& a, const unaligned_floats& b) { return a.p_ != b.p_; }
+  friend bool operator<(const unaligned_floats& a, const unaligned_floats& b) { return a.p_ < b.p_; }
+  friend bool operator>(const unaligned_floats& a, const unaligned_floats& b) { return a.p_ > b.p_; }
+  friend bool operator<=(const unaligned_floats& a, const unaligned_floats& b) { return a.p_ <= b.p_; }
+  friend bool operator>=(const unaligned_floats& a, const unaligned_floats& b) { return a.p_ >= b.p_; }
+
+ private:
+  const char* p_;
+};
+
 class byte_reader {
  public:
   byte_reader(const char* data, size_t size) : p_(data), left_(size) {}
@@ -53,8 +94,7 @@ class byte_reader {
   }
   bool floats(std::vector<float>& v, int64_t n) {
     if (n < 0 || static_cast<uint64_t>(n) > left_ / sizeof(float)) return false;
-    v.resize(static_cast<size_t>(n));
-    if (n > 0) std::memcpy(v.data(), p_, static_cast<size_t>(n) * sizeof(float));
+    v.assign(unaligned_floats(p_), unaligned_floats(p_) + n);
     p_ += n * sizeof(float);
     left_ -= static_cast<size_t>(n) * sizeof(float);
     return true;
