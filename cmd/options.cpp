@@ -88,7 +88,7 @@ cleave_config::cleave_config() {
     .add(ps_flops, "ps-flops", "the PS's own GEMM rate in FLOP/s, for the cost model (default 5e10)")
     .add(ps_tile_seconds, "ps-tile-seconds", "the PS's own seconds per tile it sends (the task, taking, checking and folding the result), for the cost model: a finer grid must save more than its extra tiles cost (default 3e-5)")
     .add(ps_egress, "ps-egress", "bytes/s the PS can send to the fleet (default 1.25e9; --role=plan: each shard's own link)")
-    .add(pipelined_devices, "pipelined-devices", "--role=plan, simulate, ps and planner: plan for device processes, whose transfers overlap other tiles' compute (default: emulated devices, one tile after another)")
+    .add(pipelined_devices, "pipelined-devices", "--role=plan, simulate, ps and planner: plan for device processes, whose transfers overlap other tiles' compute, and (ps) send each device at most the tasks its memory holds at once, the rest as its results come back (default: emulated devices, one tile after another, every task sent at once)")
     .add(ps_memory_bandwidth, "ps-memory-bandwidth", "--role=plan and simulate: the PS's memory bandwidth in bytes/s, for its row-wise ops and optimizer (default 2e10)")
     .add(max_tiles_per_device, "max-tiles-per-device", "planner: most tiles of one GEMM per device (default 4)")
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1; longer past --heartbeat-rate)")

@@ -55,6 +55,7 @@ engine_options engine_opts(const cleave_config& cfg) {
   eo.trust.quarantine_after = cfg.quarantine_after;
   eo.stop_on_failure = cfg.failure_policy == "restart";
   eo.shards = static_cast<uint32_t>(cfg.ps_shards);
+  eo.pipelined_devices = cfg.pipelined_devices;
   if (cfg.pace_ps_link) {
     eo.paced_egress = cfg.ps_egress;
     eo.paced_ingress = cfg.ps_ingress > 0 ? cfg.ps_ingress : cfg.ps_egress;

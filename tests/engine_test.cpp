@@ -9,6 +9,7 @@
 
 #include "actors/ps/engine/fleet_client.hpp"
 #include "actors/ps/engine/fold_order.hpp"
+#include "actors/ps/engine/send_window.hpp"
 #include "actors/ps/engine/tile_policy.hpp"
 #include "kernels/random.hpp"
 
@@ -201,4 +202,46 @@ TEST(fleet_client, counts_each_failure_once_whatever_the_order_of_the_copies) {
   feed(k::quarantined, 4);
   EXPECT_EQ(acc.churn.failures_detected, 4u);
   caf::anon_send_exit(planner, caf::exit_reason::kill);
+}
+
+TEST(send_window, a_device_holds_at_most_its_depth_and_waiting_tasks_keep_their_order) {
+  send_window w;
+  for (size_t t = 0; t < 2; ++t) {
+    ASSERT_TRUE(w.has_room(7, 2));
+    w.sent(7);
+  }
+  EXPECT_FALSE(w.has_room(7, 2));
+  w.enqueue(7, 2, {0, 2, false});
+  w.enqueue(7, 2, {1, 3, true});
+  w.answered(7);
+  EXPECT_FALSE(w.has_room(7, 2)) << "a new task goes behind the waiting ones";
+  w.sent(7);
+  EXPECT_FALSE(w.next(7)) << "no room yet";
+  w.answered(7);
+  auto first = w.next(7);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->tile, 2u);
+  w.sent(7);
+  EXPECT_FALSE(w.next(7));
+  w.answered(7);
+  auto second = w.next(7);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->call, 1u);
+  EXPECT_TRUE(second->with_all_data);
+  EXPECT_EQ(w.most_in_flight(7), 2u);
+  EXPECT_EQ(w.most_in_flight(8), 0u);
+}
+
+TEST(send_window, a_lost_device_s_waiting_tasks_are_dropped_and_stray_answers_do_not_underflow) {
+  send_window w;
+  ASSERT_TRUE(w.has_room(3, 1));
+  w.sent(3);
+  w.enqueue(3, 1, {0, 1, false});
+  w.forget(3);
+  EXPECT_EQ(w.waiting(3), 0u);
+  w.answered(3);
+  w.answered(3);
+  EXPECT_TRUE(w.has_room(3, 1));
+  w.sent(3);
+  EXPECT_FALSE(w.has_room(3, 1));
 }

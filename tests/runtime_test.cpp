@@ -186,6 +186,33 @@ TEST_F(runtime, tiles_on_devices_equal_the_local_product) {
   EXPECT_GT(hits, 0u) << "backward tiles should reuse forward operand blocks";
 }
 
+// --pipelined-devices: a device is sent at most the tasks its memory holds
+// (device_pipeline_depth, at most 3); the rest wait at the PS and go out as
+// its results come back. The products are the local ones all the same.
+TEST_F(runtime, pipelined_devices_are_sent_no_more_tasks_than_their_depth) {
+  for (int i = 0; i < 2; ++i) add_device(*preset_profile("fast"));
+  expect_fleet(2);
+  engine_options opts = timeout(10.0);
+  opts.pipelined_devices = true;
+  distributed_gemm eng(sys, planner, opts);
+  check_products(eng, 1e-5);
+  // A product cut finer than two windows hold.
+  const tensor x = random_matrix(512, 384, 5), w = random_matrix(384, 512, 6);
+  tensor y(512, 512), y_ref(512, 512);
+  eng.gemm({1, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), 0.0f);
+  gemm_local<float>(x.view(), false, w.view(), false, y_ref.view(), 0.0f);
+  for (int64_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-5 * (1 + std::abs(y_ref[i]))) << i;
+  const auto acc = eng.accounts();
+  bool waited = false;
+  for (const auto& [id, a] : acc.devices) {
+    if (a.tiles == 0) continue;
+    EXPECT_GE(a.most_tasks_at_once, 1u) << "device " << id;
+    EXPECT_LE(a.most_tasks_at_once, max_pipeline_depth) << "device " << id;
+    waited |= a.tiles > a.most_tasks_at_once;
+  }
+  EXPECT_TRUE(waited) << "no device had more tiles than it held at once: the test proves nothing";
+}
+
 TEST_F(runtime, bf16_tiles_carry_the_rounded_operands_product_at_2_bytes_an_element) {
   // Through a bf16 engine: the rounded operands' product up to each
   // partial's rounding (2^-8 of Σ_k |x_ik w_kj| at most, all partials

@@ -58,6 +58,11 @@ uint32_t pipeline_depth(uint64_t memory_bytes, uint64_t cache_bytes, uint64_t wo
   return static_cast<uint32_t>(std::clamp<uint64_t>(room / working_set, 1, max_pipeline_depth));
 }
 
+uint32_t device_pipeline_depth(uint64_t memory_bytes, uint32_t shards, uint64_t working_set) {
+  const uint64_t memory = memory_bytes / std::max<uint32_t>(shards, 1);
+  return pipeline_depth(memory, default_cache_bytes(memory), working_set);
+}
+
 std::vector<double> plan_sent_at(const plan& p, const planner_config& cfg) {
   std::vector<double> out;
   out.reserve(p.tiles.size());

@@ -92,6 +92,10 @@ uint64_t tile_working_set(const tile& t);
 // pipelined tile model.
 constexpr uint32_t max_pipeline_depth = 3;
 uint32_t pipeline_depth(uint64_t memory_bytes, uint64_t cache_bytes, uint64_t working_set);
+// The same for a device of `memory_bytes` shared by `shards` PS shards, each
+// counting on its share and that share's default cache: the depth the
+// simulator's devices run at and the live PS sends to (send_window.hpp).
+uint32_t device_pipeline_depth(uint64_t memory_bytes, uint32_t shards, uint64_t working_set);
 
 // Whether the planner can use a device at all (positive, finite rates).
 bool usable(const device_profile& p);

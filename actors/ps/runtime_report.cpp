@@ -50,7 +50,8 @@ nlohmann::json fleet_traffic_section(const runtime_accounts& acc, int ps_shards,
     per_device.push_back({{"id", id}, {"profile", a.profile}, {"tiles", a.tiles},
                           {"bytes_down", a.bytes_down}, {"bytes_up", a.bytes_up},
                           {"busy_seconds", a.busy_seconds}, {"cache_hits", a.cache_hits},
-                          {"refused", a.refused}, {"flops", a.flops}});
+                          {"refused", a.refused}, {"flops", a.flops},
+                          {"most_tasks_at_once", a.most_tasks_at_once}});
   }
   const double n_steps = static_cast<double>(std::max<int64_t>(1, steps));
   const double n_devices = static_cast<double>(std::max<size_t>(1, acc.devices.size()));

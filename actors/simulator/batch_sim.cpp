@@ -165,8 +165,7 @@ void batch_sim::fetch(double now, uint32_t slot) {
   const auto& d = fleet_->devices()[dev];
   while (pipe.downloading == none && !pipe.pending.empty()) {
     const uint64_t ws = tile_memory(*plans_[shard_of(slot)], tile_of(slot, pipe.pending.head));
-    const uint64_t memory = d.profile.memory_bytes / shards_;
-    const uint32_t depth = pipelined_ ? pipeline_depth(memory, default_cache_bytes(memory), ws) : 1;
+    const uint32_t depth = pipelined_ ? device_pipeline_depth(d.profile.memory_bytes, shards_, ws) : 1;
     if (pipe.in_hand >= depth) return;
     const uint32_t e = take(pipe.pending);
     ++pipe.in_hand;

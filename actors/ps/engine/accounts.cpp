@@ -18,6 +18,7 @@ runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards) {
       o.refused += d.refused;
       o.flops += d.flops;
       o.busy_seconds += d.busy_seconds;
+      o.most_tasks_at_once = std::max(o.most_tasks_at_once, d.most_tasks_at_once);
     }
     auto& t = out.totals;
     t.ps_compute_seconds = std::max(t.ps_compute_seconds, acc.totals.ps_compute_seconds);

@@ -22,6 +22,7 @@ struct device_account {
   uint64_t refused = 0;   // results refused as malformed
   double flops = 0;       // of the tiles it completed
   double busy_seconds = 0;
+  uint32_t most_tasks_at_once = 0;  // --pipelined-devices: the most it was sent before answering
 };
 
 struct step_account {

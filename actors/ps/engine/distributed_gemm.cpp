@@ -134,6 +134,7 @@ void distributed_gemm::on_planner_lost(inflight_batch& batch) {
 
 void distributed_gemm::on_event(const fleet_event& ev, inflight_batch& batch) {
   if (!fleet_.on_event(ev)) return;
+  window_.forget(ev.device);  // what waited for it goes elsewhere with its other tiles
   batch_view view = policy_view(batch);
   const double now = seconds_now();
   if (schedule_ != nullptr) {
@@ -188,6 +189,12 @@ void distributed_gemm::wait_for(inflight_batch& batch, double predicted_seconds)
   schedule_ = &schedule;
   auto on_result = [&](tile_result& r) {
     auto [call, pt] = batch.find(step_, r.key);
+    // Any answer to a task it was sent, late or refused too, makes room.
+    if (opts_.pipelined_devices && pt != nullptr &&
+        std::find(pt->given.begin(), pt->given.end(), r.device) != pt->given.end()) {
+      window_.answered(r.device);
+      send_waiting(r.device);
+    }
     if (pt == nullptr || pt->done || pt->arrived) {
       spdlog::debug("dropping late or duplicate result step {} gemm {} tile {} from {}",
                     r.key.step, r.key.gemm, r.key.tile, r.device);
@@ -234,7 +241,7 @@ void distributed_gemm::wait_for(inflight_batch& batch, double predicted_seconds)
         if (std::find(pt->holders.begin(), pt->holders.end(), m.device) == pt->holders.end())
           return;
         sent_.erase(m.device);  // its cache is not what we thought
-        send_task(*call, *pt, m.device, true);
+        dispatch(*call, *pt, m.device, true);  // the same task again: no more room taken
       },
       [&](event_atom, const fleet_event& ev) { on_event(ev, batch); },
       [&](const caf::down_msg& down) {
@@ -304,6 +311,15 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
   // the devices busy through each other's last tiles.
   inflight_batch batch;
   batch.calls.reserve(jobs.size());  // send_task keeps references into the calls
+  batch_ = &batch;
+  window_.clear();
+  struct batch_scope {  // however the batch ends, nothing waits for it
+    distributed_gemm* engine;
+    ~batch_scope() {
+      engine->batch_ = nullptr;
+      engine->window_.clear();
+    }
+  } scope{this};
   batch_keys keys;
   double predicted = 0;
   plan batch_tiles;  // the batch's tiles in issue order, for a paced link's prediction

@@ -35,6 +35,7 @@
 #include "actors/ps/engine/fold_order.hpp"
 #include "actors/ps/engine/paced_link.hpp"
 #include "actors/ps/engine/plan_cache.hpp"
+#include "actors/ps/engine/send_window.hpp"
 #include "actors/ps/engine/snapshot_pool.hpp"
 #include "actors/ps/engine/step_predictor.hpp"
 #include "training/elapsed.hpp"
@@ -82,6 +83,10 @@ struct engine_options {
   // operands are rounded before they are hashed, sent and checked, results
   // come back rounded, and every byte counted and paced is 2 an element.
   wire_precision wire = wire_precision::fp32;
+  // Devices pipeline their tiles (--pipelined-devices, device processes):
+  // each is sent at most as many tasks at once as its memory holds
+  // (send_window.hpp), the rest as its results come back.
+  bool pipelined_devices = false;
 };
 
 class distributed_gemm final : public gemm_engine<float> {
@@ -260,7 +265,12 @@ class distributed_gemm final : public gemm_engine<float> {
   // The operand a task carries for `ref`: its values (copied into the
   // snapshot if they are not there yet) or only its key.
   operand cut(gemm_call& call, const block_ref& ref, bool with_data);
+  // Tile p to `dev`: now, or when the device has room for it (send_window).
   void send_task(gemm_call& call, pending_tile& p, int32_t dev, bool with_all_data);
+  // Tile p to `dev` now, whatever it holds.
+  void dispatch(gemm_call& call, pending_tile& p, int32_t dev, bool with_all_data);
+  // An answer from `dev`: the tasks that waited for room at it go out.
+  void send_waiting(int32_t dev);
   // Checks a result's form and takes it into its check group (or checks it
   // alone, or as one of a replicated tile's copies). False when refused.
   bool take(gemm_call& call, size_t i, tile_result& r, inflight_batch& batch);
@@ -299,6 +309,9 @@ class distributed_gemm final : public gemm_engine<float> {
   double paced_batch_seconds(const plan& batch) const;
   // The batch being waited for (wait_for), which fleet events reach.
   tile_schedule* schedule_ = nullptr;
+  // The batch in flight (gemm_batch), whose tiles the send window names.
+  inflight_batch* batch_ = nullptr;
+  send_window window_;
 
   caf::scoped_actor self_;
   engine_options opts_;

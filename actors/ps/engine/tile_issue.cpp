@@ -80,6 +80,39 @@ operand distributed_gemm::cut(gemm_call& call, const block_ref& ref, bool with_d
 
 void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
                                  bool with_all_data) {
+  if (opts_.pipelined_devices && batch_ != nullptr) {
+    const uint32_t depth = device_pipeline_depth(fleet_.members().at(dev).profile.memory_bytes,
+                                                 opts_.shards, tile_working_set(p.where.t));
+    if (!window_.has_room(dev, depth)) {
+      // Held from now on, as far as the schedule knows: it waits at the PS.
+      window_.enqueue(dev, depth, {batch_->index_of(call), static_cast<size_t>(&p - call.tiles.data()), with_all_data});
+      if (std::find(p.holders.begin(), p.holders.end(), dev) == p.holders.end()) p.holders.push_back(dev);
+      return;
+    }
+    window_.sent(dev);
+    auto& most = acc_.devices[dev].most_tasks_at_once;
+    most = std::max(most, window_.most_in_flight(dev));
+  }
+  dispatch(call, p, dev, with_all_data);
+}
+
+void distributed_gemm::send_waiting(int32_t dev) {
+  while (auto t = window_.next(dev)) {
+    auto& call = batch_->calls[t->call];
+    auto& p = call.tiles[t->tile];
+    // Taken by another device, or moved off this one, while it waited.
+    if (p.done || p.arrived || !fleet_.has(dev) ||
+        std::find(p.holders.begin(), p.holders.end(), dev) == p.holders.end())
+      continue;
+    window_.sent(dev);
+    auto& most = acc_.devices[dev].most_tasks_at_once;
+    most = std::max(most, window_.most_in_flight(dev));
+    dispatch(call, p, dev, t->with_all_data);
+  }
+}
+
+void distributed_gemm::dispatch(gemm_call& call, pending_tile& p, int32_t dev,
+                                bool with_all_data) {
   const auto& member = fleet_.members().at(dev);
   auto mirror = sent_.find(dev);
   if (mirror == sent_.end())
