@@ -15,10 +15,6 @@ namespace {
 // thread and back.
 constexpr size_t inline_bytes = 16384;
 
-// Read buffers kept for reuse: enough for the inbox of a busy connection
-// without holding a window's worth per idle one.
-constexpr size_t max_spare_reads = 4;
-
 }  // namespace
 
 void byte_path::start() {
@@ -106,20 +102,22 @@ caf::error byte_path::receive(std::vector<char>& ciphertext, const tls_events& e
   auto& t = *tls_;
   // Keep CAF's buffer, give it a spare to read into next: the ciphertext
   // moves to the pipe without a copy.
-  std::vector<char> buf;
-  if (!t.spare_reads.empty()) {
-    buf = std::move(t.spare_reads.back());
-    t.spare_reads.pop_back();
-  }
+  auto buf = t.pipe.spare();
   buf.swap(ciphertext);
-  t.inbox_bytes += buf.size();
-  t.inbox.push_back(std::move(buf));
+  auto size = buf.size();
+  if (t.unit_out) {
+    t.pipe.arrived(std::move(buf));
+    t.arrived_bytes += size;
+  } else {
+    t.inbox_bytes += size;
+    t.inbox.push_back(std::move(buf));
+  }
   // A verified peer keeps to the window we advertised; ciphertext beyond it
   // (plus record overhead and a few reads of slack) is a peer that ignores
   // the window, and would otherwise pile up while decryption runs.
-  if (t.inbox_bytes + t.engine_buffered > t.inbox_cap)
-    return fail("TLS: " + std::to_string(t.inbox_bytes + t.engine_buffered) +
-                " bytes of ciphertext waiting, more than the receive window allows");
+  auto waiting = t.inbox_bytes + t.engine_buffered + t.arrived_bytes;
+  if (waiting > t.inbox_cap)
+    return fail("TLS: " + std::to_string(waiting) + " bytes of ciphertext waiting, more than the receive window allows");
   bool gone = false;
   return drive(ev, gone);
 }
@@ -150,8 +148,10 @@ caf::error byte_path::apply(tls_result& r, const tls_events& ev, bool& gone) {
   t.have = r.have;
   t.unit_out = false;
   t.engine_buffered = r.buffered;
-  for (auto& b : r.spent)
-    if (t.spare_reads.size() < max_spare_reads) t.spare_reads.push_back(std::move(b));
+  // What the job did not take (it had finished its unit, or it ended just
+  // before the bytes came) is decrypted next.
+  t.inbox_bytes += t.pipe.take_arrived(t.inbox);
+  t.arrived_bytes = 0;
   if (r.err) return std::move(r.err);
   if (!t.open && r.handshake_done) {
     t.open = true;

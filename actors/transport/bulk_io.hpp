@@ -18,8 +18,10 @@
 // work (headers, credit, the handshake) runs inline when the pipe is idle.
 // Results come back to the broker as (tls_done_atom, conn) messages and are
 // applied in order, so socket I/O and the frame state machine stay on the
-// broker. Ciphertext that arrives while a decryption runs waits in an inbox,
-// bounded by the receive window (a peer that ignores the window is closed).
+// broker. Ciphertext that arrives while a decryption runs goes to that job
+// (tls_pipe::arrived), so one job fills a whole payload as it streams in;
+// what waits is bounded by the receive window (a peer that ignores the
+// window is closed).
 
 #include <cstddef>
 #include <deque>
@@ -61,7 +63,7 @@ struct tls_link {
   std::deque<std::vector<char>> inbox;  // ciphertext waiting for the pipe
   size_t inbox_bytes = 0;
   size_t engine_buffered = 0;  // ciphertext the pipe holds, as of its last result
-  std::vector<std::vector<char>> spare_reads;  // read buffers back from the pipe
+  size_t arrived_bytes = 0;    // handed to a running decryption since
   std::vector<char> spare_wire;                // a drained write buffer for the next seal
   size_t frames_sealing = 0;
 };

@@ -14,9 +14,19 @@ struct tls_engine {
   // every byte of it is read, then goes back to the owner for reuse.
   std::vector<char> current;
   std::deque<std::vector<char>> queued;  // behind `current`
+  // Ciphertext the owner read while a decryption ran, which that decryption
+  // picks up (one job per unit instead of one per socket read), and the
+  // read buffers it finished with. Only these cross threads outside a job.
+  std::mutex mu;
+  std::deque<std::vector<char>> arriving;
+  std::vector<std::vector<char>> spares;
 };
 
 namespace {
+
+// Read buffers kept for reuse: enough for a busy connection's reads while a
+// decryption runs, without holding a window's worth per idle one.
+constexpr size_t max_spares = 8;
 
 tls_result run_open(tls_engine& e, std::deque<std::vector<char>>& in, std::vector<char>& unit, size_t have,
                     size_t want) {
@@ -37,8 +47,17 @@ tls_result run_open(tls_engine& e, std::deque<std::vector<char>>& in, std::vecto
     if (have == want && s.handshake_done()) break;
     // The session read all it was given (pull() said so, or the handshake
     // wants more): the next buffer, and the spent one back to the owner.
-    if (s.ciphertext_buffered() > 0 || e.queued.empty()) break;
-    if (e.current.capacity() > 0) r.spent.push_back(std::move(e.current));
+    if (s.ciphertext_buffered() > 0) break;
+    if (e.queued.empty()) {
+      std::lock_guard<std::mutex> lk(e.mu);
+      for (auto& b : e.arriving) e.queued.push_back(std::move(b));
+      e.arriving.clear();
+    }
+    if (e.queued.empty()) break;
+    if (e.current.capacity() > 0) {
+      std::lock_guard<std::mutex> lk(e.mu);
+      if (e.spares.size() < max_spares) e.spares.push_back(std::move(e.current));
+    }
     e.current = std::move(e.queued.front());
     e.queued.pop_front();
     r.err = s.push(e.current.data(), e.current.size());
@@ -155,6 +174,30 @@ std::optional<tls_result> tls_pipe::seal(seal_input&& in, std::vector<char>&& wi
   // std::function needs a copyable callable: the buffers travel in a shared box.
   auto box = std::make_shared<std::pair<seal_input, std::vector<char>>>(std::move(in), std::move(wire));
   return run([e, box] { return run_seal(*e, box->first, box->second); }, run_inline);
+}
+
+void tls_pipe::arrived(std::vector<char>&& ciphertext) {
+  std::lock_guard<std::mutex> lk(engine_->mu);
+  engine_->arriving.push_back(std::move(ciphertext));
+}
+
+size_t tls_pipe::take_arrived(std::deque<std::vector<char>>& into) {
+  std::lock_guard<std::mutex> lk(engine_->mu);
+  size_t n = 0;
+  for (auto& b : engine_->arriving) {
+    n += b.size();
+    into.push_back(std::move(b));
+  }
+  engine_->arriving.clear();
+  return n;
+}
+
+std::vector<char> tls_pipe::spare() {
+  std::lock_guard<std::mutex> lk(engine_->mu);
+  if (engine_->spares.empty()) return {};
+  auto b = std::move(engine_->spares.back());
+  engine_->spares.pop_back();
+  return b;
 }
 
 std::optional<tls_result> tls_pipe::take() {

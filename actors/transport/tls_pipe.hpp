@@ -12,6 +12,8 @@
 //     operations) only while idle(): every job it posted has finished and its
 //     result has been taken, so the strand's and the result queue's locks
 //     order every access.
+//   - Ciphertext read while a decryption runs is handed over under the
+//     engine's own lock (arrived()), as are spent read buffers (spare()).
 //   - Everything else a job touches is moved into it (ciphertext buffers, the
 //     unit buffer plaintext lands in, the plaintext to seal, the vector the
 //     ciphertext goes to) and moved back out in its result.
@@ -58,7 +60,6 @@ struct tls_result {
   size_t have = 0;         // plaintext bytes in it
   bool handshake_done = false;
   size_t buffered = 0;  // ciphertext taken and not yet decrypted
-  std::vector<std::vector<char>> spent;  // ciphertext buffers fully read, for reuse
   // seal
   seal_input input;
 };
@@ -90,6 +91,13 @@ class tls_pipe {
                                  size_t have, size_t want, bool run_inline);
   // Encrypts `in`, appending the ciphertext to `wire` (returned in the result).
   std::optional<tls_result> seal(seal_input&& in, std::vector<char>&& wire, bool run_inline);
+
+  // Ciphertext read while a posted open() runs: that job decrypts it too if
+  // it still lacks bytes, else take_arrived() hands it back (returns bytes).
+  void arrived(std::vector<char>&& ciphertext);
+  size_t take_arrived(std::deque<std::vector<char>>& into);
+  // A read buffer the pipe is done with (empty if none), for the next read.
+  std::vector<char> spare();
 
   // The next finished posted job's result, in posting order.
   std::optional<tls_result> take();
