@@ -226,6 +226,31 @@ TEST(TlsPipe, CiphertextArrivingDuringADecryptionIsTakenOrHandedBack) {
   EXPECT_GT(f.server.spare().capacity(), 0u);
 }
 
+// A small read is decrypted from the caller's buffer (CAF's, reused for the
+// next read): what the unit did not take is copied, never kept borrowed.
+TEST(TlsPipe, ASmallReadInPlaceKeepsNothingBorrowedAndTrimFreesSpares) {
+  pair_fixture f;
+  handshake(f.client, f.server);
+  auto msg = pattern(20000, 6);  // two records: the second stays ciphertext
+  seal_input in;
+  in.body = msg;
+  auto r = f.client.seal(std::move(in), {}, true);
+  ASSERT_FALSE(r->err);
+  auto read = r->wire;
+  auto h = f.server.open_in_place(read.data(), read.size(), std::vector<char>(24), 0, 24);
+  ASSERT_FALSE(h.err);
+  ASSERT_EQ(h.have, 24u);
+  EXPECT_GT(h.buffered, 0u);
+  std::fill(read.begin(), read.end(), 'Z');  // CAF reads the next bytes into it
+  auto rest = f.server.open({}, std::vector<char>(msg.size() - 24), 0, msg.size() - 24, true);
+  ASSERT_FALSE(rest->err) << describe(rest->err);
+  ASSERT_EQ(rest->have, msg.size() - 24);
+  EXPECT_TRUE(std::equal(msg.begin(), msg.begin() + 24, h.unit.begin()));
+  EXPECT_TRUE(std::equal(msg.begin() + 24, msg.end(), rest->unit.begin()));
+  f.server.trim();
+  EXPECT_EQ(f.server.spare().capacity(), 0u);
+}
+
 TEST(TlsPipe, DestroyedWhileItsJobRunsTheJobFinishesAndLaterOnesNeverRun) {
   auto pool = crypto_pool::make(1);
   signal cs, ss;

@@ -405,6 +405,7 @@ caf::behavior bulk_behavior(bulk_broker* self) {
       std::vector<uint64_t> stalled;
       for (auto& kv : st.conns) {
         auto& c = kv.second;
+        c.io.trim();
         bool mid = !c.hello_received || c.rd != read_state::header;
         if (st.opts.stall_timeout.count() > 0 && mid && now - c.last_progress > st.opts.stall_timeout)
           stalled.push_back(kv.first);

@@ -75,6 +75,10 @@ void byte_path::flush() {
   self_->flush(hdl_);
 }
 
+void byte_path::trim() {
+  if (tls_ && !tls_->unit_out && tls_->inbox.empty() && tls_->engine_buffered == 0) tls_->pipe.trim();
+}
+
 void byte_path::send_alert() {
   if (!tls_) return;
   flush();
@@ -100,6 +104,17 @@ void byte_path::put_wire(std::vector<char>& wire) {
 
 caf::error byte_path::receive(std::vector<char>& ciphertext, const tls_events& ev) {
   auto& t = *tls_;
+  bool gone = false;
+  if (!t.unit_out && t.inbox.empty() && t.engine_buffered == 0 && t.pipe.idle() && t.want > 0 &&
+      ciphertext.size() <= inline_bytes) {
+    // A small read (heartbeats, credit, a small frame): decrypted from CAF's
+    // buffer, which CAF keeps reading into, so a quiet connection costs no
+    // buffer beyond CAF's, as without the pool.
+    auto r = t.pipe.open_in_place(ciphertext.data(), ciphertext.size(), std::move(t.unit), t.have, t.want);
+    if (auto err = apply(r, ev, gone)) return err;
+    if (gone) return caf::none;
+    return drive(ev, gone);
+  }
   // Keep CAF's buffer, give it a spare to read into next: the ciphertext
   // moves to the pipe without a copy.
   auto buf = t.pipe.spare();
@@ -118,7 +133,6 @@ caf::error byte_path::receive(std::vector<char>& ciphertext, const tls_events& e
   auto waiting = t.inbox_bytes + t.engine_buffered + t.arrived_bytes;
   if (waiting > t.inbox_cap)
     return fail("TLS: " + std::to_string(waiting) + " bytes of ciphertext waiting, more than the receive window allows");
-  bool gone = false;
   return drive(ev, gone);
 }
 

@@ -112,6 +112,8 @@ class byte_path {
   // TLS: posted work finished (a tls_done_atom message). Same contract.
   caf::error on_tls_done(const tls_events& ev);
   void send_alert();
+  // A quiet moment (the broker's tick): frees spare read buffers.
+  void trim();
 
  private:
   caf::error drive(const tls_events& ev, bool& gone);

@@ -24,9 +24,16 @@ struct tls_engine {
 
 namespace {
 
-// Read buffers kept for reuse: enough for a busy connection's reads while a
-// decryption runs, without holding a window's worth per idle one.
-constexpr size_t max_spares = 8;
+// Read buffers kept for reuse while a connection streams: the one CAF reads
+// into next and the one a decryption just finished. trim() frees them once
+// the connection is quiet, so an idle connection holds CAF's buffer only.
+constexpr size_t max_spares = 2;
+
+void keep_spare(tls_engine& e, std::vector<char>&& b) {
+  if (b.capacity() == 0) return;
+  std::lock_guard<std::mutex> lk(e.mu);
+  if (e.spares.size() < max_spares) e.spares.push_back(std::move(b));
+}
 
 tls_result run_open(tls_engine& e, std::deque<std::vector<char>>& in, std::vector<char>& unit, size_t have,
                     size_t want) {
@@ -54,10 +61,7 @@ tls_result run_open(tls_engine& e, std::deque<std::vector<char>>& in, std::vecto
       e.arriving.clear();
     }
     if (e.queued.empty()) break;
-    if (e.current.capacity() > 0) {
-      std::lock_guard<std::mutex> lk(e.mu);
-      if (e.spares.size() < max_spares) e.spares.push_back(std::move(e.current));
-    }
+    keep_spare(e, std::move(e.current));
     e.current = std::move(e.queued.front());
     e.queued.pop_front();
     r.err = s.push(e.current.data(), e.current.size());
@@ -69,7 +73,26 @@ tls_result run_open(tls_engine& e, std::deque<std::vector<char>>& in, std::vecto
   r.have = have;
   r.handshake_done = s.handshake_done();
   r.buffered = s.ciphertext_buffered();
+  // Read to the end: the session no longer borrows it.
+  if (r.buffered == 0) keep_spare(e, std::move(e.current));
+  e.current = {};
   for (auto& b : e.queued) r.buffered += b.size();
+  return r;
+}
+
+tls_result run_open_borrowed(tls_engine& e, const char* data, size_t size, std::vector<char>& unit, size_t have,
+                             size_t want) {
+  tls_result r;
+  r.err = e.session.push(data, size);
+  std::deque<std::vector<char>> none;
+  if (!r.err) {
+    r = run_open(e, none, unit, have, want);
+  } else {
+    r.unit = std::move(unit);
+    r.have = have;
+  }
+  // The caller's buffer is CAF's: nothing of it may stay borrowed.
+  e.session.keep_rest();
   return r;
 }
 
@@ -167,6 +190,17 @@ std::optional<tls_result> tls_pipe::open(std::deque<std::vector<char>>&& ciphert
       return run_open(*e, in, unit, have, want);
     },
     run_inline);
+}
+
+tls_result tls_pipe::open_in_place(const char* data, size_t size, std::vector<char>&& unit, size_t have,
+                                   size_t want) {
+  return run_open_borrowed(*engine_, data, size, unit, have, want);
+}
+
+void tls_pipe::trim() {
+  std::lock_guard<std::mutex> lk(engine_->mu);
+  engine_->spares.clear();
+  engine_->spares.shrink_to_fit();
 }
 
 std::optional<tls_result> tls_pipe::seal(seal_input&& in, std::vector<char>&& wire, bool run_inline) {

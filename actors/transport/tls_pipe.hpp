@@ -89,6 +89,10 @@ class tls_pipe {
   // otherwise it is posted and the result comes from take().
   std::optional<tls_result> open(std::deque<std::vector<char>>&& ciphertext, std::vector<char>&& unit,
                                  size_t have, size_t want, bool run_inline);
+  // The same, inline (requires idle()), for a small read decrypted from the
+  // caller's buffer without taking it: nothing of `data` is kept borrowed
+  // (what is left of it is copied).
+  tls_result open_in_place(const char* data, size_t size, std::vector<char>&& unit, size_t have, size_t want);
   // Encrypts `in`, appending the ciphertext to `wire` (returned in the result).
   std::optional<tls_result> seal(seal_input&& in, std::vector<char>&& wire, bool run_inline);
 
@@ -98,6 +102,8 @@ class tls_pipe {
   size_t take_arrived(std::deque<std::vector<char>>& into);
   // A read buffer the pipe is done with (empty if none), for the next read.
   std::vector<char> spare();
+  // Frees the spare read buffers (a quiet connection).
+  void trim();
 
   // The next finished posted job's result, in posting order.
   std::optional<tls_result> take();
