@@ -4,6 +4,8 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -250,6 +252,108 @@ TEST(BulkTls, HostilePeersCloseOnlyTheirConnection) {
   ASSERT_TRUE(ch);
   ASSERT_FALSE(send_frame(*n.sys, *ch, 3, 33, pattern(1000, 5)));
   ASSERT_TRUE(col->wait([&] { return !col->frames.empty() && col->frames.back().tag == 33; }));
+}
+
+// Many frames in flight at once, of mixed sizes and buffer kinds, so large
+// ones seal and decrypt on the crypto pool while small ones queue behind
+// them: all arrive, in order, intact, on a shared pool and on a channel's own.
+TEST(BulkTls, PipelinedFramesOnThePoolArriveInOrder) {
+  for (int threads : {-1, 1}) {
+    node n;
+    auto col = std::make_shared<collector>();
+    auto sopts = tls_opts(pki().server_files(), tls_side::server);
+    sopts.tls_threads = threads;
+    sopts.chunk_bytes = 3 << 20;  // 4 MiB frames take the chunked path
+    auto lst = n.listen(n.sink(col), sopts);
+    ASSERT_TRUE(lst);
+    auto copts = tls_opts(pki().device_files("dev1"), tls_side::client);
+    copts.tls_threads = threads;
+    auto ch = n.connect(lst->port, n.sink(std::make_shared<collector>()), copts);
+    ASSERT_TRUE(ch);
+    caf::scoped_actor self{*n.sys};
+    constexpr int frames = 40;
+    std::vector<std::vector<char>> sent;
+    for (int i = 0; i < frames; ++i) {
+      size_t size = i % 4 == 0 ? (size_t{4} << 20) + i : i % 4 == 1 ? 70000 + i : i % 4 == 2 ? 20 : 2 << 20;
+      sent.push_back(pattern(size, static_cast<uint32_t>(i + 100)));
+      if (i % 2 == 0) {
+        bulk_buffer b(size);
+        std::memcpy(b.payload(), sent.back().data(), size);
+        self->send(*ch, bulk_send_atom::value, uint16_t{5}, uint64_t(i), std::move(b));
+      } else {
+        self->send(*ch, bulk_send_atom::value, uint16_t{5}, uint64_t(i), sent.back());
+      }
+    }
+    int replies = 0, errors = 0;
+    self->receive_for(replies, frames)(
+      [&](bulk_buffer& b) { EXPECT_EQ(b.size(), 0u); },
+      [&](std::vector<char>&) {},
+      [&](caf::error& e) {
+        ++errors;
+        ADD_FAILURE() << cleave::describe(e);
+      });
+    EXPECT_EQ(errors, 0);
+    ASSERT_TRUE(col->wait([&] { return col->frames.size() == frames; }, 30s)) << "threads " << threads;
+    std::lock_guard<std::mutex> lk(col->mx);
+    for (int i = 0; i < frames; ++i) {
+      EXPECT_EQ(col->frames[i].tag, uint64_t(i)) << "threads " << threads;
+      EXPECT_TRUE(col->frames[i].payload == sent[i]) << "frame " << i << " corrupted, threads " << threads;
+    }
+  }
+}
+
+// Closing while frames are sealing and decrypting on the pool: every send is
+// answered (delivered or failed with the reason), the listener's sink hears
+// of the close, and the listener carries on with the next connection.
+TEST(BulkTls, ClosedMidTransferOnThePool) {
+  node n;
+  auto col = std::make_shared<collector>();
+  auto lst = n.listen(n.sink(col), tls_opts(pki().server_files(), tls_side::server));
+  ASSERT_TRUE(lst);
+  for (int round = 0; round < 2; ++round) {
+    auto ch = n.connect(lst->port, n.sink(std::make_shared<collector>()),
+                        tls_opts(pki().device_files("dev1"), tls_side::client));
+    ASSERT_TRUE(ch);
+    caf::scoped_actor self{*n.sys};
+    constexpr int frames = 12;
+    for (int i = 0; i < frames; ++i) {
+      bulk_buffer b(size_t{8} << 20);
+      std::memset(b.payload(), i, b.size());
+      self->send(*ch, bulk_send_atom::value, uint16_t{5}, uint64_t(i), std::move(b));
+    }
+    // Let the first frames get going, then close: the server side
+    // (round 0) or the client itself (round 1).
+    ASSERT_TRUE(col->wait([&] { return !col->frames.empty() || col->opened.size() > size_t(round); }));
+    if (round == 0) {
+      uint64_t conn = 0;
+      {
+        std::lock_guard<std::mutex> lk(col->mx);
+        conn = col->opened.back().first;
+      }
+      self->send(lst->channel, bulk_closed_atom::value, conn);
+    } else {
+      self->send(*ch, bulk_closed_atom::value, uint64_t{0});  // no such connection: harmless
+      self->send_exit(*ch, caf::exit_reason::user_shutdown);
+    }
+    int answered = 0;
+    if (round == 0) {
+      self->receive_for(answered, frames)([](bulk_buffer&) {}, [](caf::error&) {});
+      EXPECT_EQ(answered, frames);
+    }
+    ASSERT_TRUE(col->wait([&] { return col->closed.size() == size_t(round + 1); }, 20s));
+    // Whatever arrived before the close is intact.
+    std::lock_guard<std::mutex> lk(col->mx);
+    for (auto& f : col->frames)
+      EXPECT_EQ(std::count(f.payload.begin(), f.payload.end(), static_cast<char>(f.tag)),
+                static_cast<long>(f.payload.size()));
+    col->frames.clear();
+  }
+  // Still serving.
+  auto ch = n.connect(lst->port, n.sink(std::make_shared<collector>()),
+                      tls_opts(pki().device_files("dev2"), tls_side::client));
+  ASSERT_TRUE(ch);
+  ASSERT_FALSE(send_frame(*n.sys, *ch, 3, 99, pattern(size_t{1} << 20, 5)));
+  ASSERT_TRUE(col->wait([&] { return !col->frames.empty() && col->frames.back().tag == 99; }));
 }
 
 }  // namespace

@@ -210,10 +210,39 @@ void announce(bulk_broker* self, connection& c) {
   auto& st = self->state;
   self->send(st.sink, bulk_opened_atom::value, caf::actor_cast<caf::actor>(self), c.id, c.peer);
   if (c.io.is_tls()) {
-    auto name = c.io.tls()->session.peer_name();
+    // Announced from the handshake's result: nothing is on the pool before it.
+    auto name = c.io.tls()->pipe.session().peer_name();
     spdlog::debug("bulk channel: connection {} ({}): TLS peer '{}'", c.id, c.peer, name);
     self->send(st.sink, bulk_peer_atom::value, c.id, std::move(name));
   }
+}
+
+// What the TLS path reports, for connection `id`; `c` follows it (null once
+// the connection is gone).
+detail::tls_events tls_events_for(bulk_broker* self, uint64_t id, connection*& c) {
+  detail::tls_events ev;
+  ev.on_open = [self, id, &c] {
+    c->last_progress = clock_type::now();
+    announce(self, *c);
+    return true;
+  };
+  ev.on_unit = [self, id, &c](std::vector<char>& unit) {
+    on_unit(self, c, unit);
+    return (c = find_conn(self, id)) != nullptr;
+  };
+  ev.on_sealed = [self, id, &c](detail::payload_buffer&& body) {
+    detail::sealed(self, *c, std::move(body));
+    return (c = find_conn(self, id)) != nullptr;
+  };
+  return ev;
+}
+
+// A TLS error: before the handshake the peer gets the alert saying why (a
+// few bytes, so the graceful close cannot hang on a peer that does not
+// read); after it, a broken session is a hostile peer like any other: abort.
+void tls_failed(bulk_broker* self, uint64_t id, const caf::error& err) {
+  if (auto c = find_conn(self, id))
+    drop(self, *c, describe(err), true, false, c->io.handshake_done() ? close_how::abort : close_how::tls_alert);
 }
 
 void on_data(bulk_broker* self, caf::io::new_data_msg& msg) {
@@ -224,24 +253,14 @@ void on_data(bulk_broker* self, caf::io::new_data_msg& msg) {
   auto c = find_conn(self, id);
   if (!c) return;
   if (!c->io.is_tls()) return on_unit(self, c, msg.buf);
-  // Ciphertext: the read buffer stays CAF's (at_most reads reuse it).
-  auto err = c->io.receive(
-    msg.buf,
-    [&] {
-      c->last_progress = clock_type::now();
-      announce(self, *c);
-      return true;
-    },
-    [&](std::vector<char>& unit) {
-      on_unit(self, c, unit);
-      return (c = find_conn(self, id)) != nullptr;
-    });
-  // Before the handshake the peer gets the alert saying why (a few bytes, so
-  // the graceful close cannot hang on a peer that does not read); after it,
-  // a broken session is a hostile peer like any other: abort.
-  if (err && (c = find_conn(self, id)))
-    drop(self, *c, describe(err), true, false,
-         c->io.handshake_done() ? close_how::abort : close_how::tls_alert);
+  if (auto err = c->io.receive(msg.buf, tls_events_for(self, id, c))) tls_failed(self, id, err);
+}
+
+// Work posted to the crypto pool for connection `id` has finished.
+void on_tls_done(bulk_broker* self, uint64_t id) {
+  auto c = find_conn(self, id);
+  if (!c || !c->io.is_tls()) return;  // closed meanwhile: the result went with it
+  if (auto err = c->io.on_tls_done(tls_events_for(self, id, c))) tls_failed(self, id, err);
 }
 
 // Registers a fresh connection, sends our hello, starts reading headers.
@@ -261,7 +280,18 @@ void start_connection(bulk_broker* self, caf::io::connection_handle hdl,
   tune_socket(hdl, st.opts);
   self->ack_writes(hdl, true);  // completion events drive zero-copy sends
   std::unique_ptr<detail::tls_link> tls;
-  if (st.opts.tls) tls = std::make_unique<detail::tls_link>(st.opts.tls, peer_host, st.opts.tls_read_bytes);
+  if (st.opts.tls) {
+    // Called on a pool thread: a weak handle, so a job finishing after the
+    // broker is gone sends nothing.
+    auto notify = [addr = self->address(), id] {
+      if (auto me = caf::actor_cast<caf::actor>(addr)) caf::anon_send(me, detail::tls_done_atom::value, id);
+    };
+    // Ciphertext a verified peer may have in flight: its window, record and
+    // header overhead, and a few reads.
+    auto cap = st.opts.receive_window + st.opts.receive_window / 16 + 4 * st.opts.tls_read_bytes;
+    tls = std::make_unique<detail::tls_link>(st.opts.tls, peer_host, st.opts.tls_read_bytes, cap, st.crypto,
+                                             std::move(notify));
+  }
   c.io = detail::byte_path(self, hdl, std::move(tls));
   c.io.start();
   write_frame_header(c, frame_header{kind_hello, hello_payload_size, 0});
@@ -301,6 +331,11 @@ void schedule_tick(bulk_broker* self) {
 }
 
 caf::behavior bulk_behavior(bulk_broker* self) {
+  auto& opts = self->state.opts;
+  if (opts.tls && opts.tls_threads < 0)
+    self->state.crypto = crypto_pool::shared();
+  else if (opts.tls && opts.tls_threads > 0)
+    self->state.crypto = crypto_pool::make(static_cast<size_t>(opts.tls_threads));
   self->monitor(self->state.sink);
   self->set_down_handler([=](caf::down_msg& dm) {
     if (dm.source == self->state.sink) {
@@ -336,7 +371,7 @@ caf::behavior bulk_behavior(bulk_broker* self) {
       auto i = st.by_hdl.find(msg.handle.id());
       if (i == st.by_hdl.end()) return;
       auto c = find_conn(self, i->second);
-      if (c && !c->queue.empty() && msg.remaining == self->wr_buf(c->hdl).size()) pump(self, *c);
+      if (c && !c->queue.empty() && msg.remaining == self->wr_buf(c->hdl).size()) pump(self, *c, true);
     },
     [=](caf::io::acceptor_closed_msg&) {
       spdlog::warn("bulk channel: listening socket closed");
@@ -359,6 +394,7 @@ caf::behavior bulk_behavior(bulk_broker* self) {
     [=](bulk_send_atom, uint16_t kind, uint64_t tag, bulk_buffer& p) {
       return enqueue_send(self, client_conn(self), kind, tag, std::move(p));
     },
+    [=](detail::tls_done_atom, uint64_t conn) { on_tls_done(self, conn); },
     [=](bulk_closed_atom, uint64_t conn) {
       if (auto c = find_conn(self, conn)) drop(self, *c, "closed locally", false);
     },
@@ -369,6 +405,7 @@ caf::behavior bulk_behavior(bulk_broker* self) {
       std::vector<uint64_t> stalled;
       for (auto& kv : st.conns) {
         auto& c = kv.second;
+        c.io.trim();
         bool mid = !c.hello_received || c.rd != read_state::header;
         if (st.opts.stall_timeout.count() > 0 && mid && now - c.last_progress > st.opts.stall_timeout)
           stalled.push_back(kv.first);

@@ -167,6 +167,13 @@ struct bulk_options {
   // that a fast peer costs few broker messages; a listener for thousands of
   // small peers takes less (edge_channel_options).
   uint64_t tls_read_bytes = uint64_t{256} << 10;
+  // TLS: where decryption and encryption of frames run, so they do not all
+  // serialise on CAF's single multiplexer thread with the sockets' I/O.
+  // -1: the process's shared crypto pool (min(2, hardware threads) threads,
+  // made on first use); n > 0: a pool of n threads for this channel alone;
+  // 0: inline on the broker, as before the pool. Headers, credit and the
+  // handshake run inline whenever the connection has no work on the pool.
+  int tls_threads = -1;
   // Credit for consumed frames is returned as soon as the sink is idle, one
   // credit frame per frame a quiet peer sends. Nonzero: while the sink is
   // idle, up to this many bytes of credit are held back and returned with a

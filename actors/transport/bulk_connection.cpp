@@ -22,6 +22,16 @@ size_t byte_size(const payload_buffer& p) {
   return std::visit([](const auto& v) { return byte_size(v); }, p);
 }
 
+// The sender's buffer back, once its bytes are (sealed) in the write buffer.
+void give_back(caf::response_promise& rp, payload_buffer&& body) {
+  std::visit(
+    [&](auto& v) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(v)>, bulk_buffer>) v.storage().clear();
+      rp.deliver(std::move(v));
+    },
+    body);
+}
+
 // Frames at least this large wait for an empty pending-write buffer under
 // TLS (see pump); smaller ones are appended at once.
 constexpr size_t tls_batch_bytes = size_t{64} << 10;
@@ -55,6 +65,8 @@ void drop(bulk_broker* self, connection& c, const std::string& reason, bool malf
   else
     spdlog::debug("bulk channel: connection {} ({}) closed: {}", c.id, c.peer, reason);
   for (auto& o : c.queue) o.rp.deliver(fail("bulk connection " + std::to_string(c.id) + " closed: " + reason));
+  // Sealing on the crypto pool: never reached the socket.
+  for (auto& rp : c.sealing) rp.deliver(fail("bulk connection " + std::to_string(c.id) + " closed: " + reason));
   auto id = c.id;
   auto hdl = c.hdl;
   // A refused TLS handshake gets the alert saying why: a few bytes, written
@@ -73,33 +85,52 @@ void drop(bulk_broker* self, connection& c, const std::string& reason, bool malf
   if (st.client) st.closed_reason = reason;
 }
 
-void pump(bulk_broker* self, connection& c) {
+void pump(bulk_broker* self, connection& c, bool pending_leaving) {
   bool wrote = false;
   while (!c.queue.empty() && c.sw.is_open()) {
     auto& o = c.queue.front();
     auto len = byte_size(o.payload);
+    auto bb = std::get_if<bulk_buffer>(&o.payload);
     if (len > c.peer_max_payload) {
       o.rp.deliver(fail("frame of " + std::to_string(len) + " bytes exceeds the peer's cap of " +
                         std::to_string(c.peer_max_payload) + " bytes"));
     } else if (!c.sw.can_send(len)) {
       break;
-    } else if (c.io.is_tls() && len >= tls_batch_bytes && !c.io.pending().empty()) {
-      // Encrypt large frames into an empty pending buffer only: it keeps the
-      // capacity of earlier frames (CAF swaps it with the in-flight one), so
-      // the ciphertext never reallocates and is never copied, and encryption
-      // of this frame overlaps the socket's write of the previous one.
-      break;  // resumes on data_transferred_msg
-    } else if (auto bb = std::get_if<bulk_buffer>(&o.payload); bb && c.io.is_tls()) {
-      // Encryption copies anyway: write header and payload through the
-      // session and hand the buffer back emptied, capacity kept for reuse.
-      auto& bytes = bb->storage();
-      if (bytes.size() < frame_header_size) bytes.resize(frame_header_size);
-      encode_header(frame_header{o.kind, len, o.tag}, bytes.data());
-      send_bytes(c, bytes.data(), bytes.size());
-      bytes.clear();
+    } else if (c.io.is_tls()) {
+      // Large frames: one sealing at a time, into an empty pending buffer,
+      // which keeps the capacity of earlier frames (CAF swaps it with the
+      // in-flight one), so ciphertext never reallocates and is never copied.
+      // On the pool the sealing overlaps the socket's write of the previous
+      // frame: it may start while that frame is still pending, as long as
+      // the pending buffer is about to be written (pending_leaving).
+      if (len >= tls_batch_bytes &&
+          (c.io.frame_sealing() || (!c.io.pending().empty() && !(pending_leaving && c.io.offloads()))))
+        break;  // resumes on data_transferred_msg or when the sealing is done
+      seal_input in;
+      if (bb) {
+        // Header in place in front of the payload: sealed as one write.
+        auto& bytes = bb->storage();
+        if (bytes.size() < frame_header_size) bytes.resize(frame_header_size);
+        encode_header(frame_header{o.kind, len, o.tag}, bytes.data());
+      } else {
+        auto h = encode_header(frame_header{o.kind, len, o.tag});
+        in.head.assign(h.begin(), h.end());
+      }
+      in.body = std::move(o.payload);
+      caf::error err;
+      auto back = c.io.seal_frame(std::move(in), err);
       c.sw.sent(len);
       wrote = true;
-      o.rp.deliver(std::move(*bb));
+      if (back) {
+        give_back(o.rp, std::move(*back));
+      } else {
+        c.sealing.push_back(std::move(o.rp));
+      }
+      if (err) {
+        // As send_bytes: the session is broken, let CAF report the close.
+        spdlog::warn("bulk channel: connection {} ({}): {}", c.id, c.peer, describe(err));
+        ::shutdown(native_fd(c.hdl), SHUT_RDWR);
+      }
     } else if (bb) {
       auto& out = self->wr_buf(c.hdl);
       if (!out.empty()) break;  // resumes on data_transferred_msg
@@ -129,6 +160,14 @@ void pump(bulk_broker* self, connection& c) {
     c.queue.pop_front();
   }
   if (wrote) c.io.flush();
+}
+
+void sealed(bulk_broker* self, connection& c, payload_buffer&& body) {
+  if (!c.sealing.empty()) {
+    give_back(c.sealing.front(), std::move(body));
+    c.sealing.pop_front();
+  }
+  pump(self, c);
 }
 
 caf::response_promise enqueue_send(bulk_broker* self, uint64_t conn, uint16_t kind, uint64_t tag,

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -28,7 +29,6 @@
 namespace cleave::transport::detail {
 
 using clock_type = std::chrono::steady_clock;
-using payload_buffer = std::variant<std::vector<char>, std::vector<float>, bulk_buffer>;
 
 struct outgoing {
   uint16_t kind;
@@ -54,6 +54,7 @@ struct connection {
   send_window sw;
   std::deque<outgoing> queue;
   uint64_t queued_bytes = 0;
+  std::deque<caf::response_promise> sealing;  // frames taken from queue, sealing on the crypto pool
   size_t at_sink = 0;  // frames delivered whose reply is pending
   byte_path io;
   clock_type::time_point last_progress;
@@ -69,6 +70,7 @@ struct bulk_state {
   std::unordered_map<uint64_t, connection> conns;         // by connection id
   std::unordered_map<int64_t, uint64_t> by_hdl;           // handle id -> connection id
   std::vector<std::vector<char>> pool;                    // reusable read buffers, size == capacity
+  std::shared_ptr<crypto_pool> crypto;                    // TLS work off the broker; null: inline
   uint64_t pool_bytes = 0;
   // Connections refused at the cap since the last line about them: a swarm
   // past the cap is one line per refusal_log_interval, not one per socket.
@@ -103,8 +105,14 @@ void drop(bulk_broker* self, connection& c, const std::string& reason, bool malf
 // Writes queued frames while the peer's window allows. A bulk_buffer frame is
 // swapped into the connection's (empty) pending-write buffer instead of being
 // copied; while that buffer holds data the frame waits for the write-completion
-// event (data_transferred_msg), which calls pump again.
-void pump(bulk_broker* self, connection& c);
+// event (data_transferred_msg), which calls pump again. pending_leaving: that
+// event says the pending buffer is about to become the in-flight one, so a
+// frame sealed on the crypto pool now will find it empty.
+void pump(bulk_broker* self, connection& c, bool pending_leaving = false);
+
+// A frame sealed on the crypto pool is in the pending buffer: reply to its
+// send with the buffer, and send what waits behind it.
+void sealed(bulk_broker* self, connection& c, payload_buffer&& body);
 
 // Queues a frame for the connection (or fails it at once: reserved kind, no
 // such connection, over the peer's cap, queue full) and pumps the queue.

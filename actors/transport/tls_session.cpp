@@ -478,6 +478,15 @@ caf::error tls_session::push(const char* data, size_t size) {
   return step_handshake();
 }
 
+void tls_session::keep_rest() {
+  if (src_len_ == 0) return;
+  own_.erase(own_.begin(), own_.begin() + static_cast<std::ptrdiff_t>(own_pos_));
+  own_pos_ = 0;
+  own_.insert(own_.end(), src_, src_ + src_len_);
+  src_ = nullptr;
+  src_len_ = 0;
+}
+
 caf::expected<size_t> tls_session::pull(char* dst, size_t max) {
   if (failed_) return fail("TLS: session already failed");
   if (!done_ || max == 0) return size_t{0};

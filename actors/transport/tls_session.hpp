@@ -103,6 +103,9 @@ class tls_session {
   // push(), which copies what is left.
   caf::error push(const char* data, size_t size);
   caf::expected<size_t> pull(char* dst, size_t max);
+  // Ends a push()'s borrow early: copies what is left of it (rarely more
+  // than a record) into the session's own buffer.
+  void keep_rest();
 
   // Plaintext to send; ciphertext to write to the socket is appended to
   // `wire`. Before the handshake completes the plaintext is held (bounded by

@@ -320,6 +320,7 @@ int run_server() {
   if (auto ctx = bench_tls(tls_side::server)) {
     auto topts = opts;
     topts.tls = ctx;
+    if (auto v = std::getenv("BENCH_TLS_THREADS")) topts.tls_threads = std::atoi(v);
     auto tl = spawn_bulk_listener(sys, 0, sink, topts);
     if (!tl) die("TLS bulk listen: " + caf::to_string(tl.error()));
     tls_port = tl->port;
@@ -402,6 +403,7 @@ int run_client(int argc, char** argv) {
     auto topts = opts;
     topts.tls = bench_tls(tls_side::client);
     if (!topts.tls) die("--tls needs BENCH_TLS_DIR");
+    if (auto v = std::getenv("BENCH_TLS_THREADS")) topts.tls_threads = std::atoi(v);
     tls_sink = sys.spawn(ack_sink, &tls_ack_slot);
     auto c = connect_bulk(sys, host, tls_port, tls_sink, topts);
     if (!c) die("TLS bulk connect: " + caf::to_string(c.error()));

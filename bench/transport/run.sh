@@ -11,7 +11,8 @@
 # channel over TLS, with throwaway certificates from deploy/ca.sh).
 # Environment (both processes): BENCH_CAF_THREADS (scheduler.max-threads),
 # BENCH_CAF_POLICY (stealing|sharing), BENCH_SOCKBUF (SO_SNDBUF/SO_RCVBUF of the
-# bulk channel). Exit status 2 when the median bulk/raw ratio (or, with
+# bulk channel), BENCH_TLS_THREADS (bulk_options::tls_threads: -1 the shared
+# crypto pool, 0 TLS inline on the broker, n a pool of n). Exit status 2 when the median bulk/raw ratio (or, with
 # --tls, tls/raw) is below 0.5.
 set -euo pipefail
 
