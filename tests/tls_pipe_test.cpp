@@ -283,11 +283,11 @@ TEST(TlsPipe, DestroyedWhileItsJobRunsTheJobFinishesAndLaterOnesNeverRun) {
                                       [notified] { ++*notified; });
   tls_pipe server2{ctx(pki().server_files(), tls_side::server), "", pool, ss.fn()};
   handshake(*client, server2);
-  for (int i = 0; i < 2; ++i) {
-    seal_input in;
-    in.body = pattern(size_t{64} << 20, i);  // long enough to be mid-job below
-    client->seal(std::move(in), {}, false);
-  }
+  // Both made before either is sealed, so the second queues behind the
+  // first: making a body takes longer than sealing one.
+  std::vector<seal_input> inputs(2);
+  for (int i = 0; i < 2; ++i) inputs[static_cast<size_t>(i)].body = pattern(size_t{64} << 20, i);
+  for (auto& in : inputs) client->seal(std::move(in), {}, false);  // long enough to be mid-job below
   std::this_thread::sleep_for(5ms);  // the first is running by now (64 MiB takes tens of ms)
   client.reset();
   for (int i = 0; i < 500 && notified->load() == 0; ++i) std::this_thread::sleep_for(10ms);
