@@ -97,8 +97,8 @@ class distributed_gemm final : public gemm_engine<float> {
   void finish_step();
   // An evaluation batch after training: its tiles are keyed as a step of
   // their own past the last one, so the devices' caches let go of the
-  // previous batch's blocks (and, in this process, of the snapshots those
-  // pin), as they do when a training step begins. Nothing is timed.
+  // previous batch's blocks and the PS of their snapshots, as when a
+  // training step begins. Nothing is timed.
   void begin_evaluation_batch();
 
   void gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b, bool trans_b,
@@ -129,12 +129,17 @@ class distributed_gemm final : public gemm_engine<float> {
     // is copied: an operand whose blocks the devices all hold (a backward
     // product's W or X after the forward's tiles) costs no memory.
     std::shared_ptr<std::vector<float>> a_snapshot, b_snapshot;
+    // The step's later products name its blocks (a forward product's X and
+    // W, read by dW and dX): its snapshots are held until the step ends.
+    // Those of the others go when the last task lets go of them.
+    bool read_again = false;
     // By operand: A (which 0) or B (1).
     const_view<float> live(int which) const { return which == 0 ? a : b; }
     bool transposed(int which) const { return which == 0 ? trans_a : trans_b; }
     std::vector<float>& snapshot(int which, snapshot_pool& pool) {
       auto& s = which == 0 ? a_snapshot : b_snapshot;
-      if (s == nullptr) s = pool.acquire(static_cast<size_t>(live(which).rows * live(which).cols));
+      if (s == nullptr)
+        s = pool.acquire(static_cast<size_t>(live(which).rows * live(which).cols), read_again);
       return *s;
     }
     // One that holds a block already.

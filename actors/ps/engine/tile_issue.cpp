@@ -98,7 +98,7 @@ void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
     *dst = cut(call, *ref, send);
     if (send) {
       bytes += static_cast<uint64_t>(dst->rows * dst->cols) * wire_element_bytes(opts_.wire);
-      known.put(ref->key, cached_block{ref->r1 - ref->r0, ref->c1 - ref->c0, nullptr, 0, 0});
+      known.put(ref->key, cached_block{ref->r1 - ref->r0, ref->c1 - ref->c0, nullptr, 0, 0, {}});
     }
   }
   acct.bytes_down += bytes;
