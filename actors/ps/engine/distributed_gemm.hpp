@@ -100,6 +100,8 @@ class distributed_gemm final : public gemm_engine<float> {
   // previous batch's blocks and the PS of their snapshots, as when a
   // training step begins. Nothing is timed.
   void begin_evaluation_batch();
+  // After the evaluation: the snapshots' buffers go back to the heap.
+  void run_over() { snapshots_.release(); }
 
   void gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b, bool trans_b,
             mut_view<float> c, float beta) override;

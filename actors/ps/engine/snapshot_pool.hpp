@@ -26,6 +26,12 @@ class snapshot_pool {
   std::shared_ptr<std::vector<float>> acquire(size_t n, bool for_the_step = false);
   // Lets go of the buffers held for the step.
   void begin_step() { held_.clear(); }
+  // The run is over: every buffer goes back to the heap (one a straggling
+  // task still holds, when that task goes).
+  void release() {
+    held_.clear();
+    buffers_.clear();
+  }
 
   size_t buffers() const { return buffers_.size(); }
 
