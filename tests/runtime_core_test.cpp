@@ -17,6 +17,7 @@
 #include "actors/detector/silence_verdict.hpp"
 #include "actors/device/block_cache.hpp"
 #include "actors/ps/engine/snapshot_pool.hpp"
+#include "actors/ps/engine/snapshot_shelf.hpp"
 #include "actors/ps/engine/step_predictor.hpp"
 #include "actors/supervisor/restart_budget.hpp"
 #include "schema/block_key.hpp"
@@ -259,6 +260,45 @@ TEST(snapshot_pool, holds_a_forward_product_s_buffer_until_the_step_ends) {
   auto second = pool.acquire(100);
   EXPECT_TRUE(cached.expired());
   EXPECT_EQ(cached.lock(), nullptr);
+}
+
+TEST(snapshot_shelf, a_block_read_by_two_products_of_a_step_is_copied_once) {
+  snapshot_shelf shelf;
+  std::vector<float> dy(8 * 6);
+  for (size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(i);
+  const snapshot_shelf::place place{dy.data(), 8, 6, 6};
+  // The copier as the engine's: the block's values into the snapshot; its key.
+  auto copier = [&](snapshot_shelf::rect r, uint64_t key) {
+    return [&dy, r, key](float* into) {
+      const auto [r0, r1, c0, c1] = r;
+      if (into != nullptr)
+        for (int64_t i = r0; i < r1; ++i)
+          for (int64_t j = c0; j < c1; ++j) into[(i - r0) * 6 + (j - c0)] = dy[i * 6 + j];
+      return key;
+    };
+  };
+  const snapshot_shelf::rect top{0, 4, 0, 6}, bottom{4, 8, 0, 6}, across{2, 6, 0, 6};
+  auto first = shelf.put(place, top, std::nullopt, copier(top, 11), false);  // dX's A
+  auto again = shelf.put(place, top, 11, copier(top, 11), false);            // dW's B, same block
+  EXPECT_EQ(again.snapshot, first.snapshot);
+  EXPECT_EQ(shelf.copies(), 1u);
+  auto other = shelf.put(place, bottom, std::nullopt, copier(bottom, 12), false);
+  EXPECT_EQ(other.snapshot, first.snapshot);  // room for it in the same snapshot
+  EXPECT_EQ(shelf.snapshots_taken(), 1u);
+  EXPECT_EQ((*first.snapshot)[4 * 6 + 1], dy[4 * 6 + 1]);
+  // A block cut across copied ones, or the same block with other values (the
+  // memory was written since): never written over, a snapshot of its own.
+  EXPECT_NE(shelf.put(place, across, 13, copier(across, 13), false).snapshot, first.snapshot);
+  auto changed = shelf.put(place, top, std::nullopt, copier(top, 14), false);
+  EXPECT_NE(changed.snapshot, first.snapshot);
+  EXPECT_EQ(changed.key, 14u);
+  EXPECT_EQ(shelf.snapshots_taken(), 3u);
+  // Nobody holds a snapshot not held for the step: the shelf does not.
+  std::weak_ptr<std::vector<float>> gone = changed.snapshot;
+  first = again = other = changed = {};
+  EXPECT_TRUE(gone.expired());
+  EXPECT_NE(shelf.put(place, top, 14, copier(top, 14), false).snapshot, nullptr);
+  EXPECT_EQ(shelf.snapshots_taken(), 4u);
 }
 
 TEST(block_key, a_bf16_block_never_shares_an_fp32_block_s_key) {

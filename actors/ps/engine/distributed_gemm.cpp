@@ -331,8 +331,7 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
     }
     auto& call = batch.calls.emplace_back();
     call.id = gemm_id(seq);
-    call.in = inputs{job.a, job.b, job.trans_a, job.trans_b, nullptr, nullptr,
-                     read_again_this_step(job.tag.role)};
+    call.in = inputs{job.a, job.b, job.trans_a, job.trans_b, read_again_this_step(job.tag.role)};
     call.tiles.resize(p.tiles.size());
     call.remaining = p.tiles.size();
     call.c = job.c;
