@@ -94,33 +94,35 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   parameter_store& store = shards                 ? static_cast<parameter_store&>(*shards)
                            : extras.data_parallel ? static_cast<parameter_store&>(*extras.data_parallel)
                                                   : local;
-  trainer t(opts, **data, shards ? static_cast<gemm_engine<float>&>(*shards) : *shard_engines[0],
+  // Optional: the demo lets go of it before it measures the reference.
+  std::optional<trainer> t;
+  t.emplace(opts, **data, shards ? static_cast<gemm_engine<float>&>(*shards) : *shard_engines[0],
             store);
   engine_fleet engines(fleet, cfg.ps_shards);
   if (!engines.empty() || churn) {
-    t.before_step = [&](int64_t step) {
+    t->before_step = [&](int64_t step) {
       if (churn) caf::anon_send(churn, churn_atom::value, step + 1);
       return engines.begin_step(step);
     };
   }
-  if (extras.training_done) t.after_training = extras.training_done;
+  if (extras.training_done) t->after_training = extras.training_done;
   if (!engines.empty()) {
-    t.after_training = [&] { engines.training_done(shards ? shards->exchange_seconds() : 0.0); };
-    t.before_evaluation_batch = [&](int64_t) { engines.begin_evaluation_batch(); };
+    t->after_training = [&] { engines.training_done(shards ? shards->exchange_seconds() : 0.0); };
+    t->before_evaluation_batch = [&](int64_t) { engines.begin_evaluation_batch(); };
   }
-  if (extras.recover_shards) t.recover = extras.recover_shards;
-  if (extras.checkpoint_shards) t.checkpoint_shards = extras.checkpoint_shards;
-  if (extras.shards_lost) t.shards_lost = extras.shards_lost;
+  if (extras.recover_shards) t->recover = extras.recover_shards;
+  if (extras.checkpoint_shards) t->checkpoint_shards = extras.checkpoint_shards;
+  if (extras.shards_lost) t->shards_lost = extras.shards_lost;
   // A set written over shard processes: any other run puts the moments
   // together from the set's files in its own checkpoint directory.
-  t.restore_shards = extras.restore_shards ? extras.restore_shards
+  t->restore_shards = extras.restore_shards ? extras.restore_shards
                                            : [dir = opts.checkpoint_dir](checkpoint& ck, std::deque<parameter>&) {
                                                return read_set_moments(dir, ck);
                                              };
   const auto started = clock_type::now();
   auto last_status = started - std::chrono::hours(1);
   if (console)
-    t.on_step = [&](int64_t step, double loss) {
+    t->on_step = [&](int64_t step, double loss) {
       if (seconds_since(last_status) < 0.5) return;
       last_status = clock_type::now();
       nlohmann::json status = {{"step", step},
@@ -135,10 +137,10 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
   std::optional<control_inbox> controls;
   if (console) {
     controls.emplace(console.home_system(), console, !opts.checkpoint_dir.empty());
-    t.between_steps = [&](int64_t step) { return controls->between_steps(step); };
-    t.on_checkpoint = [&](int64_t step, const std::string&) { controls->checkpoint_written(step); };
+    t->between_steps = [&](int64_t step) { return controls->between_steps(step); };
+    t->on_checkpoint = [&](int64_t step, const std::string&) { controls->checkpoint_written(step); };
   }
-  auto res = t.run();
+  auto res = t->run();
   if (!res) return runtime_error(describe(res.error()));
   if (!engines.empty()) engines.log_training();
   if (cfg.report.empty() && !cfg.demo) return res->unsaved_final.empty() ? 0 : runtime_error(res->unsaved_final);
@@ -156,9 +158,14 @@ int train(const cleave_config& cfg, const train_options& opts, int threads, int 
     sections.push_back([&](const train_result&) {
       return nlohmann::json{{"churn", churn_report(churn.home_system(), churn)}};
     });
-  if (cfg.demo) sections.push_back(reference_step_section(opts));
   auto doc = assemble_report(*res, sections);
   if (cfg.demo) {
+    // The reference's step is measured in this process, on a model of its
+    // own: the run's model and snapshots go first, or the demo's peak
+    // memory would be the two runs' together.
+    engines.run_over();
+    t.reset();
+    doc.update(reference_step_section(opts)(*res));
     std::istringstream summary(demo_summary(doc, doc["reference_median_step_seconds"].get<double>()));
     for (std::string line; std::getline(summary, line);) spdlog::info("{}", line);
   }

@@ -17,6 +17,7 @@
 #include "actors/detector/silence_verdict.hpp"
 #include "actors/device/block_cache.hpp"
 #include "actors/ps/engine/snapshot_pool.hpp"
+#include "actors/ps/engine/snapshot_shelf.hpp"
 #include "actors/ps/engine/step_predictor.hpp"
 #include "actors/supervisor/restart_budget.hpp"
 #include "schema/block_key.hpp"
@@ -134,7 +135,7 @@ TEST(restart_budget, allows_r_restarts_in_t_seconds_then_refuses) {
 
 TEST(block_cache, evicts_least_recently_used_within_capacity) {
   auto block = [](int64_t n) {
-    return cached_block{1, n, std::make_shared<const std::vector<float>>(n, 1.0f)};
+    return cached_block{1, n, std::make_shared<const std::vector<float>>(n, 1.0f), 0, 0, {}};
   };
   block_cache c(100 * sizeof(float));
   c.put(1, block(40));
@@ -151,7 +152,7 @@ TEST(block_cache, evicts_least_recently_used_within_capacity) {
 }
 
 TEST(block_cache, keeps_blocks_for_one_step_only) {
-  auto block = [] { return cached_block{1, 4, std::make_shared<const std::vector<float>>(4, 1.0f)}; };
+  auto block = [] { return cached_block{1, 4, std::make_shared<const std::vector<float>>(4, 1.0f), 0, 0, {}}; };
   block_cache c(1 << 20);
   c.enter_step(7);
   c.put(1, block());
@@ -168,6 +169,39 @@ TEST(block_cache, keeps_blocks_for_one_step_only) {
   c.put(3, block());
   c.enter_step(2);  // a PS resumed from an older checkpoint
   EXPECT_EQ(c.size(), 0u);
+}
+
+TEST(block_cache, a_lent_window_is_counted_but_lives_as_long_as_the_ps_holds_it) {
+  snapshot_pool pool;
+  auto snapshot = pool.acquire(64);
+  block_cache c(1 << 20);
+  c.lend(1, cached_block{4, 4, snapshot, 16, 8, {}});
+  EXPECT_EQ(c.bytes(), 16 * sizeof(float));  // the device's memory, though not a copy
+  EXPECT_EQ(snapshot.use_count(), 1);        // the cache refers to it, keeps nothing alive
+  const cached_block* b = c.get(1);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->held().data, snapshot);
+  EXPECT_EQ(b->held().offset, 16);
+  // The same values from another snapshot (another PS shard's): either will do.
+  auto other = pool.acquire(16);
+  c.lend(1, cached_block{4, 4, other, 0, 4, {}});
+  EXPECT_EQ(c.bytes(), 16 * sizeof(float));
+  snapshot.reset();
+  ASSERT_NE(c.get(1), nullptr);
+  EXPECT_EQ(c.get(1)->held().data, other);
+  EXPECT_EQ(c.get(1)->held().offset, 0);
+  other.reset();  // the PS let go of both: the block is gone, its bytes with it
+  EXPECT_EQ(c.get(1), nullptr);
+  EXPECT_EQ(c.size(), 0u);
+  EXPECT_EQ(c.bytes(), 0u);
+  // The pool hands the buffer out again: the old window does not see it.
+  auto again = pool.acquire(64);
+  c.lend(2, cached_block{4, 4, again, 0, 0, {}});
+  again.reset();
+  EXPECT_EQ(c.get(2), nullptr);
+  // A record without values (the PS's mirror of a device's cache) stays.
+  c.put(3, cached_block{4, 4, nullptr, 0, 0, {}});
+  EXPECT_NE(c.get(3), nullptr);
 }
 
 TEST(step_predictor, predicts_each_step_from_the_steps_before_it) {
@@ -209,6 +243,62 @@ TEST(snapshot_pool, reuses_a_buffer_only_once_nobody_holds_it) {
   again.reset();
   pool.acquire(1000);  // nothing fits; free buffers beyond 2 are let go
   EXPECT_LE(pool.buffers(), 3u);
+}
+
+TEST(snapshot_pool, holds_a_forward_product_s_buffer_until_the_step_ends) {
+  snapshot_pool pool(4);
+  const float* held = pool.acquire(100, true)->data();  // nobody else holds it
+  EXPECT_NE(pool.acquire(100)->data(), held);
+  pool.begin_step();
+  EXPECT_EQ(pool.acquire(100)->data(), held);  // free again, and reused
+  EXPECT_LE(pool.buffers(), 2u);
+  // Each acquisition has a count of its own: a reference to an earlier one
+  // expires when its holders let go, though the buffer lives on in the pool.
+  auto first = pool.acquire(100);
+  std::weak_ptr<std::vector<float>> cached = first;
+  first.reset();
+  auto second = pool.acquire(100);
+  EXPECT_TRUE(cached.expired());
+  EXPECT_EQ(cached.lock(), nullptr);
+}
+
+TEST(snapshot_shelf, a_block_read_by_two_products_of_a_step_is_copied_once) {
+  snapshot_shelf shelf;
+  std::vector<float> dy(8 * 6);
+  for (size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(i);
+  const snapshot_shelf::place place{dy.data(), 8, 6, 6};
+  // The copier as the engine's: the block's values into the snapshot; its key.
+  auto copier = [&](snapshot_shelf::rect r, uint64_t key) {
+    return [&dy, r, key](float* into) {
+      const auto [r0, r1, c0, c1] = r;
+      if (into != nullptr)
+        for (int64_t i = r0; i < r1; ++i)
+          for (int64_t j = c0; j < c1; ++j) into[(i - r0) * 6 + (j - c0)] = dy[i * 6 + j];
+      return key;
+    };
+  };
+  const snapshot_shelf::rect top{0, 4, 0, 6}, bottom{4, 8, 0, 6}, across{2, 6, 0, 6};
+  auto first = shelf.put(place, top, std::nullopt, copier(top, 11), false);  // dX's A
+  auto again = shelf.put(place, top, 11, copier(top, 11), false);            // dW's B, same block
+  EXPECT_EQ(again.snapshot, first.snapshot);
+  EXPECT_EQ(shelf.copies(), 1u);
+  auto other = shelf.put(place, bottom, std::nullopt, copier(bottom, 12), false);
+  EXPECT_EQ(other.snapshot, first.snapshot);  // room for it in the same snapshot
+  EXPECT_EQ(shelf.snapshots_taken(), 1u);
+  EXPECT_EQ((*first.snapshot)[4 * 6 + 1], dy[4 * 6 + 1]);
+  // A block cut across copied ones, or the same block with other values (the
+  // memory was written since): never written over, a snapshot of its own.
+  EXPECT_NE(shelf.put(place, across, 13, copier(across, 13), false).snapshot, first.snapshot);
+  auto changed = shelf.put(place, top, std::nullopt, copier(top, 14), false);
+  EXPECT_NE(changed.snapshot, first.snapshot);
+  EXPECT_EQ(changed.key, 14u);
+  EXPECT_EQ(shelf.snapshots_taken(), 3u);
+  // Nobody holds a snapshot not held for the step: the shelf does not.
+  std::weak_ptr<std::vector<float>> gone = changed.snapshot;
+  first = again = other = changed = {};
+  EXPECT_TRUE(gone.expired());
+  EXPECT_NE(shelf.put(place, top, 14, copier(top, 14), false).snapshot, nullptr);
+  EXPECT_EQ(shelf.snapshots_taken(), 4u);
 }
 
 TEST(block_key, a_bf16_block_never_shares_an_fp32_block_s_key) {

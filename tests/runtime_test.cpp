@@ -213,6 +213,28 @@ TEST_F(runtime, pipelined_devices_are_sent_no_more_tasks_than_their_depth) {
   EXPECT_TRUE(waited) << "no device had more tiles than it held at once: the test proves nothing";
 }
 
+TEST_F(runtime, a_step_copies_each_operand_block_it_sends_once) {
+  // dY is dX's A and dW's B; X and W were sent for the forward product. The
+  // backward batch takes one snapshot, dY's, and copies each of its blocks
+  // once, whichever products and devices it goes to.
+  for (int i = 0; i < 4; ++i) add_device(*preset_profile("fast"));
+  expect_fleet(4);
+  distributed_gemm eng(sys, planner, timeout(10.0));
+  const tensor x = random_matrix(96, 80, 1), w = random_matrix(80, 64, 2), dy = random_matrix(96, 64, 3);
+  tensor y(96, 64), dx(96, 80), dw(80, 64);
+  ASSERT_FALSE(eng.begin_step(1));
+  eng.gemm({0, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), 0.0f);
+  const plan& forward = eng.plan_for({0, gemm_role::forward}, 96, 64, 80);
+  ASSERT_FALSE(forward.local) << "nothing was distributed: the test proves nothing";
+  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> dy_blocks;  // as the forward cuts Y
+  for (const auto& a : forward.tiles) dy_blocks.insert({a.t.m0, a.t.m1, a.t.n0, a.t.n1});
+  const uint64_t taken = eng.snapshots().snapshots_taken(), copies = eng.snapshots().copies();
+  eng.gemm_batch({{{0, gemm_role::grad_input}, dy.view(), false, w.view(), true, dx.view(), 0.0f},
+                  {{0, gemm_role::grad_weight}, x.view(), true, dy.view(), false, dw.view(), 0.0f}});
+  EXPECT_EQ(eng.snapshots().snapshots_taken() - taken, 1u);
+  EXPECT_EQ(eng.snapshots().copies() - copies, dy_blocks.size());
+}
+
 TEST_F(runtime, bf16_tiles_carry_the_rounded_operands_product_at_2_bytes_an_element) {
   // Through a bf16 engine: the rounded operands' product up to each
   // partial's rounding (2^-8 of Σ_k |x_ik w_kj| at most, all partials

@@ -14,6 +14,13 @@
 
 namespace cleave {
 
+// A window of a snapshot of the PS in this process, by reference.
+struct lent_window {
+  std::weak_ptr<const std::vector<float>> data;
+  int64_t offset = 0;
+  int64_t ld = 0;
+};
+
 // rows x cols at `offset` of `data`, row stride `ld` (0: cols): a block the
 // device owns, or a window of the snapshot an in-process PS shared.
 struct cached_block {
@@ -22,19 +29,32 @@ struct cached_block {
   std::shared_ptr<const std::vector<float>> data;
   int64_t offset = 0;
   int64_t ld = 0;
+  // A window of the in-process PS's snapshot is cached by reference: the PS
+  // owns its operands and lets go of them when they can no longer be named
+  // (snapshot_pool.hpp), so 64 emulated devices' caches do not keep a step's
+  // copies alive into the next. In the cache `data` is then empty, and any
+  // window still alive will do: two PS shards, or two products, may send the
+  // same values from snapshots that live for different times.
+  std::vector<lent_window> lent;
   const float* values() const { return data->data() + offset; }
   int64_t stride() const { return ld > 0 ? ld : cols; }
+  // The block with `data` held: itself, a lent window still alive, or none.
+  cached_block held() const;
 };
-
 
 class block_cache {
  public:
   explicit block_cache(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
 
   // Least recently used blocks are evicted to make room; a block larger than
-  // the whole capacity is not cached.
+  // the whole capacity is not cached. A lent block (a window the PS owns) is
+  // counted as if the device held a copy: its declared memory is the budget.
   void put(uint64_t key, cached_block block);
-  // Marks the block as recently used.
+  // A window of an in-process PS's snapshot (`data` at `offset`), cached by
+  // reference (`lent`).
+  void lend(uint64_t key, cached_block window);
+  // Marks the block as recently used. A lent block whose every window the
+  // PS let go of is dropped: null, as for a block never cached.
   const cached_block* get(uint64_t key);
   // The PS forgets what it sent a device when a step begins (weights and
   // activations change, so no block recurs), and the cache follows: a task of

@@ -26,7 +26,10 @@ const cached_block* resolve(device_state& st, operand& op, cached_block& scratch
     const cached_block* b = st.cache.get(op.key);
     if (b == nullptr || b->rows != op.rows || b->cols != op.cols) return nullptr;
     hit = true;
-    return b;
+    if (b->data != nullptr) return b;
+    // Lent: held while the tile is computed, in case the PS lets go meanwhile.
+    scratch = b->held();
+    return scratch.data != nullptr ? &scratch : nullptr;
   }
   scratch.rows = op.rows;
   scratch.cols = op.cols;
@@ -35,11 +38,12 @@ const cached_block* resolve(device_state& st, operand& op, cached_block& scratch
     scratch.data = std::move(op.shared);
     scratch.offset = op.offset;
     scratch.ld = op.ld;
+    st.cache.lend(op.key, scratch);
   } else {
     if (static_cast<int64_t>(op.data.size()) != op.rows * op.cols) return nullptr;
     scratch.data = std::make_shared<const std::vector<float>>(std::move(op.data));
+    st.cache.put(op.key, scratch);
   }
-  st.cache.put(op.key, scratch);
   return &scratch;
 }
 

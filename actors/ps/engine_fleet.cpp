@@ -25,6 +25,10 @@ void engine_fleet::begin_evaluation_batch() {
   for (auto* engine : engines_) engine->begin_evaluation_batch();
 }
 
+void engine_fleet::run_over() {
+  for (auto* engine : engines_) engine->run_over();
+}
+
 void engine_fleet::log_training() const {
   const auto moved = traffic_of(trained_);
   spdlog::info("fleet: {} tiles, {:.1f} MB down, {:.1f} MB up, {} GEMMs kept local", trained_.tiles,

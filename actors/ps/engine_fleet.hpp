@@ -29,6 +29,8 @@ class engine_fleet {
   void training_done(double allgather_seconds);
   // A batch of the final evaluation begins on every engine.
   void begin_evaluation_batch();
+  // After the evaluation: what the engines keep for the next step goes.
+  void run_over();
   // The training's traffic in one log line.
   void log_training() const;
 

@@ -108,7 +108,7 @@ operand_cache::sent_task operand_cache::send(int32_t device, uint64_t capacity, 
     with_data[i] = all_operands || st.sent.get(blocks[i].key) == nullptr;
     if (!with_data[i]) continue;
     bytes += static_cast<uint64_t>(blocks[i].rows * blocks[i].cols) * ops.element_bytes;
-    st.sent.put(blocks[i].key, cached_block{blocks[i].rows, blocks[i].cols, nullptr, 0, 0});
+    st.sent.put(blocks[i].key, cached_block{blocks[i].rows, blocks[i].cols, nullptr, 0, 0, {}});
   }
   // The device's side, A then B: it caches what came with data and looks up
   // what was only named. Its tasks run in the order sent, so doing this now
@@ -117,7 +117,7 @@ operand_cache::sent_task operand_cache::send(int32_t device, uint64_t capacity, 
   uint64_t found = 0;
   for (int i = 0; i < 2; ++i) {
     if (with_data[i]) {
-      st.cache.put(blocks[i].key, cached_block{blocks[i].rows, blocks[i].cols, nullptr, 0, 0});
+      st.cache.put(blocks[i].key, cached_block{blocks[i].rows, blocks[i].cols, nullptr, 0, 0, {}});
     } else if (st.cache.get(blocks[i].key) == nullptr) {
       missed = true;
     } else {

@@ -22,6 +22,13 @@ double seconds_now() {
 // A plan that leaves the product on the PS: local, or with no tile to send.
 bool stays_here(const plan& p) { return p.local || p.tiles.empty(); }
 
+// The forward products' operands are read again by the step's backward
+// products, whose plans name the blocks the devices cached (placement.cpp).
+bool read_again_this_step(gemm_role role) {
+  return role == gemm_role::forward || role == gemm_role::attn_scores ||
+         role == gemm_role::attn_values;
+}
+
 }  // namespace
 
 distributed_gemm::distributed_gemm(caf::actor_system& sys, caf::actor planner,
@@ -63,6 +70,7 @@ caf::error distributed_gemm::begin_step(uint64_t step) {
   gemm_seq_ = 0;
   plans_.begin_step();
   sent_.clear();
+  snapshots_.begin_step();
   return fleet_.refresh();
 }
 
@@ -72,6 +80,7 @@ void distributed_gemm::begin_evaluation_batch() {
   gemm_seq_ = 0;
   plans_.begin_step();
   sent_.clear();
+  snapshots_.begin_step();
 }
 
 gemm_problem distributed_gemm::problem_of(gemm_tag tag, int64_t m, int64_t n, int64_t k) const {
@@ -338,7 +347,7 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
     }
     auto& call = batch.calls.emplace_back();
     call.id = gemm_id(seq);
-    call.in = inputs{job.a, job.b, job.trans_a, job.trans_b, nullptr, nullptr};
+    call.in = inputs{job.a, job.b, job.trans_a, job.trans_b, read_again_this_step(job.tag.role)};
     call.tiles.resize(p.tiles.size());
     call.remaining = p.tiles.size();
     call.c = job.c;

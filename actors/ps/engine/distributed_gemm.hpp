@@ -36,7 +36,7 @@
 #include "actors/ps/engine/paced_link.hpp"
 #include "actors/ps/engine/plan_cache.hpp"
 #include "actors/ps/engine/send_window.hpp"
-#include "actors/ps/engine/snapshot_pool.hpp"
+#include "actors/ps/engine/snapshot_shelf.hpp"
 #include "actors/ps/engine/step_predictor.hpp"
 #include "training/elapsed.hpp"
 #include "actors/ps/engine/tile_policy.hpp"
@@ -102,9 +102,11 @@ class distributed_gemm final : public gemm_engine<float> {
   void finish_step();
   // An evaluation batch after training: its tiles are keyed as a step of
   // their own past the last one, so the devices' caches let go of the
-  // previous batch's blocks (and, in this process, of the snapshots those
-  // pin), as they do when a training step begins. Nothing is timed.
+  // previous batch's blocks and the PS of their snapshots, as when a
+  // training step begins. Nothing is timed.
   void begin_evaluation_batch();
+  // After the evaluation: the snapshots' buffers go back to the heap.
+  void run_over() { snapshots_.release(); }
 
   void gemm(gemm_tag tag, const_view<float> a, bool trans_a, const_view<float> b, bool trans_b,
             mut_view<float> c, float beta) override;
@@ -118,6 +120,8 @@ class distributed_gemm final : public gemm_engine<float> {
   void add_local_seconds(double seconds, int64_t products) override;
 
   runtime_accounts accounts() const;
+  // Tests: the snapshots taken and the blocks copied into them.
+  const snapshot_shelf& snapshots() const { return snapshots_; }
 
  private:
   // The GEMM's inputs. A block is copied into a snapshot, which no one
@@ -125,28 +129,20 @@ class distributed_gemm final : public gemm_engine<float> {
   // values: a task carries a window of the snapshot (a shared pointer, no
   // copy, between actors of this process; the block's values when
   // serialised for a remote device), so a late or speculative task stays
-  // valid after the call returns. A block a device already holds is only
-  // hashed: the live operand does not change while the call runs.
+  // valid after the call returns. Snapshots are the step's, shared by the
+  // products that read the same operand (snapshot_shelf.hpp). A block a
+  // device already holds is only hashed: the live operand does not change
+  // while the call runs.
   struct inputs {
     const_view<float> a, b;
     bool trans_a, trans_b;
-    // Filled block by block, and taken from the pool when the first block
-    // is copied: an operand whose blocks the devices all hold (a backward
-    // product's W or X after the forward's tiles) costs no memory.
-    std::shared_ptr<std::vector<float>> a_snapshot, b_snapshot;
+    // The step's later products name its blocks (a forward product's X and
+    // W, read by dW and dX): its snapshots are held until the step ends.
+    // Those of the others go when the last task lets go of them.
+    bool read_again = false;
     // By operand: A (which 0) or B (1).
     const_view<float> live(int which) const { return which == 0 ? a : b; }
     bool transposed(int which) const { return which == 0 ? trans_a : trans_b; }
-    std::vector<float>& snapshot(int which, snapshot_pool& pool) {
-      auto& s = which == 0 ? a_snapshot : b_snapshot;
-      if (s == nullptr) s = pool.acquire(static_cast<size_t>(live(which).rows * live(which).cols));
-      return *s;
-    }
-    // One that holds a block already.
-    const std::vector<float>& snapshot(int which) const { return which == 0 ? *a_snapshot : *b_snapshot; }
-    const std::shared_ptr<std::vector<float>>& shared(int which) const {
-      return which == 0 ? a_snapshot : b_snapshot;
-    }
   };
 
   struct block_ref {  // a block of A (which 0) or B (1) as stored, and its content key
@@ -195,10 +191,10 @@ class distributed_gemm final : public gemm_engine<float> {
   };
 
   // Keys of the blocks this GEMM call has hashed (a block shared by a row or
-  // column of tiles is hashed once) and whether the snapshot holds it yet.
+  // column of tiles is hashed once) and the snapshot that holds it, once one does.
   struct block_state {
     uint64_t key = 0;
-    bool copied = false;
+    std::shared_ptr<std::vector<float>> snapshot;
   };
   using block_states = std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, block_state>;
 
@@ -265,6 +261,11 @@ class distributed_gemm final : public gemm_engine<float> {
   // The operand a task carries for `ref`: its values (copied into the
   // snapshot if they are not there yet) or only its key.
   operand cut(gemm_call& call, const block_ref& ref, bool with_data);
+  // Block [r0, r1) x [c0, c1) of operand `which` as stored, into the step's
+  // snapshots (with bf16, rounded) unless one holds it: where it is, and its
+  // key (hashed, as it is copied, unless given).
+  block_state shelve(const gemm_call& call, int which, int64_t r0, int64_t r1, int64_t c0,
+                     int64_t c1, std::optional<uint64_t> key);
   // Tile p to `dev`: now, or when the device has room for it (send_window).
   void send_task(gemm_call& call, pending_tile& p, int32_t dev, bool with_all_data);
   // Tile p to `dev` now, whatever it holds.
@@ -325,7 +326,8 @@ class distributed_gemm final : public gemm_engine<float> {
   // on the blocks sent and named, in the order the device meets them. A
   // block it has evicted is sent again instead of named and missed.
   std::unordered_map<int32_t, block_cache> sent_;
-  snapshot_pool snapshots_;
+  snapshot_shelf snapshots_;
+  std::vector<float> rounded_;  // a bf16 block's values, to be hashed
   paced_link egress_, ingress_;
   step_predictor predictor_;
   freivalds checker_;

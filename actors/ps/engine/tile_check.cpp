@@ -36,7 +36,8 @@ bool all_finite(const std::vector<float>& v) {
 stored_block distributed_gemm::block_of(const gemm_call& call, const block_ref& ref) const {
   const auto live = call.in.live(ref.which);
   if (opts_.wire == wire_precision::bf16) {  // what was sent: the rounded copy (locate)
-    const float* snap = call.in.snapshot(ref.which).data();
+    const float* snap =
+      call.blocks.at(std::make_tuple(ref.which, ref.r0, ref.r1, ref.c0, ref.c1)).snapshot->data();
     return {snap + ref.r0 * live.cols + ref.c0, ref.r1 - ref.r0, ref.c1 - ref.c0, live.cols,
             call.in.transposed(ref.which)};
   }

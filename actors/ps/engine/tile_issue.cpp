@@ -17,6 +17,30 @@
 namespace cleave {
 
 
+distributed_gemm::block_state distributed_gemm::shelve(const gemm_call& call, int which,
+                                                       int64_t r0, int64_t r1, int64_t c0,
+                                                       int64_t c1, std::optional<uint64_t> key) {
+  const auto m = call.in.live(which);
+  const float* at = m.data + r0 * m.ld + c0;
+  const int64_t rows = r1 - r0, cols = c1 - c0;
+  auto copy = [&](float* into) -> uint64_t {
+    if (opts_.wire != wire_precision::bf16) return block_key(at, rows, cols, m.ld, into, m.cols);
+    // The key is the rounded values', the same in every call that rounds
+    // the same live block.
+    int64_t ld = m.cols;
+    if (into == nullptr) {
+      rounded_.resize(static_cast<size_t>(rows * cols));
+      into = rounded_.data();
+      ld = cols;
+    }
+    round_bf16_block(at, rows, cols, m.ld, into, ld);
+    return wire_block_key(block_key(into, rows, cols, ld), wire_precision::bf16);
+  };
+  const auto spot = snapshots_.put({m.data, m.rows, m.cols, m.ld}, {r0, r1, c0, c1}, key, copy,
+                                   call.in.read_again);
+  return {spot.key, spot.snapshot};
+}
+
 distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which, int64_t r0,
                                                      int64_t r1, int64_t c0, int64_t c1,
                                                      batch_keys& batch, bool will_send) {
@@ -33,24 +57,16 @@ distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which,
     const float* at = m.data + r0 * m.ld + c0;
     const auto where = std::make_tuple(at, r1 - r0, c1 - c0, m.ld);
     auto [known, first] = batch.try_emplace(where);
-    if (opts_.wire == wire_precision::bf16) {
-      // Every block is rounded into the snapshot, sent or not: the devices
-      // compute on the rounded values, and so must the PS's checks and its
-      // own tiles (block_of reads them there). The key is the rounded
-      // values', the same in every call that rounds the same live block.
-      float* snap = call.in.snapshot(which, snapshots_).data() + r0 * m.cols + c0;
-      round_bf16_block(at, r1 - r0, c1 - c0, m.ld, snap, m.cols);
-      if (first)
-        known->second =
-          wire_block_key(block_key(snap, r1 - r0, c1 - c0, m.cols), wire_precision::bf16);
-      it->second.copied = true;
-    } else if (first) {
-      known->second = block_key(
-        at, r1 - r0, c1 - c0, m.ld,
-        will_send ? call.in.snapshot(which, snapshots_).data() + r0 * m.cols + c0 : nullptr, m.cols);
-      it->second.copied = will_send;
-    }
-    it->second.key = known->second;
+    const std::optional<uint64_t> key = first ? std::nullopt : std::optional{known->second};
+    // With bf16 every block is rounded into a snapshot, sent or not: the
+    // devices compute on the rounded values, and so must the PS's checks
+    // and its own tiles (block_of reads them there). A block to be sent is
+    // hashed as it is copied.
+    if (will_send || opts_.wire == wire_precision::bf16)
+      it->second = shelve(call, which, r0, r1, c0, c1, key);
+    else
+      it->second.key = key ? *key : block_key(at, r1 - r0, c1 - c0, m.ld, nullptr, m.cols);
+    known->second = it->second.key;
   }
   return {which, r0, r1, c0, c1, it->second.key};
 }
@@ -63,16 +79,11 @@ operand distributed_gemm::cut(gemm_call& call, const block_ref& ref, bool with_d
   op.cols = ref.c1 - ref.c0;
   op.trans = call.in.transposed(ref.which);
   if (!with_data) return op;
-  const int64_t ld = live.cols;  // the snapshot is the operand, packed
   auto& state = call.blocks.at(std::make_tuple(ref.which, ref.r0, ref.r1, ref.c0, ref.c1));
-  if (!state.copied) {
-    float* snap = call.in.snapshot(ref.which, snapshots_).data();
-    for (int64_t r = ref.r0; r < ref.r1; ++r)
-      std::memcpy(snap + r * ld + ref.c0, live.data + r * live.ld + ref.c0,
-                  static_cast<size_t>(op.cols) * sizeof(float));
-    state.copied = true;
-  }
-  op.shared = call.in.shared(ref.which);
+  if (state.snapshot == nullptr)
+    state = shelve(call, ref.which, ref.r0, ref.r1, ref.c0, ref.c1, ref.key);
+  const int64_t ld = live.cols;  // the snapshot is the operand, packed
+  op.shared = state.snapshot;
   op.offset = ref.r0 * ld + ref.c0;
   op.ld = ld;
   return op;
@@ -131,7 +142,7 @@ void distributed_gemm::dispatch(gemm_call& call, pending_tile& p, int32_t dev,
     *dst = cut(call, *ref, send);
     if (send) {
       bytes += static_cast<uint64_t>(dst->rows * dst->cols) * wire_element_bytes(opts_.wire);
-      known.put(ref->key, cached_block{ref->r1 - ref->r0, ref->c1 - ref->c0, nullptr, 0, 0});
+      known.put(ref->key, cached_block{ref->r1 - ref->r0, ref->c1 - ref->c0, nullptr, 0, 0, {}});
     }
   }
   acct.bytes_down += bytes;
