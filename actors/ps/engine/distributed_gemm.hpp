@@ -272,6 +272,8 @@ class distributed_gemm final : public gemm_engine<float> {
   void dispatch(gemm_call& call, pending_tile& p, int32_t dev, bool with_all_data);
   // An answer from `dev`: the tasks that waited for room at it go out.
   void send_waiting(int32_t dev);
+  // A task goes to `dev` through its window: counted, with the most it held.
+  void count_sent(int32_t dev);
   // Checks a result's form and takes it into its check group (or checks it
   // alone, or as one of a replicated tile's copies). False when refused.
   bool take(gemm_call& call, size_t i, tile_result& r, inflight_batch& batch);

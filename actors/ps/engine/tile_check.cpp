@@ -78,11 +78,7 @@ bool distributed_gemm::prepare_check(inflight_batch& batch) {
       const int64_t k = first.where.t.k1 - first.where.t.k0;
       std::array<std::vector<double>, freivalds_probes> y;
       for (auto& v : y) v.assign(static_cast<size_t>(k), 0.0);
-      for (size_t j : g.tiles) {
-        const b_digest& bd = b_digest_of(call, call.tiles[j]);
-        for (int v = 0; v < freivalds_probes; ++v)
-          for (size_t i = 0; i < y[v].size() && i < bd.b_r[v].size(); ++i) y[v][i] += bd.b_r[v][i];
-      }
+      for (size_t j : g.tiles) add_b_r(y, b_digest_of(call, call.tiles[j]));
       g.expected = freivalds::expect(block_of(call, first.a), probe_window{y[0].data(), y[1].data()});
       acc_.verify.idle_seconds += seconds_since(t0);
       return true;

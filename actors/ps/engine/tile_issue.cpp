@@ -100,11 +100,15 @@ void distributed_gemm::send_task(gemm_call& call, pending_tile& p, int32_t dev,
       if (std::find(p.holders.begin(), p.holders.end(), dev) == p.holders.end()) p.holders.push_back(dev);
       return;
     }
-    window_.sent(dev);
-    auto& most = acc_.devices[dev].most_tasks_at_once;
-    most = std::max(most, window_.most_in_flight(dev));
+    count_sent(dev);
   }
   dispatch(call, p, dev, with_all_data);
+}
+
+void distributed_gemm::count_sent(int32_t dev) {
+  window_.sent(dev);
+  auto& most = acc_.devices[dev].most_tasks_at_once;
+  most = std::max(most, window_.most_in_flight(dev));
 }
 
 void distributed_gemm::send_waiting(int32_t dev) {
@@ -115,9 +119,7 @@ void distributed_gemm::send_waiting(int32_t dev) {
     if (p.done || p.arrived || !fleet_.has(dev) ||
         std::find(p.holders.begin(), p.holders.end(), dev) == p.holders.end())
       continue;
-    window_.sent(dev);
-    auto& most = acc_.devices[dev].most_tasks_at_once;
-    most = std::max(most, window_.most_in_flight(dev));
+    count_sent(dev);
     dispatch(call, p, dev, t->with_all_data);
   }
 }

@@ -33,6 +33,11 @@ bool all_finite(const std::vector<double>& v) {
 
 }  // namespace
 
+void add_b_r(std::array<std::vector<double>, freivalds_probes>& into, const b_digest& bd) {
+  for (int v = 0; v < freivalds_probes; ++v)
+    for (size_t k = 0; k < into[v].size() && k < bd.b_r[v].size(); ++k) into[v][k] += bd.b_r[v][k];
+}
+
 std::vector<double> freivalds::draw_probes(int64_t n, std::mt19937_64& rng) {
   std::vector<double> r(static_cast<size_t>(freivalds_probes * n));
   std::uniform_real_distribution<double> magnitude(1.0, 2.0);
@@ -157,10 +162,8 @@ bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_
     for (int v = 0; v < freivalds_probes; ++v) c_r[v][i] += in[v];
     magnitude[i] += in[freivalds_probes];
   }
-  for (int v = 0; v < freivalds_probes; ++v) {
-    for (size_t k = 0; k < b_r[v].size() && k < bd.b_r[v].size(); ++k) b_r[v][k] += bd.b_r[v][k];
-    weighted2[v] += bd.weighted2[v];
-  }
+  add_b_r(b_r, bd);
+  for (int v = 0; v < freivalds_probes; ++v) weighted2[v] += bd.weighted2[v];
   columns += cols;
   finite = finite && bd.finite;
   return true;

@@ -122,6 +122,10 @@ struct b_digest {
   bool finite = true;
 };
 
+// into[v] += bd.b_r[v] for each probe v (over the shorter of the two):
+// Σ_t op(B_t)·r_t, one tile's B at a time.
+void add_b_r(std::array<std::vector<double>, freivalds_probes>& into, const b_digest& bd);
+
 // What a set of tiles sharing op(A)'s block brought so far: per probe and
 // row of the block, Σ_t (C_t·r_t); per row, Σ_t Σ_j |c_ij|; per probe,
 // Σ_t op(B_t)·r_t and Σ_t ‖op(B_t)‖_r²; and Σ_t n_t.
