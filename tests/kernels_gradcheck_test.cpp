@@ -17,76 +17,14 @@
 #include <vector>
 
 #include "kernels/gemm.hpp"
-#include "kernels/attention_tile.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/tensor.hpp"
+#include "tests/gradcheck.hpp"
 
 namespace cleave {
 namespace {
 
-using dt = basic_tensor<double>;
-using ft = basic_tensor<float>;
-
-constexpr double kTight = 1e-5;  // double gradcheck bound (contract bound is 1e-3)
-constexpr double kFloat = 1e-4;  // float vs double agreement
-
-dt rand_t(int64_t r, int64_t c, uint32_t seed, double lo = -1.0, double hi = 1.0) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  dt t(r, c);
-  for (int64_t i = 0; i < t.size(); ++i) t[i] = u(gen);
-  return t;
-}
-
-ft to_float(const dt& a) {
-  ft f(a.rows(), a.cols());
-  for (int64_t i = 0; i < a.size(); ++i) f[i] = static_cast<float>(a[i]);
-  return f;
-}
-dt to_double(const ft& a) {
-  dt d(a.rows(), a.cols());
-  for (int64_t i = 0; i < a.size(); ++i) d[i] = a[i];
-  return d;
-}
-
-// max|a-n| / max(1e-8, max|a| + max|n|)
-double rel_err(const dt& a, const dt& n) {
-  EXPECT_EQ(a.rows(), n.rows());
-  EXPECT_EQ(a.cols(), n.cols());
-  if (a.size() != n.size()) return 1e9;
-  double md = 0, ma = 0, mn = 0;
-  for (int64_t i = 0; i < a.size(); ++i) {
-    md = std::max(md, std::abs(a[i] - n[i]));
-    ma = std::max(ma, std::abs(a[i]));
-    mn = std::max(mn, std::abs(n[i]));
-  }
-  if (std::isnan(md)) return 1e9;
-  return md / std::max(1e-8, ma + mn);
-}
-double rel_err(const ft& a, const dt& n) { return rel_err(to_double(a), n); }
-
-double dot(const dt& a, const dt& r) {
-  EXPECT_EQ(a.size(), r.size());
-  double s = 0;
-  for (int64_t i = 0; i < std::min(a.size(), r.size()); ++i) s += a[i] * r[i];
-  return s;
-}
-
-// Central differences of loss() with respect to every element of p.
-template <class F>
-dt numeric_grad(dt& p, F&& loss, double h = 1e-6) {
-  dt g(p.rows(), p.cols());
-  for (int64_t i = 0; i < p.size(); ++i) {
-    const double o = p[i];
-    p[i] = o + h;
-    const double lp = loss();
-    p[i] = o - h;
-    const double lm = loss();
-    p[i] = o;
-    g[i] = (lp - lm) / (2 * h);
-  }
-  return g;
-}
+using namespace gradcheck;
 
 // Sanity: the gradient being checked is not trivially zero.
 double max_abs(const dt& a) {
@@ -442,34 +380,6 @@ TEST(Embedding, FloatMatchesDoubleAndRangeCheck) {
 
 // ----------------------------------------------------------- attention ----
 
-// Naive causal attention, for checking the forward.
-dt attention_ref(const dt& qkv, int64_t batch, int64_t seq, int64_t heads) {
-  const int64_t d = qkv.cols() / 3, dh = d / heads;
-  dt out(batch * seq, d);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < heads; ++h)
-      for (int64_t i = 0; i < seq; ++i) {
-        std::vector<double> s(static_cast<size_t>(i + 1));
-        double mx = -1e300;
-        for (int64_t j = 0; j <= i; ++j) {
-          double acc = 0;
-          for (int64_t c = 0; c < dh; ++c)
-            acc += qkv.at(b * seq + i, h * dh + c) * qkv.at(b * seq + j, d + h * dh + c);
-          s[j] = acc / std::sqrt(double(dh));
-          mx = std::max(mx, s[j]);
-        }
-        double z = 0;
-        for (auto& v : s) z += (v = std::exp(v - mx));
-        for (int64_t c = 0; c < dh; ++c) {
-          double acc = 0;
-          for (int64_t j = 0; j <= i; ++j)
-            acc += s[j] / z * qkv.at(b * seq + j, 2 * d + h * dh + c);
-          out.at(b * seq + i, h * dh + c) = acc;
-        }
-      }
-  return out;
-}
-
 TEST(Attention, Gradcheck) {
   const int64_t B = 2, S = 5, H = 2, D = 8;
   auto& eng = default_gemm_engine<double>();
@@ -602,76 +512,6 @@ TEST(Attention, FloatMatchesDouble) {
   EXPECT_LT(rel_err(of, o), kFloat);
   EXPECT_LT(rel_err(pf, p), kFloat);
   EXPECT_LT(rel_err(gf, g), kFloat);
-}
-
-// ------------------------------------------------------ attention tiles ----
-// kernels/attention_tile.hpp: a tile of (sample, head) pairs computed whole,
-// against finite differences and against the PS's own attention.
-
-template <class T>
-void tile_forward(const basic_tensor<T>& qkv, const attention_tile_shape& s, int64_t p0, int64_t p1,
-                  basic_tensor<T>& out, std::vector<T>& lse) {
-  out.resize(s.batch * s.seq, s.d);
-  lse.resize(static_cast<size_t>(s.pairs() * s.seq));
-  attention_tile_forward<T>(qkv.data(), s, p0, p1, out.data(), lse.data() + p0 * s.seq);
-}
-
-TEST(AttentionTile, GradcheckAndTheNaiveForward) {
-  const attention_tile_shape s{2, 5, 2, 8};
-  dt qkv = rand_t(s.batch * s.seq, 3 * s.d, 33, -1.5, 1.5), R = rand_t(s.batch * s.seq, s.d, 34);
-  dt out;
-  std::vector<double> lse;
-  auto loss = [&] {
-    tile_forward(qkv, s, 0, s.pairs(), out, lse);
-    return dot(out, R);
-  };
-  loss();
-  EXPECT_LT(rel_err(out, attention_ref(qkv, s.batch, s.seq, s.heads)), 1e-14);
-  dt dqkv(s.batch * s.seq, 3 * s.d);
-  attention_tile_backward<double>(qkv.data(), out.data(), lse.data(), R.data(), s, 0, s.pairs(),
-                                  dqkv.data());
-  EXPECT_LT(rel_err(dqkv, numeric_grad(qkv, loss)), kTight);
-}
-
-// Tiles of any run of pairs fill exactly their pairs' rows and columns, with
-// the same bits as one tile of every pair.
-TEST(AttentionTile, TilesOfPairsAddUpToTheWholeLayer) {
-  const attention_tile_shape s{3, 9, 4, 32};
-  ft qkv = to_float(rand_t(s.batch * s.seq, 3 * s.d, 35)), dout = to_float(rand_t(s.batch * s.seq, s.d, 36));
-  ft whole, parts;
-  std::vector<float> lse_whole, lse_parts;
-  tile_forward(qkv, s, 0, s.pairs(), whole, lse_whole);
-  parts.resize(whole.rows(), whole.cols());
-  lse_parts.resize(lse_whole.size());
-  for (auto [p0, p1] : {std::pair<int64_t, int64_t>{0, 5}, {5, 6}, {6, 12}})
-    attention_tile_forward<float>(qkv.data(), s, p0, p1, parts.data(), lse_parts.data() + p0 * s.seq);
-  EXPECT_EQ(whole.storage(), parts.storage());
-  EXPECT_EQ(lse_whole, lse_parts);
-  ft g_whole(qkv.rows(), qkv.cols()), g_parts(qkv.rows(), qkv.cols());
-  attention_tile_backward<float>(qkv.data(), whole.data(), lse_whole.data(), dout.data(), s, 0,
-                                 s.pairs(), g_whole.data());
-  for (auto [p0, p1] : {std::pair<int64_t, int64_t>{0, 7}, {7, 12}})
-    attention_tile_backward<float>(qkv.data(), whole.data(), lse_whole.data() + p0 * s.seq,
-                                   dout.data(), s, p0, p1, g_parts.data());
-  EXPECT_EQ(g_whole.storage(), g_parts.storage());
-}
-
-// In float, equal to the PS's per-head attention (attention.cpp, four
-// products per pair and a stored softmax) within 1e-6 of the largest value.
-TEST(AttentionTile, FloatEqualsThePsAttentionWithinOneInAMillion) {
-  const attention_tile_shape s{2, 64, 4, 128};
-  ft qkv = to_float(rand_t(s.batch * s.seq, 3 * s.d, 37, -2.0, 2.0));
-  ft dout = to_float(rand_t(s.batch * s.seq, s.d, 38));
-  ft ps_out, probs, ps_grad;
-  attention_forward<float>(default_gemm_engine<float>(), 0, qkv, s.batch, s.seq, s.heads, ps_out, probs);
-  attention_backward<float>(default_gemm_engine<float>(), 0, qkv, probs, dout, s.batch, s.seq, s.heads, ps_grad);
-  ft out;
-  std::vector<float> lse;
-  tile_forward(qkv, s, 0, s.pairs(), out, lse);
-  ft grad(qkv.rows(), qkv.cols());
-  attention_tile_backward<float>(qkv.data(), out.data(), lse.data(), dout.data(), s, 0, s.pairs(), grad.data());
-  EXPECT_LT(rel_err(out, to_double(ps_out)), 1e-6);
-  EXPECT_LT(rel_err(grad, to_double(ps_grad)), 1e-6);
 }
 
 // -------------------------------------------------------- cross-entropy ----
