@@ -17,19 +17,15 @@
 #include "actors/supervisor/supervisor.hpp"
 #include "kernels/bf16.hpp"
 #include "kernels/random.hpp"
+#include "tests/runtime_fixture.hpp"
 
 using namespace cleave;
 
 namespace {
 
-enum class rogue_mode { wrong_shape, nan, wrong_values, unknown_task };
+using namespace runtime_testing;
 
-engine_options timeout(double seconds, double speculate = 0) {
-  engine_options o;
-  o.schedule.tile_timeout_seconds = seconds;
-  o.schedule.speculate_factor = speculate;
-  return o;
-}
+enum class rogue_mode { wrong_shape, nan, wrong_values, unknown_task };
 
 // Joins like a device declaring `declared`, takes tiles and never answers.
 // With `heartbeats` it still looks alive to the detector (a straggler);
@@ -77,101 +73,6 @@ caf::behavior rogue_device(caf::event_based_actor* self, caf::actor planner, rog
   };
 }
 
-struct config : caf::actor_system_config {
-  config() {
-    add_cleave_message_types(*this);
-    add_planner_message_types(*this);
-  }
-};
-
-class runtime : public ::testing::Test {
- protected:
-  void SetUp() override {
-    detector = sys.spawn(detector_actor, detector_options{});
-    planner_options po;
-    po.cost.ps_egress = 1e12;  // make splitting worthwhile even for test-sized GEMMs
-    po.cost.ps_flops = 1e9;
-    po.cost.min_split_flops = 1;
-    po.min_devices = 0;
-    planner = sys.spawn(planner_actor, po, detector);
-  }
-  void TearDown() override {
-    for (auto& a : spawned) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(planner, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(detector, caf::exit_reason::user_shutdown);
-  }
-
-  void add_device(const device_profile& p, uint64_t cache_bytes = 0) {
-    device_options o;
-    o.profile = p;
-    o.paced = false;
-    o.cache_bytes = cache_bytes;
-    spawned.push_back(sys.spawn(device_actor, o, planner));
-  }
-
-  // `odd` joins first (device 0, first in line for tiles), then three good
-  // devices (declaring `good`); returns when all four are in the fleet.
-  void lead_three_good_devices(caf::actor odd, device_profile good = *preset_profile("fast")) {
-    spawned.push_back(std::move(odd));
-    expect_fleet(1);
-    for (int i = 0; i < 3; ++i) add_device(good);
-    expect_fleet(4);
-  }
-
-  // Waits until the planner has n devices.
-  void expect_fleet(size_t n) {
-    caf::scoped_actor self{sys};
-    for (int i = 0; i < 200; ++i) {
-      size_t have = 0;
-      self->request(planner, caf::infinite, fleet_atom::value)
-        .receive([&](uint64_t, std::vector<fleet_member>& m) { have = m.size(); },
-                 [](caf::error&) {});
-      if (have == n) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    FAIL() << "fleet never reached " << n << " devices";
-  }
-
-  config cfg;
-  caf::actor_system sys{cfg};
-  detector_handle detector;
-  caf::actor planner;
-  std::vector<caf::actor> spawned;
-};
-
-tensor random_matrix(int64_t r, int64_t c, uint64_t seed) {
-  tensor t(r, c);
-  rng g(seed);
-  fill_normal(t, 1.0, g);
-  return t;
-}
-
-// Runs C = A B (and the two backward shapes, as one batch) through the
-// engine and compares with the local product.
-void check_products(distributed_gemm& eng, double tol) {
-  ASSERT_FALSE(eng.begin_step(1));
-  const tensor x = random_matrix(96, 80, 1), w = random_matrix(80, 64, 2), dy = random_matrix(96, 64, 3);
-  tensor y(96, 64), y_ref(96, 64), dx(96, 80), dx_ref(96, 80), dw(80, 64), dw_ref(80, 64);
-  eng.gemm({0, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), 0.0f);
-  // The backward pair in flight together, as linear_backward issues it: a
-  // failure mid-batch moves tiles of both products.
-  eng.gemm_batch({{{0, gemm_role::grad_input}, dy.view(), false, w.view(), true, dx.view(), 0.0f},
-                  {{0, gemm_role::grad_weight}, x.view(), true, dy.view(), false, dw.view(), 0.0f}});
-  gemm_local<float>(x.view(), false, w.view(), false, y_ref.view(), 0.0f);
-  gemm_local<float>(dy.view(), false, w.view(), true, dx_ref.view(), 0.0f);
-  gemm_local<float>(x.view(), true, dy.view(), false, dw_ref.view(), 0.0f);
-  // Accumulating into C (beta 1, as gradients do) and scaling it first.
-  tensor acc = random_matrix(80, 64, 4), acc_ref = acc, half = acc, half_ref = acc;
-  eng.gemm({0, gemm_role::grad_weight}, x.view(), true, dy.view(), false, acc.view(), 1.0f);
-  eng.gemm({0, gemm_role::grad_weight}, x.view(), true, dy.view(), false, half.view(), 0.5f);
-  gemm_local<float>(x.view(), true, dy.view(), false, acc_ref.view(), 1.0f);
-  gemm_local<float>(x.view(), true, dy.view(), false, half_ref.view(), 0.5f);
-  for (auto [got, want] :
-       {std::pair{&y, &y_ref}, {&dx, &dx_ref}, {&dw, &dw_ref}, {&acc, &acc_ref}, {&half, &half_ref}})
-    for (int64_t i = 0; i < got->size(); ++i)
-      ASSERT_NEAR((*got)[i], (*want)[i], tol * (1 + std::abs((*want)[i]))) << i;
-}
-
 }  // namespace
 
 TEST_F(runtime, tiles_on_devices_equal_the_local_product) {
@@ -184,55 +85,6 @@ TEST_F(runtime, tiles_on_devices_equal_the_local_product) {
   uint64_t hits = 0;
   for (auto& [id, a] : acc.devices) hits += a.cache_hits;
   EXPECT_GT(hits, 0u) << "backward tiles should reuse forward operand blocks";
-}
-
-// --pipelined-devices: a device is sent at most the tasks its memory holds
-// (device_pipeline_depth, at most 3); the rest wait at the PS and go out as
-// its results come back. The products are the local ones all the same.
-TEST_F(runtime, pipelined_devices_are_sent_no_more_tasks_than_their_depth) {
-  for (int i = 0; i < 2; ++i) add_device(*preset_profile("fast"));
-  expect_fleet(2);
-  engine_options opts = timeout(10.0);
-  opts.pipelined_devices = true;
-  distributed_gemm eng(sys, planner, opts);
-  check_products(eng, 1e-5);
-  // A product cut finer than two windows hold.
-  const tensor x = random_matrix(512, 384, 5), w = random_matrix(384, 512, 6);
-  tensor y(512, 512), y_ref(512, 512);
-  eng.gemm({1, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), 0.0f);
-  gemm_local<float>(x.view(), false, w.view(), false, y_ref.view(), 0.0f);
-  for (int64_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-5 * (1 + std::abs(y_ref[i]))) << i;
-  const auto acc = eng.accounts();
-  bool waited = false;
-  for (const auto& [id, a] : acc.devices) {
-    if (a.tiles == 0) continue;
-    EXPECT_GE(a.most_tasks_at_once, 1u) << "device " << id;
-    EXPECT_LE(a.most_tasks_at_once, max_pipeline_depth) << "device " << id;
-    waited |= a.tiles > a.most_tasks_at_once;
-  }
-  EXPECT_TRUE(waited) << "no device had more tiles than it held at once: the test proves nothing";
-}
-
-TEST_F(runtime, a_step_copies_each_operand_block_it_sends_once) {
-  // dY is dX's A and dW's B; X and W were sent for the forward product. The
-  // backward batch takes one snapshot, dY's, and copies each of its blocks
-  // once, whichever products and devices it goes to.
-  for (int i = 0; i < 4; ++i) add_device(*preset_profile("fast"));
-  expect_fleet(4);
-  distributed_gemm eng(sys, planner, timeout(10.0));
-  const tensor x = random_matrix(96, 80, 1), w = random_matrix(80, 64, 2), dy = random_matrix(96, 64, 3);
-  tensor y(96, 64), dx(96, 80), dw(80, 64);
-  ASSERT_FALSE(eng.begin_step(1));
-  eng.gemm({0, gemm_role::forward}, x.view(), false, w.view(), false, y.view(), 0.0f);
-  const plan& forward = eng.plan_for({0, gemm_role::forward}, 96, 64, 80);
-  ASSERT_FALSE(forward.local) << "nothing was distributed: the test proves nothing";
-  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t>> dy_blocks;  // as the forward cuts Y
-  for (const auto& a : forward.tiles) dy_blocks.insert({a.t.m0, a.t.m1, a.t.n0, a.t.n1});
-  const uint64_t taken = eng.snapshots().snapshots_taken(), copies = eng.snapshots().copies();
-  eng.gemm_batch({{{0, gemm_role::grad_input}, dy.view(), false, w.view(), true, dx.view(), 0.0f},
-                  {{0, gemm_role::grad_weight}, x.view(), true, dy.view(), false, dw.view(), 0.0f}});
-  EXPECT_EQ(eng.snapshots().snapshots_taken() - taken, 1u);
-  EXPECT_EQ(eng.snapshots().copies() - copies, dy_blocks.size());
 }
 
 TEST_F(runtime, bf16_tiles_carry_the_rounded_operands_product_at_2_bytes_an_element) {
