@@ -91,6 +91,7 @@ churn_handle::behavior_type churn_actor(churn_ptr self, churn_schedule schedule,
   return {
     [=](churn_atom, int64_t step) {
       for (auto& ev : self->state.schedule.due(step)) {
+        ++self->state.scheduled[to_string(ev.action)];
         if (ev.after_seconds <= 0) {
           apply_event(self, ev);
           continue;
@@ -124,6 +125,7 @@ churn_handle::behavior_type churn_actor(churn_ptr self, churn_schedule schedule,
     [=](caf::get_atom) {
       const auto& s = self->state;
       nlohmann::json j;
+      j["scheduled"] = s.scheduled;
       j["applied"] = s.applied;
       j["detection_seconds_suspect"] = s.to_suspect;
       j["detection_seconds_dead"] = s.to_dead;

@@ -34,6 +34,11 @@ struct churn_state {
   std::map<int32_t, double> failed_at;       // fleet id -> seconds when killed or hung
   std::set<int32_t> suspect_seen;
   std::vector<double> to_suspect, to_dead;   // detection latencies in seconds
+  // Events due in the steps the run began, whether or not their delay into
+  // the step ran out before the run ended: what the seed decides.
+  std::map<std::string, int> scheduled;
+  // Events carried out: fewer than scheduled when the run ends inside a
+  // delayed event's wait.
   std::map<std::string, int> applied;
   std::set<caf::actor_addr> joined;
   static inline const char* name = "cleave.churn";
