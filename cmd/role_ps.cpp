@@ -75,7 +75,7 @@ int train_behind_edge(caf::actor_system& sys, cleave_config& cfg, const train_op
                       bool own_quorum = false) {
   auto edge = open_edge(sys, cfg, join_planner);
   if (!edge) return runtime_error(describe(edge.error()));
-  auto console = start_console(sys, cfg, planner, std::move(detector));
+  auto console = start_console(sys, cfg, planner, detector);
   if (!console) {
     edge->close();
     return runtime_error(describe(console.error()));
@@ -83,6 +83,7 @@ int train_behind_edge(caf::actor_system& sys, cleave_config& cfg, const train_op
   spdlog::info("ps: listening on port {} (the device edge: devices join here), waiting for {} device(s)",
                edge->listener.port, run.devices);
   run.console = *console;
+  run.detector = detector ? detector() : caf::actor{};
   if (own_quorum) wait_for_own_devices(sys, planner, join_planner, run.devices);
   const int rc = train_on_fleet(sys, cfg, opts, threads, run);
   if (*console) caf::anon_send_exit(*console, caf::exit_reason::user_shutdown);
@@ -119,15 +120,16 @@ int run_with_planner_process(cleave_config& cfg, const train_options& opts, int 
   run.planner = *planner;
   run.devices = min_devices;
   run.find_planner = find_planner;
-  // The console shows the fleet's health from the planner's detector.
+  // The console shows the fleet's health from the planner's detector, and
+  // the report each device process's memory.
   caf::actor detector;
-  if (!cfg.admin.empty()) {
+  {
     caf::scoped_actor self{sys};
     self->request(*planner, std::chrono::seconds(5), detector_atom::value)
       .receive([&](caf::actor d) { detector = std::move(d); },
                [&](caf::error& err) {
                  spdlog::warn("the planner did not name its detector ({}): the console shows the "
-                              "registry only", sys.render(err));
+                              "registry only, and the report no device's memory", sys.render(err));
                });
   }
   return train_behind_edge(sys, cfg, opts, threads, run, find_planner, current_planner,

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/churn/churn_report.hpp"
+#include "actors/detector/device_memory_report.hpp"
 #include "actors/churn/demo_scenario.hpp"
 #include "actors/console/console_protocol.hpp"
 #include "actors/planner/fleet_roster.hpp"
@@ -322,7 +323,10 @@ int train_on_fleet(caf::actor_system& sys, const cleave_config& cfg, const train
     engines.push_back(std::make_unique<distributed_gemm>(sys, run.planner, eopts));
     fleet.push_back(engines.back().get());
   }
-  const int rc = train(cfg, opts, threads, run.devices, fleet, run.churn, run.console);
+  train_extras extras;
+  if (run.detector && !run.emulated)
+    extras.report.push_back([&](const train_result&) { return device_memory_report(sys, run.detector); });
+  const int rc = train(cfg, opts, threads, run.devices, fleet, run.churn, run.console, std::move(extras));
   tell_devices_run_over(sys, run.find_planner ? run.find_planner() : run.planner);
   return rc;
 }

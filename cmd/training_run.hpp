@@ -26,6 +26,9 @@ struct fleet_run {
   // planner ends the run.
   std::function<caf::actor()> find_planner;
   console_handle console;      // gets the loop's status; may be null
+  // Judges the devices; the report asks it for each device process's peak
+  // memory (actors/detector/device_memory_report.hpp). May be null.
+  caf::actor detector;
   bool emulated = false;       // in-process devices, pacing their work to their profiles
 };
 

@@ -90,8 +90,20 @@ uint64_t edge_payload_cap(uint16_t kind, uint64_t max_tile_bytes) {
     case edge_ml_state: return max_tile_bytes;
     case edge_ml_update: return encode(ml_update_msg{}).size();
     case edge_ml_done: return encode_ml_done(0).size();
-    default: return 0;  // heartbeat, run_over, leave and unknown kinds
+    case edge_heartbeat: return heartbeat_payload_bytes;
+    default: return 0;  // run_over, leave and unknown kinds
   }
+}
+
+std::vector<char> encode_heartbeat(uint64_t peak_rss_bytes) { return wire::encode(peak_rss_bytes); }
+
+caf::expected<uint64_t> decode_heartbeat(const char* data, size_t size) {
+  uint64_t peak = 0;
+  if (size == 0) return peak;
+  if (!wire::decode_exact(data, size, peak))
+    return fail("heartbeat frame: " + std::to_string(size) + " bytes, expected 0 or " +
+                std::to_string(heartbeat_payload_bytes));
+  return peak;
 }
 
 std::vector<char> encode(const edge_join_msg& m) { return wire::encode(m); }

@@ -10,7 +10,7 @@
 //   join       version, profile,         welcome   id, heartbeat interval,
 //              token, certificate request          certificate (for a token),
 //                                                  [shard edges, job proof]
-//   heartbeat  (empty)                   refused   reason
+//   heartbeat  [peak resident bytes]     refused   reason
 //   result     tile_codec                task      tile_codec
 //   miss       tile_codec                run_over  (empty)
 //   leave      (empty)
@@ -105,6 +105,13 @@ caf::expected<edge_join_msg> decode_join(const char* data, size_t size);
 
 std::vector<char> encode(const edge_welcome_msg& m);
 caf::expected<edge_welcome_msg> decode_welcome(const char* data, size_t size);
+
+// A heartbeat carries the device process's peak resident bytes so far, so
+// the ps reports each device's memory beside its own; an empty heartbeat
+// (a device that does not say) reads as 0.
+inline constexpr size_t heartbeat_payload_bytes = 8;
+std::vector<char> encode_heartbeat(uint64_t peak_rss_bytes);
+caf::expected<uint64_t> decode_heartbeat(const char* data, size_t size);
 
 // A refusal's reason, cut to max_reason_bytes.
 std::vector<char> encode_refusal(const std::string& reason);

@@ -24,6 +24,7 @@
 #include "schema/edge_codec.hpp"
 #include "schema/tile_codec.hpp"
 #include "tests/raw_client.hpp"
+#include "tests/runtime_fixture.hpp"
 
 using namespace cleave;
 using namespace std::chrono_literals;
@@ -68,8 +69,21 @@ TEST(edge_codec, welcome_and_refusal) {
   EXPECT_EQ(reason->size(), max_reason_bytes);
 }
 
+TEST(edge_codec, a_heartbeat_says_its_peak_memory_or_nothing) {
+  auto h = encode_heartbeat(uint64_t{3} << 30);
+  ASSERT_EQ(h.size(), heartbeat_payload_bytes);
+  auto back = decode_heartbeat(h.data(), h.size());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, uint64_t{3} << 30);
+  auto empty = decode_heartbeat(nullptr, 0);
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(*empty, 0u) << "a device that does not say";
+  for (size_t cut = 1; cut < h.size(); ++cut) EXPECT_FALSE(decode_heartbeat(h.data(), cut)) << cut;
+}
+
 TEST(edge_codec, kinds_without_payload_are_capped_at_zero) {
-  for (auto k : {edge_heartbeat, edge_run_over, edge_leave}) EXPECT_EQ(edge_payload_cap(k, 1 << 20), 0u);
+  for (auto k : {edge_run_over, edge_leave}) EXPECT_EQ(edge_payload_cap(k, 1 << 20), 0u);
+  EXPECT_EQ(edge_payload_cap(edge_heartbeat, 1 << 20), heartbeat_payload_bytes);
   EXPECT_EQ(edge_payload_cap(999, 1 << 20), 0u);
   EXPECT_EQ(edge_payload_cap(edge_result, 1 << 20), uint64_t{1} << 20);
   EXPECT_EQ(edge_payload_cap(edge_miss, 1 << 20), 28u);
@@ -114,11 +128,7 @@ class edge : public ::testing::Test {
  protected:
   void SetUp() override {
     detector = sys.spawn(detector_actor, detector_options{});
-    planner_options po;
-    po.cost.ps_egress = 1e12;  // make splitting worthwhile even for test-sized GEMMs
-    po.cost.ps_flops = 1e9;
-    po.cost.min_split_flops = 1;
-    planner = sys.spawn(planner_actor, po, detector);
+    planner = sys.spawn(planner_actor, runtime_testing::splitting_planner(), detector);
   }
   void open(edge_options eo = {}) {
     auto p = planner;
@@ -322,12 +332,24 @@ TEST_F(edge, a_flooding_device_is_throttled_then_dropped_and_others_are_served) 
   EXPECT_EQ(calm.next().first, edge_welcome) << "the gateway stopped serving after a flood";
 }
 
+TEST_F(edge, a_heartbeat_of_the_wrong_length_closes_the_connection) {
+  open();
+  peer p(port);
+  p.join();
+  ASSERT_EQ(p.next().first, edge_welcome);
+  ASSERT_TRUE(wait_for([&] { return fleet_size() == 1; }));
+  p.frame(edge_heartbeat, encode_heartbeat(1 << 20));  // well formed: kept
+  p.frame(edge_heartbeat, std::vector<char>(3, 0));
+  EXPECT_TRUE(p.sees_close());
+  EXPECT_EQ(counters().dropped_misbehaving, 1u);
+}
+
 TEST_F(edge, a_frame_over_its_kinds_cap_closes_before_the_payload_is_read) {
   open();
   peer p(port);
   p.join();
   ASSERT_EQ(p.next().first, edge_welcome);
-  auto h = transport::encode_header({edge_heartbeat, 1 << 20, 0});  // a heartbeat has no payload
+  auto h = transport::encode_header({edge_heartbeat, 1 << 20, 0});  // a heartbeat carries 8 bytes at most
   p.write_all(h.data(), h.size());
   EXPECT_TRUE(p.sees_close());
 }

@@ -92,7 +92,8 @@ TEST(delay_histogram, records_and_reads_quantiles_as_bucket_bounds) {
 }
 
 // An edge heartbeat carries the time the edge read it: the detector takes
-// the device as heard then, and counts the wait.
+// the device as heard then, and counts the wait. It also carries the device
+// process's peak memory, of which the detector keeps the largest said.
 TEST(detector, judges_an_edge_heartbeat_by_its_arrival_and_counts_the_wait) {
   caf::actor_system_config cfg;
   add_detector_message_types(cfg);
@@ -109,7 +110,8 @@ TEST(detector, judges_an_edge_heartbeat_by_its_arrival_and_counts_the_wait) {
   };
   for (int i = 0; i < 5; ++i) {
     // Read at the edge 30 ms before the detector sees it.
-    self->send(detector, heartbeat_atom::value, int32_t{7}, steady_ns() - int64_t{30'000'000});
+    const uint64_t peak = i == 3 ? 0 : uint64_t{1000} * static_cast<uint64_t>(1 + i);  // 0: unsaid
+    self->send(detector, heartbeat_atom::value, int32_t{7}, steady_ns() - int64_t{30'000'000}, peak);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   delay_histogram h;
@@ -123,6 +125,7 @@ TEST(detector, judges_an_edge_heartbeat_by_its_arrival_and_counts_the_wait) {
     .receive([&](std::vector<device_health>& got) { health = std::move(got); }, [](caf::error&) {});
   ASSERT_EQ(health.size(), 1u);
   EXPECT_FALSE(health[0].suspected);
+  EXPECT_EQ(health[0].peak_rss_bytes, 5000u);
   self->send_exit(detector, caf::exit_reason::user_shutdown);
   self->send_exit(device, caf::exit_reason::user_shutdown);
 }

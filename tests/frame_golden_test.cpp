@@ -131,6 +131,11 @@ TEST(frame_golden, edge_join_welcome_refusal) {
   const std::string refusal = "02006e6f";
   EXPECT_EQ(hex(encode_refusal("no")), refusal);
   round_trips(refusal, decode_refusal, [](const std::string& r) { return encode_refusal(r); });
+
+  // A heartbeat says the device process's peak memory (here 3 GiB), little-endian.
+  const std::string heartbeat = "000000c000000000";
+  EXPECT_EQ(hex(encode_heartbeat(uint64_t{3} << 30)), heartbeat);
+  round_trips(heartbeat, decode_heartbeat, [](uint64_t peak) { return encode_heartbeat(peak); });
 }
 
 // Schema version 9 put the wire's precision (--wire) into tile frames: a

@@ -27,6 +27,16 @@ inline engine_options timeout(double seconds, double speculate = 0) {
   return o;
 }
 
+// A planner that splits even test-sized GEMMs: a PS link so fast and a PS
+// so slow that tiles always pay.
+inline planner_options splitting_planner() {
+  planner_options po;
+  po.cost.ps_egress = 1e12;
+  po.cost.ps_flops = 1e9;
+  po.cost.min_split_flops = 1;
+  return po;
+}
+
 struct config : caf::actor_system_config {
   config() {
     add_cleave_message_types(*this);
@@ -38,10 +48,7 @@ class runtime : public ::testing::Test {
  protected:
   void SetUp() override {
     detector = sys.spawn(detector_actor, detector_options{});
-    planner_options po;
-    po.cost.ps_egress = 1e12;  // make splitting worthwhile even for test-sized GEMMs
-    po.cost.ps_flops = 1e9;
-    po.cost.min_split_flops = 1;
+    auto po = splitting_planner();
     po.min_devices = 0;
     planner = sys.spawn(planner_actor, po, detector);
   }

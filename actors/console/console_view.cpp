@@ -54,6 +54,8 @@ nlohmann::json render_console(const nlohmann::json& training, const planner_view
                         {"state", state}};
     if (auto it = by_id.find(m.id); it != by_id.end()) {
       d["phi"] = it->second->phi;
+      // A device process's own figure, beside the memory it declared.
+      if (it->second->peak_rss_bytes > 0) d["peak_rss_bytes"] = it->second->peak_rss_bytes;
       by_id.erase(it);
     }
     devices.push_back(std::move(d));

@@ -72,7 +72,7 @@ detector_handle::behavior_type detector_actor(detector_handle::stateful_pointer<
         continue;
       }
       if (!dev.dead && !dev.quarantined) publish(self, {fleet_event_kind::dead, id, 0});
-      st.departed.push_back({id, 0.0, false, !dev.quarantined, dev.quarantined});
+      st.departed.push_back({id, 0.0, false, !dev.quarantined, dev.quarantined, dev.peak_rss_bytes});
       if (st.departed.size() > st.opts.departed_kept) st.departed.pop_front();
       it = st.devices.erase(it);
     }
@@ -103,11 +103,13 @@ detector_handle::behavior_type detector_actor(detector_handle::stateful_pointer<
       std::vector<device_health> out(st.departed.begin(), st.departed.end());
       for (const auto& [id, dev] : st.devices)
         out.push_back({id, dev.dead || dev.quarantined ? 0.0 : dev.level.phi(now), dev.suspected,
-                       dev.dead, dev.quarantined});
+                       dev.dead, dev.quarantined, dev.peak_rss_bytes});
       return out;
     },
     [=](heartbeat_atom, int32_t id) { on_heartbeat(self, id, now_seconds(self)); },
-    [=](heartbeat_atom, int32_t id, int64_t received_ns) {
+    [=](heartbeat_atom, int32_t id, int64_t received_ns, uint64_t peak_rss_bytes) {
+      if (auto it = self->state.devices.find(id); it != self->state.devices.end())
+        it->second.peak_rss_bytes = std::max(it->second.peak_rss_bytes, peak_rss_bytes);
       const double now = now_seconds(self);
       const auto& sender = self->current_sender();
       if (!sender || sender->node() != self->node()) return on_heartbeat(self, id, now);

@@ -22,6 +22,7 @@ struct watched_device {
   bool dead = false;
   bool told_to_rejoin = false;  // dead, yet heard from: asked to join again
   bool quarantined = false;     // out for wrong results: no longer judged, never dead
+  uint64_t peak_rss_bytes = 0;  // the device process's, from its heartbeats
 };
 
 struct detector_state {

@@ -29,12 +29,15 @@ struct device_health {
   bool suspected = false;
   bool dead = false;
   bool quarantined = false;
+  // The device process's peak resident bytes, as its heartbeats last said
+  // (0: an emulated device, or one that does not say).
+  uint64_t peak_rss_bytes = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, device_health& x) {
   return f(caf::meta::type_name("device_health"), x.id, x.phi, x.suspected, x.dead,
-           x.quarantined);
+           x.quarantined, x.peak_rss_bytes);
 }
 
 using detector_handle = caf::typed_actor<
@@ -52,7 +55,8 @@ using detector_handle = caf::typed_actor<
   // edge read the heartbeat. A proxy in this process is taken at its word,
   // so the ps's own queueing never counts as the device's lateness; one in
   // another process (another clock) is timed on arrival here, as above.
-  caf::reacts_to<heartbeat_atom, int32_t, int64_t>,
+  // Last, the device process's peak resident bytes (0: unsaid).
+  caf::reacts_to<heartbeat_atom, int32_t, int64_t, uint64_t>,
   // How long edge heartbeats waited in this process between the edge's read
   // and the detector's update (proxies in this process only).
   caf::replies_to<caf::get_atom, heartbeat_atom>::with<delay_histogram>,

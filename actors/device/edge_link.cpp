@@ -6,6 +6,7 @@
 #include "schema/errors.hpp"
 #include "schema/messages.hpp"
 #include "schema/tile_codec.hpp"
+#include "training/process_memory.hpp"
 
 namespace cleave {
 
@@ -119,7 +120,7 @@ caf::behavior edge_link(link_ptr self, edge_link_options opts) {
                  encode(edge_join_msg{req.schema_version, req.profile, st.opts.token, st.opts.csr}));
       return st.joining;
     },
-    [=](heartbeat_atom, int32_t) { send_frame(self, edge_heartbeat, std::vector<char>{}); },
+    [=](heartbeat_atom, int32_t) { send_frame(self, edge_heartbeat, encode_heartbeat(peak_rss_bytes())); },
     [=](const tile_result& res) { send_encoded(self, edge_result, res); },
     [=](const tile_miss& miss) { send_encoded(self, edge_miss, miss); },
     [=](bulk_frame_atom, bulk_frame& f) {

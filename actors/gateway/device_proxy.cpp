@@ -177,11 +177,12 @@ caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_
         strike(self, std::string{"an unexpected "} + to_string(static_cast<edge_kind>(f.kind)) + " frame");
       return std::move(f.payload);
     },
-    [=](heartbeat_atom, int64_t received_ns) {
+    [=](heartbeat_atom, int64_t received_ns, uint64_t peak_rss_bytes) {
       // With the time the edge read it: the detector judges the device by
       // when its heartbeat arrived, not by how long the ps took to pass it on.
       auto& st = self->state;
-      if (st.detector && st.id >= 0) self->send(st.detector, heartbeat_atom::value, st.id, received_ns);
+      if (st.detector && st.id >= 0)
+        self->send(st.detector, heartbeat_atom::value, st.id, received_ns, peak_rss_bytes);
     },
     [=](tile_task& task) {
       auto& st = self->state;

@@ -9,7 +9,8 @@
 // Messages:
 //   (bulk_frame_atom, bulk_frame) request  a result or miss frame from the device;
 //                                          replies with the payload buffer
-//   (heartbeat_atom, int64_t received_ns)  the device heartbeated; the edge read it then (steady ns)
+//   (heartbeat_atom, int64_t received_ns, uint64_t peak_rss_bytes)
+//       the device heartbeated; the edge read it then (steady ns); its process's peak memory (0: unsaid)
 //   tile_task                              from an engine: sent to the device
 //   (modellet_atom, slot, kind, payload, sent_at_ns)   a model-let frame to the device; answered with
 //     -> (kind, payload)                   the device's answer frame (tagged like the request)

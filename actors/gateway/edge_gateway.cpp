@@ -212,7 +212,12 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
         return std::move(f.payload);
       }
       if (f.kind == edge_heartbeat) {
-        self->send(c.proxy, heartbeat_atom::value, f.received_ns);
+        auto peak = decode_heartbeat(f.payload.data(), f.payload.size());
+        if (!peak) {
+          close_conn(self, f.conn, describe(peak.error()), &edge_counters::dropped_misbehaving);
+          return std::move(f.payload);
+        }
+        self->send(c.proxy, heartbeat_atom::value, f.received_ns, *peak);
         if (d.verdict == rate_verdict::pass) return std::move(f.payload);
       }
       auto rp = self->make_response_promise<std::vector<char>>();

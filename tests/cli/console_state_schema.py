@@ -26,7 +26,8 @@ TRAINING = {"step": (INT, True), "loss": (NUM, True), "seconds": (NUM, True), "m
                                     "wait_on_devices": (NUM, True), "allgather": (NUM, True)}, True)}
 DEVICE = {"id": (INT, True), "state": (STR, True), "profile": (STR, False), "flops": (NUM, False),
           "memory_bytes": (INT, False), "downlink": (NUM, False), "uplink": (NUM, False),
-          "latency": (NUM, False), "phi": (NUM, False)}
+          "latency": (NUM, False), "phi": (NUM, False),
+          "peak_rss_bytes": (INT, False)}
 FLEET = {"version": (INT, True), "quorum_reached": (BOOL, True), "alive": (INT, True),
          "suspected": (INT, True), "draining": (INT, True), "devices": ([DEVICE], True),
          "planner_error": (STR, False)}

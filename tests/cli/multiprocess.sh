@@ -65,5 +65,16 @@ for run in split hosted hosted-2-shards; do
   [[ $run == *-2-shards ]] && ref=$WORK/inproc-2-shards.json
   verdict=$(same_trajectory "$ref" "$WORK/$run.json")
   [[ $verdict == equal ]] && echo "ok: $run multi-process trajectory equals in-process" || fail "$run: $verdict"
+  # Each device process said its peak memory in its heartbeats.
+  python3 - "$WORK/$run.json" <<'PY' && echo "ok: $run reports each device process's peak memory" || fail "$run: device memory"
+import json, sys
+d = json.load(open(sys.argv[1]))
+procs = d.get("device_processes", [])
+ok = len(procs) == 4 and all(p["peak_rss_bytes"] > 1 << 20 for p in procs) \
+     and d["device_peak_rss_bytes"] == max(p["peak_rss_bytes"] for p in procs)
+if not ok: print(f"device_processes {procs}, device_peak_rss_bytes {d.get('device_peak_rss_bytes')}")
+else: print("  device peaks (MiB): " + ", ".join(f"{p['peak_rss_bytes'] / 2**20:.0f}" for p in procs), file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
 done
 finish

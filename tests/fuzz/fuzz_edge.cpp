@@ -1,5 +1,5 @@
-// The device edge's own messages (schema/edge_codec.hpp): join, welcome and
-// refusal; the first byte picks the decoder. Tasks, results and misses are
+// The device edge's own messages (schema/edge_codec.hpp): join, welcome,
+// refusal and heartbeat; the first byte picks the decoder. Tasks, results and misses are
 // tile_codec's (fuzz_tile). A message that decodes must fit its kind's cap,
 // or the channel would refuse a frame the peer had the right to send.
 #include <cstring>
@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* raw, size_t raw_size) {
   const auto* data = reinterpret_cast<const char*>(raw + 1);
   const size_t size = raw_size - 1;
   const uint64_t any_tile = ~uint64_t{0};
-  switch (raw[0] % 3) {
+  switch (raw[0] % 4) {
     case 0:
       if (auto m = decode_join(data, size)) {
         FUZZ_CHECK(size <= edge_payload_cap(edge_join, any_tile));
@@ -30,10 +30,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* raw, size_t raw_size) {
         same_bytes(encode(*m), data, size);
       }
       break;
-    default:
+    case 2:
       if (auto reason = decode_refusal(data, size)) {
         FUZZ_CHECK(size <= edge_payload_cap(edge_refused, any_tile));
         same_bytes(encode_refusal(*reason), data, size);
+      }
+      break;
+    default:
+      if (auto peak = decode_heartbeat(data, size)) {
+        FUZZ_CHECK(size <= edge_payload_cap(edge_heartbeat, any_tile));
+        if (size > 0) same_bytes(encode_heartbeat(*peak), data, size);
       }
       break;
   }

@@ -321,7 +321,6 @@ void distributed_gemm::gemm_batch(const std::vector<gemm_job<float>>& jobs) {
   inflight_batch batch;
   batch.calls.reserve(jobs.size());  // send_task keeps references into the calls
   batch_ = &batch;
-  window_.clear();
   struct batch_scope {  // however the batch ends, nothing waits for it
     distributed_gemm* engine;
     ~batch_scope() {
