@@ -144,6 +144,8 @@ case $cmd in
   test)
     install_packages "${PACKAGES[@]}" "${TEST_PACKAGES[@]}"; build; install_browser_driver
     echo "setup: running the test suite (ctest)"
-    cd build && ctest --output-on-failure -j1 ;;
+    # Unit tests two at a time; end-to-end tests that train run alone
+    # (RUN_SERIAL, tests/CMakeLists.txt).
+    cd build && ctest --output-on-failure -j2 ;;
   *) echo "usage: $0 run|test|build|packages" >&2; exit 2 ;;
 esac

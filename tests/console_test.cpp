@@ -22,6 +22,7 @@
 #include "actors/console/http_head.hpp"
 #include "schema/errors.hpp"
 #include "tests/raw_client.hpp"
+#include "tests/test_util.hpp"
 
 using namespace cleave;
 using cleave::testing::raw_client;
@@ -121,7 +122,8 @@ TEST(controls, the_loop_must_be_there_and_able) {
 
 TEST(controls, the_token_comes_from_the_flag_or_a_file) {
   EXPECT_EQ(*read_admin_token("s3cret"), "s3cret");
-  const std::string path = ::testing::TempDir() + "cleave_admin_token";
+  const cleave::testing::scratch_dir dir;  // its own: ctest runs tests side by side
+  const std::string path = dir.file("admin_token");
   std::ofstream(path) << "from-a-file\n";
   EXPECT_EQ(*read_admin_token("@" + path), "from-a-file");
   std::ofstream(path) << "\n";
