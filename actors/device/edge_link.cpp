@@ -1,5 +1,8 @@
 #include "actors/device/edge_link.hpp"
 
+#include <atomic>
+#include <chrono>
+
 #include <spdlog/spdlog.h>
 
 #include "schema/edge_codec.hpp"
@@ -18,6 +21,21 @@ using link_ptr = caf::stateful_actor<edge_link_state>*;
 using channel_atom = caf::atom_constant<caf::atom("channel")>;
 
 constexpr const char* refusal_prefix = "the ps refused this device: ";
+
+// The process's peak memory as its heartbeats carry it, read from /proc at
+// most once a second however many devices the process runs (a swarm runs
+// thousands, each heartbeating).
+uint64_t heartbeat_peak_rss() {
+  static std::atomic<int64_t> read_at_ns{0};
+  static std::atomic<uint64_t> peak{0};
+  const int64_t now =
+    std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+  int64_t last = read_at_ns.load(std::memory_order_relaxed);
+  if ((last == 0 || now - last >= 1'000'000'000) && read_at_ns.compare_exchange_strong(last, now))
+    peak.store(peak_rss_bytes(), std::memory_order_relaxed);
+  return peak.load(std::memory_order_relaxed);
+}
 
 template <class Payload>
 void send_frame(link_ptr self, edge_kind kind, Payload payload, uint64_t tag = 0) {
@@ -120,7 +138,7 @@ caf::behavior edge_link(link_ptr self, edge_link_options opts) {
                  encode(edge_join_msg{req.schema_version, req.profile, st.opts.token, st.opts.csr}));
       return st.joining;
     },
-    [=](heartbeat_atom, int32_t) { send_frame(self, edge_heartbeat, encode_heartbeat(peak_rss_bytes())); },
+    [=](heartbeat_atom, int32_t) { send_frame(self, edge_heartbeat, encode_heartbeat(heartbeat_peak_rss())); },
     [=](const tile_result& res) { send_encoded(self, edge_result, res); },
     [=](const tile_miss& miss) { send_encoded(self, edge_miss, miss); },
     [=](bulk_frame_atom, bulk_frame& f) {
