@@ -1,16 +1,20 @@
 #pragma once
 // What the kernel tests share: double and float tensors, random fills,
-// the relative error the gradchecks bound, central differences, and naive
-// causal attention to check forwards against.
+// the relative error the gradchecks bound, central differences, naive
+// causal attention to check forwards against, and an engine that records
+// the products it is asked for.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <vector>
 
+#include "kernels/gemm.hpp"
 #include "kernels/tensor.hpp"
 
 namespace cleave::gradcheck {
@@ -106,5 +110,37 @@ inline dt attention_ref(const dt& qkv, int64_t batch, int64_t seq, int64_t heads
       }
   return out;
 }
+
+// Sanity: the gradient being checked is not trivially zero.
+inline double max_abs(const dt& a) {
+  double m = 0;
+  for (int64_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i]));
+  return m;
+}
+
+// Forwards every product to gemm_local and records the tags. Says it
+// computes here the products `here` accepts (none by default), and records
+// what it was asked and the local time it was handed.
+template <class T>
+struct recording_engine final : gemm_engine<T> {
+  std::vector<gemm_tag> tags;
+  std::function<bool(gemm_tag, int64_t, int64_t, int64_t)> here;
+  std::vector<std::array<int64_t, 4>> asked;  // role, m, n, k
+  int64_t local_products = 0;
+  double local_seconds = 0;
+  void gemm(gemm_tag tag, const_view<T> a, bool ta, const_view<T> b, bool tb, mut_view<T> c,
+            T beta) override {
+    tags.push_back(tag);
+    gemm_local<T>(a, ta, b, tb, c, beta);
+  }
+  bool computes_here(gemm_tag tag, int64_t m, int64_t n, int64_t k) override {
+    asked.push_back({static_cast<int64_t>(tag.role), m, n, k});
+    return here && here(tag, m, n, k);
+  }
+  void add_local_seconds(double seconds, int64_t products) override {
+    local_seconds += seconds;
+    local_products += products;
+  }
+};
 
 }  // namespace cleave::gradcheck
