@@ -16,27 +16,14 @@
 #include <gtest/gtest.h>
 
 #include "actors/transport/crypto_pool.hpp"
+#include "tests/completion_count.hpp"
 
 using namespace cleave::transport;
 using namespace std::chrono_literals;
 
 namespace {
 
-// Counts finished jobs; waits for a number of them.
-struct counter {
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t n = 0;
-  void add() {
-    std::lock_guard<std::mutex> lk(mu);
-    ++n;
-    cv.notify_all();
-  }
-  bool wait_for(size_t want, std::chrono::milliseconds t = 10s) {
-    std::unique_lock<std::mutex> lk(mu);
-    return cv.wait_for(lk, t, [&] { return n >= want; });
-  }
-};
+using counter = cleave::testing::completion_count;
 
 TEST(CryptoPool, StrandRunsJobsInOrderOneAtATime) {
   auto pool = crypto_pool::make(4);

@@ -19,12 +19,14 @@
 
 #include "actors/transport/tls_pipe.hpp"
 #include "schema/errors.hpp"
+#include "tests/completion_count.hpp"
 #include "tests/tls_fixture.hpp"
 
 using namespace cleave;
 using namespace cleave::transport;
 using namespace cleave::transport::detail;
 using namespace std::chrono_literals;
+using cleave::testing::completion_count;
 
 namespace {
 
@@ -39,25 +41,8 @@ std::shared_ptr<const tls_context> ctx(const tls_files& f, tls_side side) {
   return c ? *c : nullptr;
 }
 
-struct signal {
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t n = 0;
-  std::function<void()> fn() {
-    return [this] {
-      std::lock_guard<std::mutex> lk(mu);
-      ++n;
-      cv.notify_all();
-    };
-  }
-  bool wait_for(size_t want, std::chrono::milliseconds t = 20s) {
-    std::unique_lock<std::mutex> lk(mu);
-    return cv.wait_for(lk, t, [&] { return n >= want; });
-  }
-};
-
 // Result of a posted job, waiting for its notify.
-tls_result next(tls_pipe& p, signal& s, size_t& taken) {
+tls_result next(tls_pipe& p, completion_count& s, size_t& taken) {
   EXPECT_TRUE(s.wait_for(++taken));
   auto r = p.take();
   EXPECT_TRUE(r);
@@ -94,9 +79,9 @@ void handshake(tls_pipe& client, tls_pipe& server) {
 
 struct pair_fixture {
   std::shared_ptr<crypto_pool> pool = crypto_pool::make(2);
-  signal cs, ss;
-  tls_pipe client{ctx(pki().device_files("dev1"), tls_side::client), "127.0.0.1", pool, cs.fn()};
-  tls_pipe server{ctx(pki().server_files(), tls_side::server), "", pool, ss.fn()};
+  completion_count cs, ss;
+  tls_pipe client{ctx(pki().device_files("dev1"), tls_side::client), "127.0.0.1", pool, cs.callback()};
+  tls_pipe server{ctx(pki().server_files(), tls_side::server), "", pool, ss.callback()};
 };
 
 std::vector<char> pattern(size_t n, unsigned seed) {
@@ -253,11 +238,11 @@ TEST(TlsPipe, ASmallReadInPlaceKeepsNothingBorrowedAndTrimFreesSpares) {
 
 TEST(TlsPipe, DestroyedWhileItsJobRunsTheJobFinishesAndLaterOnesNeverRun) {
   auto pool = crypto_pool::make(1);
-  signal cs, ss;
+  completion_count cs, ss;
   auto notified = std::make_shared<std::atomic<int>>(0);
   auto client = std::make_unique<tls_pipe>(ctx(pki().device_files("dev1"), tls_side::client), "127.0.0.1", pool,
                                            [notified] { ++*notified; });
-  tls_pipe server{ctx(pki().server_files(), tls_side::server), "", pool, ss.fn()};
+  tls_pipe server{ctx(pki().server_files(), tls_side::server), "", pool, ss.callback()};
   handshake(*client, server);
   // Hold the pool's only thread so the seals queue up behind a running job.
   std::promise<void> started, release;
@@ -281,7 +266,7 @@ TEST(TlsPipe, DestroyedWhileItsJobRunsTheJobFinishesAndLaterOnesNeverRun) {
   // Now with one running: it finishes on the engine it shares.
   client = std::make_unique<tls_pipe>(ctx(pki().device_files("dev1"), tls_side::client), "127.0.0.1", pool,
                                       [notified] { ++*notified; });
-  tls_pipe server2{ctx(pki().server_files(), tls_side::server), "", pool, ss.fn()};
+  tls_pipe server2{ctx(pki().server_files(), tls_side::server), "", pool, ss.callback()};
   handshake(*client, server2);
   // Both made before either is sealed, so the second queues behind the
   // first: making a body takes longer than sealing one.
@@ -319,9 +304,9 @@ TEST(TlsPipe, ACorruptRecordIsAnErrorValueAndTheSessionStaysFailed) {
 }
 
 TEST(TlsPipe, WithoutAPoolEverythingRunsInline) {
-  signal cs, ss;
-  tls_pipe client{ctx(pki().device_files("dev1"), tls_side::client), "127.0.0.1", nullptr, cs.fn()};
-  tls_pipe server{ctx(pki().server_files(), tls_side::server), "", nullptr, ss.fn()};
+  completion_count cs, ss;
+  tls_pipe client{ctx(pki().device_files("dev1"), tls_side::client), "127.0.0.1", nullptr, cs.callback()};
+  tls_pipe server{ctx(pki().server_files(), tls_side::server), "", nullptr, ss.callback()};
   EXPECT_FALSE(client.offloads());
   handshake(client, server);
   seal_input in;
@@ -332,7 +317,7 @@ TEST(TlsPipe, WithoutAPoolEverythingRunsInline) {
   auto o = server.open(std::move(wire), std::vector<char>(70000), 0, 70000, false);
   ASSERT_TRUE(o);
   EXPECT_EQ(o->have, 70000u);
-  EXPECT_EQ(cs.n + ss.n, 0u);
+  EXPECT_EQ(cs.count() + ss.count(), 0u);
 }
 
 }  // namespace
