@@ -4,7 +4,9 @@
 # same fleet in one process, interleaved over ROUNDS rounds. Prints each
 # run's median step time, the ps's peak resident memory and the largest
 # device process's, and the ratios to the in-process run of the same round.
-# Usage: [DEVICES=3] [MODEL=gpt] bench/edge/run.sh [path/to/cleave] [ROUNDS]   (not in CI)
+# With PERF=FILE, the ps of round 1's plain run is sampled by `perf record`
+# into FILE, and its ten hottest symbols are printed at the end.
+# Usage: [DEVICES=3] [MODEL=gpt] [PERF=FILE] bench/edge/run.sh [path/to/cleave] [ROUNDS]   (not in CI)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 CLEAVE=$(realpath "${1:-$here/../../build/cmd/cleave}")
@@ -28,8 +30,10 @@ run_fleet() {  # run_fleet NAME [tls]: ps and the device processes
   local name=$1 tls=${2:-}
   local ps_tls=() dev_tls=()
   [[ $tls == tls ]] && ps_tls=(--tls-cert=ca/ps.pem --tls-key=ca/ps.key --tls-ca=ca/ca.pem)
-  /usr/bin/time -v "$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices="$DEVICES" "${ps_tls[@]}" "${train[@]}" \
-    --log-level=info --report="$name.json" > "$name.log" 2> "$name.time" &
+  local sample=()
+  [[ -n ${PERF:-} && $name == plain && $r == 1 ]] && sample=(perf record -q -F 499 -o "$PERF" --)
+  /usr/bin/time -v "${sample[@]}" "$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices="$DEVICES" "${ps_tls[@]}" \
+    "${train[@]}" --log-level=info --report="$name.json" > "$name.log" 2> "$name.time" &
   local ps=$! port=""
   for _ in $(seq 1 500); do
     port=$(grep -o "listening on port [0-9]*" "$name.log" 2>/dev/null | grep -o "[0-9]*$" || true)
@@ -57,3 +61,8 @@ for r in $(seq 1 "$rounds"); do
     "$(peak_mib ref.time)" "$(peak_mib plain.time)" "$(peak_mib tls.time)" \
     "$(most_device_mib plain)" "$(most_device_mib tls)"
 done
+if [[ -n ${PERF:-} ]]; then
+  echo "# the ps's ten hottest symbols (round 1, plain; $PERF)"
+  perf report -i "$PERF" --stdio --no-children --sort symbol 2>/dev/null | grep -v '^#' | grep -v '^$' | head -10 \
+    | sed 's/  *- *- *$//'
+fi
