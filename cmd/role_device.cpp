@@ -206,8 +206,14 @@ int run_device(cleave_config& cfg, int threads) {
     if (is_edge_refusal(why)) return runtime_error(describe(why));
     const bool run_over = why == caf::exit_reason::normal;
     if (run_over && !cfg.stay) {
-      spdlog::info("device: the run is over; exiting (peak RSS {:.1f} MiB)",
-                   static_cast<double>(peak_rss_bytes()) / (1 << 20));
+      const uint64_t peak = peak_rss_bytes();
+      spdlog::info("device: the run is over; exiting (peak RSS {:.1f} MiB)", static_cast<double>(peak) / (1 << 20));
+      // The planner sized this device's tiles and cache to the memory it
+      // declared; a process past it is one the planner misjudged.
+      if (peak > dopt.profile.memory_bytes)
+        spdlog::warn("device: peak RSS {:.1f} MiB is above the {:.1f} MiB profile '{}' declares",
+                     static_cast<double>(peak) / (1 << 20), static_cast<double>(dopt.profile.memory_bytes) / (1 << 20),
+                     dopt.profile.name);
       return 0;
     }
     last_loss = describe(why);
