@@ -17,13 +17,15 @@ constexpr double infinity = std::numeric_limits<double>::infinity();
 
 batch_sim::batch_sim(std::vector<shard_links> shards, schedule_options schedule, double ps_flops,
                      double detection_seconds, ps_link_model egress_model, bool pipelined,
-                     std::vector<relay_profile> relays)
+                     std::vector<relay_profile> relays, ps_op_rates ps_ops, bool rounded)
     : links_cfg_(std::move(shards)), relays_(std::move(relays), static_cast<uint32_t>(links_cfg_.size())),
       schedule_(schedule), ps_flops_(ps_flops),
       detection_seconds_(detection_seconds), egress_model_(egress_model), pipelined_(pipelined),
-      shards_(static_cast<uint32_t>(links_cfg_.size())) {
+      shards_(static_cast<uint32_t>(links_cfg_.size())), ps_ops_(ps_ops), rounded_(rounded) {
   clock_version_.assign(shards_, 0);
   ps_free_at_.assign(shards_, 0);
+  work_.assign(shards_, plan_ps_work{});
+  prepare_left_.assign(shards_, 0);
   failed_at_.assign(shards_, -1);
 }
 
@@ -294,9 +296,24 @@ void batch_sim::compute_here(double now, uint32_t shard, uint32_t tile) {
   ++totals_->tiles_at_ps;
   at_ps_[shard][tile] = true;
   const double seconds = tile_flops(*plans_[shard], plans_[shard]->tiles[tile].t) / ps_flops_;
-  ps_free_at_[shard] = std::max(now, ps_free_at_[shard]) + seconds;
+  ps_free_at_[shard] = ps_begin(shard, now) + seconds;
   totals_->ps_tile_seconds += seconds;
   push(ps_free_at_[shard], ev_kind::ps_done, shard, tile);
+}
+
+double batch_sim::ps_begin(uint32_t shard, double now) {
+  const double idle = now - ps_free_at_[shard];
+  if (idle > 0) prepare_left_[shard] -= std::min(prepare_left_[shard], idle);
+  return std::max(now, ps_free_at_[shard]);
+}
+
+void batch_sim::on_sent(double now, uint32_t shard, uint32_t tile) {
+  // Moved or computed here while the PS got it ready: its task goes where
+  // the schedule sent it then, or nowhere.
+  const int32_t dev = plans_[shard]->tiles[tile].device;
+  const auto& holders = flights_[shard].tiles()[0][tile].holders;
+  if (at_ps_[shard][tile] || holders.empty() || holders.front() != dev) return;
+  enqueue(now, shard, dev, tile, (*issued_)[shard][tile]);
 }
 
 void batch_sim::apply(double now, uint32_t shard, const std::vector<schedule_action>& actions) {
@@ -338,6 +355,21 @@ void batch_sim::on_result(double now, uint32_t slot, uint32_t e) {
   const uint32_t which = entries_[e].tile;
   const tile& t = plans_[shard]->tiles[which].t;
   if (!pipelined_) release(now, slot, e);  // an emulated device takes its next tile now
+  const auto& taking = work_[shard].result;
+  if (!taking.empty() && !at_ps_[shard][which]) {
+    ps_free_at_[shard] = ps_begin(shard, now) + taking[which];
+    totals_->ps_op_seconds += taking[which];
+    push(ps_free_at_[shard], ev_kind::taken, slot, e);
+    return;
+  }
+  on_taken(now, slot, e);
+}
+
+void batch_sim::on_taken(double now, uint32_t slot, uint32_t e) {
+  const uint32_t shard = shard_of(slot), dev = device_of(slot);
+  auto& d = fleet_->devices()[dev];
+  const uint32_t which = entries_[e].tile;
+  const tile& t = plans_[shard]->tiles[which].t;
   if (!at_ps_[shard][which] && flights_[shard].result(now, 0, which, static_cast<int32_t>(dev))) {
     ++d.tiles;
     d.flops += tile_flops(*plans_[shard], t);
@@ -439,6 +471,7 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
   resent_ = false;
   feed_ = &feed;
   totals_ = &totals;
+  issued_ = &issued;
   plans_ = shard_plans;
   size_for(fleet.size());
   totals.shard_bytes_down.resize(shards_, 0);
@@ -453,6 +486,9 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
     failed_at_[s] = -1;
     ps_free_at_[s] = now;
     const plan& p = *plans_[s];
+    work_[s] = ps_ops_.is_none() ? plan_ps_work{} : ps_plan_work(p, ps_ops_, rounded_);
+    prepare_left_[s] = work_[s].prepare;
+    totals.ps_op_seconds += work_[s].prepare;
     batch_view view(1);
     at_ps_[s].assign(p.local ? 0 : p.tiles.size(), false);
     if (!p.local) {
@@ -473,8 +509,15 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
     totals.tiles += p.tiles.size();
     for (size_t i = 0; i < p.tiles.size(); ++i) {
       const auto& holders = flights_[s].tiles()[0][i].holders;
-      if (holders.empty()) compute_here(now, s, static_cast<uint32_t>(i));
-      else enqueue(now, s, holders.front(), static_cast<uint32_t>(i), issued[s][i]);
+      if (holders.empty()) {
+        compute_here(now, s, static_cast<uint32_t>(i));
+      } else if (work_[s].issue.empty()) {
+        enqueue(now, s, holders.front(), static_cast<uint32_t>(i), issued[s][i]);
+      } else {  // the task leaves once the PS has its blocks ready
+        ps_free_at_[s] += work_[s].issue[i];
+        totals.ps_op_seconds += work_[s].issue[i];
+        push(ps_free_at_[s], ev_kind::sent, s, static_cast<uint32_t>(i));
+      }
     }
     push_clock(s);
   }
@@ -531,8 +574,18 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
       case ev_kind::stored:
         on_stored(now, ev.slot);
         break;
+      case ev_kind::sent:
+        on_sent(now, ev.slot, ev.arg);
+        break;
+      case ev_kind::taken:  // the result is at the PS whatever befell its device since
+        on_taken(now, ev.slot, ev.arg);
+        break;
     }
   }
+  // The checks' operand part the idle time did not cover ends the GEMM.
+  double end = now;
+  for (uint32_t s = 0; s < shards_; ++s) end = std::max(end, ps_begin(s, now) + prepare_left_[s]);
+  now = end;
   double first_failure = infinity;
   for (double f : failed_at_)
     if (f >= 0) first_failure = std::min(first_failure, f);
