@@ -9,6 +9,7 @@
 #include <caf/expected.hpp>
 
 #include "actors/detector/heartbeat_interval.hpp"
+#include "actors/planner/ps_tile_work.hpp"
 #include "schema/endpoint.hpp"
 #include "training/trainer.hpp"
 
@@ -132,6 +133,9 @@ class cleave_config : public caf::actor_system_config {
   // they differ from what the planner is told (0: as told).
   double sim_ps_flops = 0;
   double sim_ps_link = 0;
+  // The simulated PS's own work on tiles, op by op (ps_tile_work.hpp): each
+  // call's fixed part and each op's bytes/s, this host's by default.
+  ps_op_rates sim_ps_ops;
   std::string wire;           // fp32 or bf16 (default: bf16 for the opt-* shapes in --role=simulate, else fp32)
   std::string ps_link_model = "fair";  // --role=simulate: fair or scheduled
   bool attention_tiles = false;        // --role=simulate: gpt's attention as fused device tiles

@@ -230,6 +230,8 @@ TEST(simulate_cleave, agrees_with_predict_step_on_a_step_without_churn) {
     for (double egress : {2e7, 1e10}) {
       sim_config cfg = small_gpt_on_eight(1, 1e10, 2e7, 0.002);
       cfg.planner.ps_memory_bandwidth = 5e9;
+      // Both price the PS's work on tiles op by op at the same rates.
+      cfg.planner.ps_ops = cfg.ps_ops = ps_op_rates{};
       cfg.planner.ps_egress = cfg.planner.ps_ingress = egress;
       cfg.planner.ps_links = shards;
       cfg.shards.assign(static_cast<size_t>(shards), shard_links{egress, egress});

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/planner/plan.hpp"
+#include "actors/planner/ps_tile_work.hpp"
 #include "schema/fleet_relays.hpp"
 #include "schema/profile.hpp"
 
@@ -46,7 +47,12 @@ struct planner_config {
   // is predicted T x ps_tile_seconds longer than its devices and links alone
   // would take, so a finer grid must save more than its extra tiles cost
   // (0: tiles are free).
-  double ps_tile_seconds = 0;  // bytes/s of the PS's memory, for its row-wise ops
+  double ps_tile_seconds = 0;
+  // The same work op by op (ps_tile_work.hpp), for predict_step: a split
+  // product's keying, copying, checking and folding at the host's rates,
+  // by its tiles' blocks (none: left to ps_tile_seconds). The simulator
+  // charges the same on the PS's timeline (sim_config::ps_ops).
+  ps_op_rates ps_ops = ps_op_rates::none();
   // Seconds from a device's failure to its tile being reassigned (the
   // failure detector's delay): what a lost tile costs on top of its time.
   double detection_seconds = 1.0;

@@ -101,6 +101,11 @@ step_prediction predict_step(const model_config& cfg, int64_t batch,
     pp.seconds = view_cfg.pipelined_devices ? pipelined_seconds(pp.p, view, view_cfg)
                                             : plan_seconds(pp.p);
     pp.parts = parts_of(pp.p, view, view_cfg);
+    // The PS's own work on the tiles, op by op, is the PS's thread's: it
+    // overlaps nothing in this sum (the simulator overlaps what the engine does).
+    const double ops = ps_plan_work(pp.p, pc.ps_ops, pp.p.problem.element_bytes < gemm_element_bytes).total();
+    pp.seconds += ops;
+    pp.parts.ps_tiles += ops;
     add_parts(out.parts, pp);
     out.gemm_flops += g.flops();
     // Every shard sends its slice's bytes (attention only shard 0) to the

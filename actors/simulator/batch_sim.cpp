@@ -17,13 +17,15 @@ constexpr double infinity = std::numeric_limits<double>::infinity();
 
 batch_sim::batch_sim(std::vector<shard_links> shards, schedule_options schedule, double ps_flops,
                      double detection_seconds, ps_link_model egress_model, bool pipelined,
-                     std::vector<relay_profile> relays)
+                     std::vector<relay_profile> relays, ps_op_rates ps_ops, bool rounded)
     : links_cfg_(std::move(shards)), relays_(std::move(relays), static_cast<uint32_t>(links_cfg_.size())),
       schedule_(schedule), ps_flops_(ps_flops),
       detection_seconds_(detection_seconds), egress_model_(egress_model), pipelined_(pipelined),
-      shards_(static_cast<uint32_t>(links_cfg_.size())) {
+      shards_(static_cast<uint32_t>(links_cfg_.size())), ps_ops_(ps_ops), rounded_(rounded) {
   clock_version_.assign(shards_, 0);
   ps_free_at_.assign(shards_, 0);
+  work_.assign(shards_, plan_ps_work{});
+  prepare_left_.assign(shards_, 0);
   failed_at_.assign(shards_, -1);
 }
 
@@ -59,73 +61,6 @@ void batch_sim::push(double at, ev_kind kind, uint32_t slot, uint32_t arg) {
 
 double batch_sim::rate(int32_t device, double declared) const {
   return declared / (static_cast<double>(shards_) * fleet_->devices()[static_cast<size_t>(device)].slowdown);
-}
-
-issued_tile batch_sim::resend(uint32_t shard, int32_t device, uint32_t tile) {
-  resent_ = true;
-  const plan& p = *plans_[shard];
-  if (p.op != tile_op::gemm) return {tile_down_bytes(p, p.tiles[tile]), 3};  // attention: no shared blocks
-  const auto& profile = fleet_->devices()[static_cast<size_t>(device)].profile;
-  const uint64_t cache = default_cache_bytes(profile.memory_bytes);
-  const auto sent = caches_.send(device, cache, cache, plans_[shard]->tiles[tile].t, ops_[shard], true);
-  return {sent.bytes, sent.with_data};
-}
-
-issued_bytes batch_sim::issue(const std::vector<const plan*>& shard_plans,
-                              const std::vector<product_operands>& ops, const sim_fleet& fleet) {
-  issued_bytes out(shard_plans.size());
-  std::vector<std::pair<size_t, size_t>> missed;  // (shard, tile)
-  for (size_t s = 0; s < shard_plans.size(); ++s) {
-    const plan& p = *shard_plans[s];
-    if (p.local) continue;
-    out[s].assign(p.tiles.size(), issued_tile{});
-    for (size_t i = 0; i < p.tiles.size(); ++i) {
-      const int32_t dev = p.tiles[i].device;
-      // As run() below: a tile whose device is no member stays on the PS.
-      if (dev < 0 || static_cast<size_t>(dev) >= fleet.size()
-          || !fleet.devices()[static_cast<size_t>(dev)].member)
-        continue;
-      if (p.op != tile_op::gemm) {  // attention: every operand, no shared blocks
-        out[s][i] = {tile_down_bytes(p, p.tiles[i]), 3};
-        continue;
-      }
-      const auto& profile = fleet.devices()[static_cast<size_t>(dev)].profile;
-      const uint64_t cache = default_cache_bytes(profile.memory_bytes);
-      const auto sent = caches_.send(dev, cache, cache, p.tiles[i].t, ops[s], false);
-      out[s][i] = {sent.bytes, sent.with_data};
-      if (sent.missed) missed.emplace_back(s, i);
-    }
-  }
-  // The engine resends a missed tile in full when the miss comes back,
-  // after it issued the batch; its bytes count with the tile's.
-  for (auto [s, i] : missed) {
-    const auto& a = shard_plans[s]->tiles[i];
-    const auto& profile = fleet.devices()[static_cast<size_t>(a.device)].profile;
-    const uint64_t cache = default_cache_bytes(profile.memory_bytes);
-    out[s][i] = {out[s][i].bytes + caches_.resend_missed(a.device, cache, cache, a.t, ops[s]), 3};
-  }
-  return out;
-}
-
-void batch_sim::replay_relays(const std::vector<const plan*>& shard_plans,
-                              const std::vector<product_operands>& ops, const issued_bytes& issued,
-                              const sim_fleet& fleet) {
-  if (relays_.size() == 0) return;
-  for (size_t s = 0; s < shard_plans.size(); ++s) {
-    const plan& p = *shard_plans[s];
-    if (p.local || p.op != tile_op::gemm) continue;
-    for (size_t i = 0; i < p.tiles.size(); ++i) {
-      const int32_t dev = p.tiles[i].device;
-      if (dev < 0 || static_cast<size_t>(dev) >= fleet.size()) continue;
-      const int32_t r = fleet.devices()[static_cast<size_t>(dev)].relay;
-      if (r < 0) continue;
-      tile_block blocks[2];
-      tile_blocks(p.tiles[i].t, ops[s], blocks);
-      for (int b = 0; b < 2; ++b)
-        if (issued[s][i].blocks & (1u << b))
-          relays_.store(static_cast<uint32_t>(r), {blocks[b].key, blocks[b].bytes});
-    }
-  }
 }
 
 void batch_sim::append(queue& q, uint32_t e) {
@@ -294,9 +229,24 @@ void batch_sim::compute_here(double now, uint32_t shard, uint32_t tile) {
   ++totals_->tiles_at_ps;
   at_ps_[shard][tile] = true;
   const double seconds = tile_flops(*plans_[shard], plans_[shard]->tiles[tile].t) / ps_flops_;
-  ps_free_at_[shard] = std::max(now, ps_free_at_[shard]) + seconds;
+  ps_free_at_[shard] = ps_begin(shard, now) + seconds;
   totals_->ps_tile_seconds += seconds;
   push(ps_free_at_[shard], ev_kind::ps_done, shard, tile);
+}
+
+double batch_sim::ps_begin(uint32_t shard, double now) {
+  const double idle = now - ps_free_at_[shard];
+  if (idle > 0) prepare_left_[shard] -= std::min(prepare_left_[shard], idle);
+  return std::max(now, ps_free_at_[shard]);
+}
+
+void batch_sim::on_sent(double now, uint32_t shard, uint32_t tile) {
+  // Moved or computed here while the PS got it ready: its task goes where
+  // the schedule sent it then, or nowhere.
+  const int32_t dev = plans_[shard]->tiles[tile].device;
+  const auto& holders = flights_[shard].tiles()[0][tile].holders;
+  if (at_ps_[shard][tile] || holders.empty() || holders.front() != dev) return;
+  enqueue(now, shard, dev, tile, (*issued_)[shard][tile]);
 }
 
 void batch_sim::apply(double now, uint32_t shard, const std::vector<schedule_action>& actions) {
@@ -333,11 +283,24 @@ void batch_sim::release(double now, uint32_t slot, uint32_t e) {
 }
 
 void batch_sim::on_result(double now, uint32_t slot, uint32_t e) {
+  const uint32_t shard = shard_of(slot);
+  const uint32_t which = entries_[e].tile;
+  if (!pipelined_) release(now, slot, e);  // an emulated device takes its next tile now
+  const auto& taking = work_[shard].result;
+  if (!taking.empty() && !at_ps_[shard][which]) {
+    ps_free_at_[shard] = ps_begin(shard, now) + taking[which];
+    totals_->ps_op_seconds += taking[which];
+    push(ps_free_at_[shard], ev_kind::taken, slot, e);
+    return;
+  }
+  on_taken(now, slot, e);
+}
+
+void batch_sim::on_taken(double now, uint32_t slot, uint32_t e) {
   const uint32_t shard = shard_of(slot), dev = device_of(slot);
   auto& d = fleet_->devices()[dev];
   const uint32_t which = entries_[e].tile;
   const tile& t = plans_[shard]->tiles[which].t;
-  if (!pipelined_) release(now, slot, e);  // an emulated device takes its next tile now
   if (!at_ps_[shard][which] && flights_[shard].result(now, 0, which, static_cast<int32_t>(dev))) {
     ++d.tiles;
     d.flops += tile_flops(*plans_[shard], t);
@@ -439,6 +402,7 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
   resent_ = false;
   feed_ = &feed;
   totals_ = &totals;
+  issued_ = &issued;
   plans_ = shard_plans;
   size_for(fleet.size());
   totals.shard_bytes_down.resize(shards_, 0);
@@ -453,6 +417,9 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
     failed_at_[s] = -1;
     ps_free_at_[s] = now;
     const plan& p = *plans_[s];
+    work_[s] = ps_ops_.is_none() ? plan_ps_work{} : ps_plan_work(p, ps_ops_, rounded_);
+    prepare_left_[s] = work_[s].prepare;
+    totals.ps_op_seconds += work_[s].prepare;
     batch_view view(1);
     at_ps_[s].assign(p.local ? 0 : p.tiles.size(), false);
     if (!p.local) {
@@ -473,8 +440,15 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
     totals.tiles += p.tiles.size();
     for (size_t i = 0; i < p.tiles.size(); ++i) {
       const auto& holders = flights_[s].tiles()[0][i].holders;
-      if (holders.empty()) compute_here(now, s, static_cast<uint32_t>(i));
-      else enqueue(now, s, holders.front(), static_cast<uint32_t>(i), issued[s][i]);
+      if (holders.empty()) {
+        compute_here(now, s, static_cast<uint32_t>(i));
+      } else if (work_[s].issue.empty()) {
+        enqueue(now, s, holders.front(), static_cast<uint32_t>(i), issued[s][i]);
+      } else {  // the task leaves once the PS has its blocks ready
+        ps_free_at_[s] += work_[s].issue[i];
+        totals.ps_op_seconds += work_[s].issue[i];
+        push(ps_free_at_[s], ev_kind::sent, s, static_cast<uint32_t>(i));
+      }
     }
     push_clock(s);
   }
@@ -531,8 +505,18 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
       case ev_kind::stored:
         on_stored(now, ev.slot);
         break;
+      case ev_kind::sent:
+        on_sent(now, ev.slot, ev.arg);
+        break;
+      case ev_kind::taken:  // the result is at the PS whatever befell its device since
+        on_taken(now, ev.slot, ev.arg);
+        break;
     }
   }
+  // The checks' operand part the idle time did not cover ends the GEMM.
+  double end = now;
+  for (uint32_t s = 0; s < shards_; ++s) end = std::max(end, ps_begin(s, now) + prepare_left_[s]);
+  now = end;
   double first_failure = infinity;
   for (double f : failed_at_)
     if (f >= 0) first_failure = std::min(first_failure, f);

@@ -23,6 +23,14 @@
 // where the engine makes it: for the plan's tiles when the GEMM is issued
 // (issue), for a moved or copied tile when it moves.
 //
+// The PS's own work on the tiles (ps_tile_work.hpp), on each shard's one
+// thread as the engine does it: keying and copying a tile's blocks before
+// its task goes out (tiles leave one after another as the PS gets them
+// ready), the check's part over the operands in the time nothing arrives,
+// and checking and folding each result as it comes, after whatever the
+// thread was doing. What the operand part has not done when the last result
+// is in still delays the GEMM's end (the group's verdict needs it).
+//
 // A device behind a relay (sim_device::relay) takes its tiles' blocks from
 // the relay (relay_tier.hpp): the relay fetches what it lacks through the
 // PS's egress, as one more flow capped at its share of its own link, and
@@ -36,6 +44,7 @@
 #include <caf/expected.hpp>
 
 #include "actors/planner/plan.hpp"
+#include "actors/planner/ps_tile_work.hpp"
 #include "actors/ps/engine/tile_schedule.hpp"
 #include "actors/simulator/operand_cache.hpp"
 #include "actors/simulator/ps_link.hpp"
@@ -59,6 +68,7 @@ struct batch_totals {
   uint64_t tiles_at_ps = 0;
   double recovery_seconds = 0;  // from a GEMM's first failure until it completed
   double ps_tile_seconds = 0;   // the PS computing tiles no device held
+  double ps_op_seconds = 0;     // the PS's own work on tiles (ps_tile_work.hpp)
   std::vector<uint64_t> shard_bytes_down, shard_bytes_up;
 };
 
@@ -76,7 +86,8 @@ class batch_sim {
  public:
   batch_sim(std::vector<shard_links> shards, schedule_options schedule, double ps_flops,
             double detection_seconds, ps_link_model egress_model = ps_link_model::fair,
-            bool pipelined = false, std::vector<relay_profile> relays = {});
+            bool pipelined = false, std::vector<relay_profile> relays = {},
+            ps_op_rates ps_ops = ps_op_rates::none(), bool rounded = false);
 
   // The PS issues shard s's plan shard_plans[s], reading ops[s], to the
   // fleet's members: what each tile is sent, as the caches now stand (and
@@ -101,13 +112,13 @@ class batch_sim {
                      const sim_fleet& fleet);
 
  private:
-  enum class ev_kind : uint8_t { arrived, computed, result, link, clock, ps_done, stored };
+  enum class ev_kind : uint8_t { arrived, computed, result, link, clock, ps_done, stored, sent, taken };
   struct event {
     double at;
     uint64_t seq;
     ev_kind kind;
-    uint32_t slot;   // shard * devices + device, the link, the shard (clock, ps_done) or relay * shards + shard (stored)
-    uint32_t arg;    // entry, tile (ps_done) or version (link, clock)
+    uint32_t slot;   // shard * devices + device, the link, the shard (clock, ps_done, sent) or relay * shards + shard (stored)
+    uint32_t arg;    // entry, tile (ps_done, sent) or version (link, clock)
     uint32_t epoch;  // the slot's epoch when scheduled: stale after a death
     bool operator>(const event& o) const { return at > o.at || (at == o.at && seq > o.seq); }
   };
@@ -161,6 +172,13 @@ class batch_sim {
   void apply(double now, uint32_t shard, const std::vector<schedule_action>& actions);
   void compute_here(double now, uint32_t shard, uint32_t tile);
   void on_result(double now, uint32_t slot, uint32_t e);
+  // The PS has checked and folded entry e's result.
+  void on_taken(double now, uint32_t slot, uint32_t e);
+  // The PS's issue of tile `tile` is done: its task leaves.
+  void on_sent(double now, uint32_t shard, uint32_t tile);
+  // When the shard's thread can start work that comes at `now`; the idle
+  // time before it goes to the check's operand part.
+  double ps_begin(uint32_t shard, double now);
   void on_churn(double now, const timed_churn& ev);
   void push_clock(uint32_t shard);
   double rate(int32_t device, double declared) const;
@@ -191,6 +209,11 @@ class batch_sim {
   std::vector<uint32_t> link_version_;
   std::vector<uint32_t> clock_version_;     // by shard
   std::vector<double> ps_free_at_;          // by shard: the PS computes one tile at a time
+  ps_op_rates ps_ops_;
+  bool rounded_;                            // every block rounded into a snapshot (bf16)
+  std::vector<plan_ps_work> work_;          // by shard: this run's plan's PS work
+  std::vector<double> prepare_left_;        // by shard: of work_'s prepare
+  const issued_bytes* issued_ = nullptr;
   std::vector<entry> entries_;
   std::vector<pipeline> pipes_;             // by slot
   std::vector<uint32_t> epoch_;             // by slot

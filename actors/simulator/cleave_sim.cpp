@@ -147,6 +147,7 @@ void add_scaled(const run_marks& before, const run_marks& after_run, double time
   totals.tiles_timed_out += scale(b.tiles_timed_out, after.tiles_timed_out);
   totals.tiles_at_ps += scale(b.tiles_at_ps, after.tiles_at_ps);
   totals.ps_tile_seconds += scale(b.ps_tile_seconds, after.ps_tile_seconds);
+  totals.ps_op_seconds += scale(b.ps_op_seconds, after.ps_op_seconds);
   for (size_t s = 0; s < totals.shard_bytes_down.size(); ++s) {
     const uint64_t bd = s < b.shard_bytes_down.size() ? b.shard_bytes_down[s] : 0;
     const uint64_t bu = s < b.shard_bytes_up.size() ? b.shard_bytes_up[s] : 0;
@@ -200,7 +201,8 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
   sim_fleet fleet(cfg.fleet, cfg.relays.relay_of);
   sim_plans plans(cfg, gemms);
   batch_sim batches(cfg.ps_links(), cfg.schedule, cfg.ps_flops(), res.detection_seconds,
-                    cfg.egress_model, cfg.planner.pipelined_devices, cfg.relays.relays);
+                    cfg.egress_model, cfg.planner.pipelined_devices, cfg.relays.relays, cfg.ps_ops,
+                    cfg.wire == wire_precision::bf16);
   batch_totals& totals = res.totals;
   double now = 0;
   auto drain = [&](double until) {  // churn while no GEMM runs

@@ -60,6 +60,9 @@ struct sim_config {
   // The rates the simulated PS works and sends at.
   double ps_flops() const { return ps_in_fact.flops > 0 ? ps_in_fact.flops : planner.ps_flops; }
   std::vector<shard_links> ps_links() const;
+  // The PS's own work on tiles, op by op (ps_tile_work.hpp), at the rates
+  // measured on the live PS's host: the host's fact, like ps_in_fact.
+  ps_op_rates ps_ops;
   schedule_options schedule;
   detector_options detector;
   wire_precision wire = wire_precision::fp32;  // tiles' operands and results

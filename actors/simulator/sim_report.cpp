@@ -139,6 +139,11 @@ void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_resul
   j["tiles_redone"] = res.totals.tiles_reassigned + res.totals.speculative_tiles
                       + res.totals.tiles_timed_out;
   j["recovery_seconds_total"] = res.totals.recovery_seconds;
+  // The PS's own work on tiles (keying, copying, checking, folding), per
+  // step and per tile: a live run's issue and check seconds compare.
+  j["ps_op_seconds_per_step"] = res.totals.ps_op_seconds / n_steps;
+  j["ps_op_seconds_per_tile"] =
+    res.totals.tiles == 0 ? 0.0 : res.totals.ps_op_seconds / static_cast<double>(res.totals.tiles);
   j["step_split_seconds"] = {{"wait_on_devices", sum.device_gemms / n_steps},
                              {"predicted_wait_on_devices", sum.predicted_device_gemms / n_steps},
                              {"ps_compute", sum.ps_gemms / n_steps},

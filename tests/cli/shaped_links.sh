@@ -46,7 +46,7 @@ MODEL=(--model=gpt --shape=small --context=64 --batch=8)
 # these do. PIPELINED= (empty) plans and simulates emulated devices (one
 # tile after another) instead: the simulated devices then wait where the
 # processes do not (see docs/SIMULATOR.md, Shaped links).
-PS_COST=(--ps-flops=5e8 --ps-memory-bandwidth=3.3e9 ${PIPELINED---pipelined-devices})
+PS_COST=(--ps-flops=5e8 --ps-memory-bandwidth=3.9e9 ${PIPELINED---pipelined-devices})
 SIM_PS=(--sim-ps-flops=1e11)
 # Heartbeats at 1 s, as calibration.sh: a device's heartbeat queues behind
 # its results on its 40 Mbit/s uplink (0.2 s for a 1 MB result), and a
