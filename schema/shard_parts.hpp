@@ -43,6 +43,10 @@ struct shard_part {
 // The part of `whole` (of `kind`) that starts at `offset`: at most part_bytes of it.
 std::vector<char> encode_shard_part(uint16_t kind, const std::vector<char>& whole, uint64_t offset,
                                     uint64_t part_bytes = shard_part_bytes);
+// A part frame from `offset` of a `total`-byte message with room for n
+// bytes after its header, which the caller fills (from a message it never
+// holds whole, schema/shard_gathered.hpp).
+std::vector<char> shard_part_frame(uint16_t kind, uint64_t total, uint64_t offset, uint64_t n);
 // A part's header, checked on its own (the bytes point into `data`).
 caf::expected<shard_part> decode_shard_part(const char* data, size_t size);
 
