@@ -22,10 +22,6 @@ void copy_to(const tensor& from, mut_view<float> to) {
     std::copy(from.data() + r * to.cols, from.data() + (r + 1) * to.cols, to.data + r * to.ld);
 }
 
-// Parts of a request the coordinator holds as pieces: each costs one such
-// buffer per shard at a time, however large the model.
-constexpr uint64_t gathered_part_bytes = uint64_t{16} << 20;
-
 }  // namespace
 
 caf::expected<std::unique_ptr<transport::frame_client>> remote_shard::open(caf::actor_system& sys,
@@ -114,15 +110,15 @@ caf::expected<transport::bulk_frame> remote_shard::call(shard_kind kind, std::ve
 caf::expected<transport::bulk_frame> remote_shard::call_gathered(shard_kind kind, const gathered_message& request,
                                                                  shard_kind expected) {
   gathered_reader reader(request);
-  if (request.total <= gathered_part_bytes) {
+  if (request.total <= shard_part_bytes) {
     std::vector<char> whole(request.total);
     reader.copy(0, request.total, whole.data());
     return call(kind, std::move(whole), expected);
   }
-  for (uint64_t offset = 0;; offset += gathered_part_bytes) {
+  for (uint64_t offset = 0;; offset += shard_part_bytes) {
     auto frame = exchange(shard_kind::part,
-                          encode_shard_part(static_cast<uint16_t>(kind), request, reader, offset, gathered_part_bytes));
-    if (!frame || offset + gathered_part_bytes >= request.total) return answer(std::move(frame), expected);
+                          encode_shard_part(static_cast<uint16_t>(kind), request, reader, offset, shard_part_bytes));
+    if (!frame || offset + shard_part_bytes >= request.total) return answer(std::move(frame), expected);
     if (frame->kind != static_cast<uint16_t>(shard_kind::done))
       return fail("the PS shard at " + address_ + " answered a part with kind " + std::to_string(frame->kind));
   }
