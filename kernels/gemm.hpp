@@ -69,6 +69,11 @@ class gemm_engine {
     return false;
   }
   virtual void add_local_seconds(double /*seconds*/, int64_t /*products*/) {}
+  // Whether the engine keeps the parameters' AdamW moments, and the
+  // gradients of the weights only its products use, elsewhere (PS shards,
+  // actors/ps/shards/sharded_ps.hpp): a model then allocates neither, and a
+  // product into such a gradient names it by its weight id and shape alone.
+  virtual bool keeps_parameter_state() const { return false; }
 };
 
 // Runs on this process's cores through Eigen (threads: set_compute_threads).

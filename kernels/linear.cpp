@@ -63,13 +63,16 @@ void linear_backward(gemm_engine<T>& eng, uint32_t layer, int32_t weight, const 
                      basic_tensor<T>& dw, basic_tensor<T>* db) {
   if (x.cols() != w.rows() || dy.rows() != x.rows() || dy.cols() != w.cols())
     throw std::invalid_argument("linear_backward: shape mismatch between x, w and dy");
-  dw.resize(w.rows(), w.cols());  // zero-filled only if it was not shaped yet
+  // A gradient the engine keeps elsewhere (PS shards) is named by its shape alone.
+  const bool kept_elsewhere = dw.empty() && eng.keeps_parameter_state();
+  if (!kept_elsewhere) dw.resize(w.rows(), w.cols());  // zero-filled only if it was not shaped yet
+  const mut_view<T> dw_view = kept_elsewhere ? mut_view<T>{nullptr, w.rows(), w.cols(), w.cols()} : dw.view();
   std::vector<gemm_job<T>> jobs;
   if (dx) {
     dx->resize(x.rows(), x.cols());
     jobs.push_back({{layer, gemm_role::grad_input, weight}, dy.view(), false, w.view(), true, dx->view(), T(0)});
   }
-  jobs.push_back({{layer, gemm_role::grad_weight, weight}, x.view(), true, dy.view(), false, dw.view(), T(1)});
+  jobs.push_back({{layer, gemm_role::grad_weight, weight}, x.view(), true, dy.view(), false, dw_view, T(1)});
   // Before the products, while dY is still in cache from the op that wrote it.
   if (db) {
     if (db->size() != w.cols()) db->resize(1, w.cols());

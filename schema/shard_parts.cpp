@@ -38,6 +38,12 @@ std::vector<char> encode_shard_part(uint16_t kind, const std::vector<char>& whol
   return wire::encode(shard_part{kind, whole.size(), offset, whole.data() + offset, n});
 }
 
+std::vector<char> shard_part_frame(uint16_t kind, uint64_t total, uint64_t offset, uint64_t n) {
+  std::vector<char> out(shard_part_header_bytes + n);
+  wire::write(out.data(), shard_part{kind, total, offset, nullptr, 0});
+  return out;
+}
+
 caf::expected<shard_part> decode_shard_part(const char* data, size_t size) {
   wire::reader r(data, size);
   shard_part p;

@@ -28,8 +28,11 @@ namespace cleave {
 // The largest whole message in parts (a shard's slices of a 30B-parameter
 // model with both moments fit: 3 x 4 x 30e9 / S bytes for S >= 6).
 inline constexpr uint64_t max_shard_message_bytes = uint64_t{64} << 30;
-// Bytes of a message per part: well below the channel's 256 MiB frame cap.
-inline constexpr uint64_t shard_part_bytes = uint64_t{64} << 20;
+// Bytes of a message per part: well below the channel's 256 MiB frame cap,
+// and small beside a model, since each end keeps about a part per connection
+// in its buffers (a coordinator with S shards, S of them at once), yet large
+// enough that the round trip a part costs is nothing beside its bytes.
+inline constexpr uint64_t shard_part_bytes = uint64_t{16} << 20;
 inline constexpr size_t shard_part_header_bytes = 2 + 8 + 8;  // kind, total, offset
 
 struct shard_part {
@@ -43,6 +46,10 @@ struct shard_part {
 // The part of `whole` (of `kind`) that starts at `offset`: at most part_bytes of it.
 std::vector<char> encode_shard_part(uint16_t kind, const std::vector<char>& whole, uint64_t offset,
                                     uint64_t part_bytes = shard_part_bytes);
+// A part frame from `offset` of a `total`-byte message with room for n
+// bytes after its header, which the caller fills (from a message it never
+// holds whole, schema/shard_gathered.hpp).
+std::vector<char> shard_part_frame(uint16_t kind, uint64_t total, uint64_t offset, uint64_t n);
 // A part's header, checked on its own (the bytes point into `data`).
 caf::expected<shard_part> decode_shard_part(const char* data, size_t size);
 

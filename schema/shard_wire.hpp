@@ -14,6 +14,7 @@
 namespace cleave {
 
 struct shard_checkpoint_slice;
+struct shard_attach_view;
 
 namespace shard_wire {
 
@@ -52,7 +53,8 @@ template <class T>
 tensor_field<T> as_tensor(T& t) { return tensor_field<T>(t); }
 
 template <class S>
-inline constexpr bool is_slice = std::is_same_v<S, shard_attach_entry> || std::is_same_v<S, shard_checkpoint_slice>;
+inline constexpr bool is_slice = std::is_same_v<S, shard_attach_entry> || std::is_same_v<S, shard_checkpoint_slice>
+                                 || std::is_same_v<S, shard_attach_view>;
 
 }  // namespace shard_wire
 

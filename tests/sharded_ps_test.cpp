@@ -132,7 +132,6 @@ std::vector<double> train(model& m, parameter_store& store, const batch& b, int 
     const double scale = clip_scale(std::sqrt(store.reduce_gradients()), opt.clip_norm);
     store.update(opt, t, scale);
   }
-  store.gather_moments();
   return losses;
 }
 
@@ -142,6 +141,18 @@ void expect_close(const tensor& a, const tensor& b, const std::string& what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (int64_t i = 0; i < a.size(); ++i)
     ASSERT_NEAR(a[i], b[i], 1e-4 + 1e-4 * std::abs(a[i])) << what << " element " << i;
+}
+
+// What the coordinator keeps after training through shards: no AdamW
+// moments, and no whole gradient of a weight only products use.
+void expect_state_in_shards(const std::deque<parameter>& params) {
+  int product_weights = 0;
+  for (const auto& p : params) {
+    EXPECT_TRUE(p.adam_m.empty() && p.adam_v.empty()) << p.name << " keeps its moments on the coordinator";
+    EXPECT_EQ(p.grad.empty(), p.product_weight) << p.name;
+    product_weights += p.product_weight ? 1 : 0;
+  }
+  EXPECT_GT(product_weights, 0);
 }
 
 void check_sharded_training(const model_config& cfg, int shards) {
@@ -163,11 +174,15 @@ void check_sharded_training(const model_config& cfg, int shards) {
     EXPECT_NEAR(got[i], want[i], 1e-5 * std::abs(want[i])) << "loss of step " << i + 1;
   auto& ps_params = (*m)->parameters();
   auto& ref_params = (*ref)->parameters();
+  expect_state_in_shards(ps_params);
+  ps.gather_moments();  // as a checkpoint does
   for (size_t i = 0; i < ref_params.size(); ++i) {
     expect_close(ps_params[i].value, ref_params[i].value, ref_params[i].name + " value");
     expect_close(ps_params[i].adam_m, ref_params[i].adam_m, ref_params[i].name + " adam_m");
     expect_close(ps_params[i].adam_v, ref_params[i].adam_v, ref_params[i].name + " adam_v");
   }
+  ps.forget_moments();
+  expect_state_in_shards(ps_params);
   // Every shard multiplied, and only its slice: no shard ever produced a
   // whole forward output of the first layer.
   const int64_t first_out = cfg.kind == "mlp" ? cfg.hidden[0] : 3 * cfg.d_model;
@@ -193,6 +208,7 @@ TEST(parameter_store, one_shard_and_the_local_store_agree_bit_for_bit) {
     auto m = make_model(cfg, 7, ps);
     ASSERT_TRUE(m) << describe(m.error());
     EXPECT_EQ(train(**m, ps, b, 4), want) << cfg.kind;
+    ps.gather_moments();
     for (size_t i = 0; i < (*ref)->parameters().size(); ++i) {
       const auto& p = (*m)->parameters()[i];
       const auto& q = (*ref)->parameters()[i];

@@ -44,6 +44,9 @@ class parameter_store {
   virtual void update(const adamw_config& cfg, int64_t t, double grad_scale) = 0;
   // The parameters' adam_m and adam_v are current afterwards (checkpoints).
   virtual void gather_moments() = 0;
+  // The checkpoint is written: a store whose moments live elsewhere drops
+  // the whole ones gather_moments made.
+  virtual void forget_moments() {}
   // Bytes each shard keeps for its parameters (values, gradients and AdamW
   // moments), one entry per shard: what the console shows as its memory.
   virtual std::vector<uint64_t> shard_bytes() const;

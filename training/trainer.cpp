@@ -119,6 +119,7 @@ caf::error trainer::save() {
   for (const auto& p : model_->parameters())
     ck.parameters.push_back(set.count > 0 ? parameter_state{p.name, p.value, {}, {}}
                                           : parameter_state{p.name, p.value, p.adam_m, p.adam_v});
+  store_.forget_moments();  // ck has its copy
   ck.shards = std::move(set);
   auto path = write_checkpoint(opts_.checkpoint_dir, ck);
   if (!path) return path.error();

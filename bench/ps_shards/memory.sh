@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Each PS shard process's peak memory at opt-125m (issue 16's memory table):
 # a --role=ps coordinator and 1, 2 and 4 --role=ps-shard processes on
-# loopback train gpt --shape=opt-125m --vocab=50272 (125M parameters) for a
+# loopback train gpt --shape=opt-125m --vocab=50272 (162M parameters) for a
 # few steps on one thread each. Prints per shard count the bytes of each
 # shard's slices (values, gradients and both AdamW moments: 16 bytes a
 # parameter), each shard process's peak RSS (VmHWM, from the shard itself)
 # and the coordinator's. The slices' share falls as 1/S; what stays is the
 # process's own base, and while a message in parts (schema/shard_parts.hpp)
 # is put together or sent, a second copy of it (the attach: 12 bytes a
-# parameter of the slice). The coordinator holds the whole model as before.
+# parameter of the slice). The coordinator holds every value whole (4 bytes
+# a parameter, whatever S), the gradients of the parameters its own ops
+# make (embeddings, norms, biases) and its activations; no AdamW moment, no
+# gradient of a weight only products use, no copy of its attach (sent in
+# parts cut from its tensors) nor of an update's answer (read into the
+# values part by part).
 # Usage: [STEPS=3] [FLAGS=...] bench/ps_shards/memory.sh [path/to/cleave]   (not part of CI; ~4 minutes)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -39,20 +39,20 @@ class gpt final : public model {
       bl.ln1_g = &add_parameter(p + "ln1.g", 1, d, false);
       fill_constant(bl.ln1_g->value, 1.0f);
       bl.ln1_b = &add_parameter(p + "ln1.b", 1, d, false);
-      bl.qkv_w = &add_parameter(p + "attn.qkv.w", d, 3 * d, true);
+      bl.qkv_w = &add_parameter(p + "attn.qkv.w", d, 3 * d, true, true);
       fill_normal(bl.qkv_w->value, std_init, r);
       bl.qkv_b = &add_parameter(p + "attn.qkv.b", 1, 3 * d, false);
-      bl.proj_w = &add_parameter(p + "attn.proj.w", d, d, true);
+      bl.proj_w = &add_parameter(p + "attn.proj.w", d, d, true, true);
       fill_normal(bl.proj_w->value, std_resid, r);
       bl.proj_w->shard_split = shard_axis::rows;  // pairs with qkv
       bl.proj_b = &add_parameter(p + "attn.proj.b", 1, d, false);
       bl.ln2_g = &add_parameter(p + "ln2.g", 1, d, false);
       fill_constant(bl.ln2_g->value, 1.0f);
       bl.ln2_b = &add_parameter(p + "ln2.b", 1, d, false);
-      bl.fc_w = &add_parameter(p + "mlp.fc.w", d, cfg.ffn, true);
+      bl.fc_w = &add_parameter(p + "mlp.fc.w", d, cfg.ffn, true, true);
       fill_normal(bl.fc_w->value, std_init, r);
       bl.fc_b = &add_parameter(p + "mlp.fc.b", 1, cfg.ffn, false);
-      bl.out_w = &add_parameter(p + "mlp.proj.w", cfg.ffn, d, true);
+      bl.out_w = &add_parameter(p + "mlp.proj.w", cfg.ffn, d, true, true);
       fill_normal(bl.out_w->value, std_resid, r);
       bl.out_w->shard_split = shard_axis::rows;  // pairs with fc
       bl.out_b = &add_parameter(p + "mlp.proj.b", 1, d, false);
@@ -60,7 +60,7 @@ class gpt final : public model {
     lnf_g_ = &add_parameter("lnf.g", 1, d, false);
     fill_constant(lnf_g_->value, 1.0f);
     lnf_b_ = &add_parameter("lnf.b", 1, d, false);
-    head_ = &add_parameter("head.w", d, cfg.vocab, true);
+    head_ = &add_parameter("head.w", d, cfg.vocab, true, true);
     fill_normal(head_->value, std_init, r);
   }
 

@@ -16,7 +16,7 @@ class mlp final : public model {
     widths.push_back(cfg.classes);
     rng r(derive_seed(seed, 1));
     for (size_t i = 0; i + 1 < widths.size(); ++i) {
-      auto& w = add_parameter("fc" + std::to_string(i) + ".w", widths[i], widths[i + 1], true);
+      auto& w = add_parameter("fc" + std::to_string(i) + ".w", widths[i], widths[i + 1], true, true);
       // He initialisation for ReLU layers; the logits layer gets Xavier.
       const bool last = i + 2 == widths.size();
       fill_normal(w.value, std::sqrt((last ? 1.0 : 2.0) / static_cast<double>(widths[i])), r);

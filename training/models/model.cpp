@@ -17,15 +17,21 @@ int64_t model::parameter_count() const {
   return n;
 }
 
-parameter& model::add_parameter(std::string name, int64_t rows, int64_t cols, bool decay) {
+parameter& model::add_parameter(std::string name, int64_t rows, int64_t cols, bool decay, bool product_weight) {
   auto& p = params_.emplace_back();
   p.name = std::move(name);
   p.id = static_cast<int32_t>(params_.size() - 1);
   p.value.resize(rows, cols);
-  p.grad.resize(rows, cols);
-  p.adam_m.resize(rows, cols);
-  p.adam_v.resize(rows, cols);
+  // With PS shards the moments, and a product weight's gradient, live in the
+  // shards' slices alone: whole ones here would be the coordinator's largest cost.
+  const bool elsewhere = gemm_->keeps_parameter_state();
+  if (!elsewhere || !product_weight) p.grad.resize(rows, cols);
+  if (!elsewhere) {
+    p.adam_m.resize(rows, cols);
+    p.adam_v.resize(rows, cols);
+  }
   p.decay = decay;
+  p.product_weight = product_weight;
   return p;
 }
 

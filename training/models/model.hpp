@@ -87,7 +87,9 @@ class model {
 
  protected:
   model(model_config cfg, gemm_engine<float>& eng) : config_(std::move(cfg)), gemm_(&eng) {}
-  parameter& add_parameter(std::string name, int64_t rows, int64_t cols, bool decay);
+  // `product_weight`: only products with its id read it and make its
+  // gradient (a linear layer's matrix).
+  parameter& add_parameter(std::string name, int64_t rows, int64_t cols, bool decay, bool product_weight = false);
 
   model_config config_;
   gemm_engine<float>* gemm_;

@@ -23,6 +23,9 @@ struct parameter {
   tensor adam_v;
   bool decay = false;  // AdamW weight decay applies to matrices, not biases or norms
   shard_axis shard_split = shard_axis::columns;
+  // Only products with its id read it and make its gradient (a linear
+  // layer's matrix): with PS shards the coordinator keeps no gradient of it.
+  bool product_weight = false;
   // Sparse mode: a step's gradient is zero outside `touched_rows` (listed
   // by the model as it adds into them, ascending and distinct), so the store
   // zeroes, sums and updates those rows alone and the step costs what it

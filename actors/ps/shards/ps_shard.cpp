@@ -10,8 +10,8 @@ caf::error local_shard::attach(const std::vector<parameter*>& params,
     st.where = mine[id];
     st.decay = params[id]->decay;
     copy_out(params[id]->value, st.where, st.value);
-    copy_out(params[id]->adam_m, st.where, st.adam_m);
-    copy_out(params[id]->adam_v, st.where, st.adam_v);
+    moment_out(params[id]->adam_m, st.where, st.value, st.adam_m);
+    moment_out(params[id]->adam_v, st.where, st.value, st.adam_v);
   }
   store_.attach(std::move(slices));
   return {};
@@ -33,7 +33,7 @@ caf::error local_shard::run(const std::vector<slice_product>& products,
 caf::expected<double> local_shard::add_grads(const std::vector<parameter*>& params) {
   for (size_t id = 0; id < params.size(); ++id) {
     auto& st = store_.slice(id);
-    add_out(params[id]->grad, st.where, st.grad);
+    if (!params[id]->grad.empty()) add_out(params[id]->grad, st.where, st.grad);
   }
   return store_.sum_of_squares();
 }

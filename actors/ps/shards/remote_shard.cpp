@@ -1,5 +1,8 @@
 #include "actors/ps/shards/remote_shard.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include "schema/errors.hpp"
 #include "schema/shard_parts.hpp"
 
@@ -100,7 +103,29 @@ caf::expected<transport::bulk_frame> remote_shard::fetch_parts(transport::bulk_f
 
 caf::expected<transport::bulk_frame> remote_shard::call(shard_kind kind, std::vector<char> payload,
                                                         shard_kind expected) {
-  auto frame = payload.size() > shard_part_bytes ? send_in_parts(kind, payload) : exchange(kind, std::move(payload));
+  return answer(payload.size() > shard_part_bytes ? send_in_parts(kind, payload) : exchange(kind, std::move(payload)),
+                expected);
+}
+
+caf::expected<transport::bulk_frame> remote_shard::call_gathered(shard_kind kind, const gathered_message& request,
+                                                                 shard_kind expected) {
+  gathered_reader reader(request);
+  if (request.total <= shard_part_bytes) {
+    std::vector<char> whole(request.total);
+    reader.copy(0, request.total, whole.data());
+    return call(kind, std::move(whole), expected);
+  }
+  for (uint64_t offset = 0;; offset += shard_part_bytes) {
+    auto frame = exchange(shard_kind::part,
+                          encode_shard_part(static_cast<uint16_t>(kind), request, reader, offset, shard_part_bytes));
+    if (!frame || offset + shard_part_bytes >= request.total) return answer(std::move(frame), expected);
+    if (frame->kind != static_cast<uint16_t>(shard_kind::done))
+      return fail("the PS shard at " + address_ + " answered a part with kind " + std::to_string(frame->kind));
+  }
+}
+
+caf::expected<transport::bulk_frame> remote_shard::answer(caf::expected<transport::bulk_frame> frame,
+                                                          shard_kind expected) {
   if (frame && frame->kind == static_cast<uint16_t>(shard_kind::part)) frame = fetch_parts(std::move(*frame));
   if (!frame) return frame.error();
   if (frame->kind != static_cast<uint16_t>(expected))
@@ -123,6 +148,7 @@ caf::expected<std::vector<tensor>> remote_shard::call_for_tensors(
 
 void remote_shard::take_cut(const std::vector<parameter*>& params, const std::vector<shard_slice>& mine) {
   mine_ = mine;
+  params_ = params;
   slice_shapes_.clear();
   bytes_ = 0;
   for (size_t id = 0; id < params.size(); ++id) {
@@ -147,8 +173,17 @@ caf::error remote_shard::attach(const std::vector<parameter*>& params, const std
     after_attach_ = traffic();
     return {};
   }
-  std::vector<shard_attach_entry> entries(params.size());
   take_cut(params, mine);
+  // The frame is read from the whole tensors where they are. A moment the
+  // coordinator does not hold (none yet) is zeros: one row of them for every row.
+  int64_t widest = 0;
+  for (const auto& shape : slice_shapes_) widest = std::max(widest, shape.second);
+  const std::vector<float> zeros(static_cast<size_t>(widest), 0.0f);
+  auto moment = [&](const tensor& whole, size_t id) {
+    return whole.empty() ? const_view<float>{zeros.data(), slice_shapes_[id].first, slice_shapes_[id].second, 0}
+                         : window(whole, mine[id]);
+  };
+  std::vector<shard_attach_view> entries(params.size());
   for (size_t id = 0; id < params.size(); ++id) {
     const parameter& p = *params[id];
     auto& e = entries[id];
@@ -158,11 +193,11 @@ caf::error remote_shard::attach(const std::vector<parameter*>& params, const std
     e.full_cols = p.value.cols();
     e.begin = mine[id].range.begin;
     e.end = mine[id].range.end;
-    copy_out(p.value, mine[id], e.value);
-    copy_out(p.adam_m, mine[id], e.adam_m);
-    copy_out(p.adam_v, mine[id], e.adam_v);
+    e.value = window(p.value, mine[id]);
+    e.adam_m = moment(p.adam_m, id);
+    e.adam_v = moment(p.adam_v, id);
   }
-  auto done = call(shard_kind::attach, encode_shard_attach(entries), shard_kind::done);
+  auto done = call_gathered(shard_kind::attach, gather_shard_attach(entries), shard_kind::done);
   after_attach_ = traffic();
   return done ? caf::error{} : done.error();
 }
@@ -208,9 +243,11 @@ caf::error remote_shard::run(const std::vector<slice_product>& products,
 caf::expected<double> remote_shard::add_grads(const std::vector<parameter*>& params) {
   // A window of zeros (a weight whose gradient the shard made itself) adds nothing: not sent.
   std::vector<const_view<float>> windows;
+  // Nor is a gradient the coordinator does not keep (a product weight's).
   for (size_t id = 0; id < params.size(); ++id) {
-    const auto w = window(static_cast<const tensor&>(params[id]->grad), mine_[id]);
-    windows.push_back(all_zero(w) ? const_view<float>{} : w);
+    const tensor& grad = params[id]->grad;
+    const auto w = grad.empty() ? const_view<float>{} : window(grad, mine_[id]);
+    windows.push_back(grad.empty() || all_zero(w) ? const_view<float>{} : w);
   }
   auto frame = call(shard_kind::add_grads, encode_shard_tensors(windows), shard_kind::sum_of_squares);
   if (!frame) return frame.error();
@@ -220,14 +257,42 @@ caf::expected<double> remote_shard::add_grads(const std::vector<parameter*>& par
 }
 
 caf::error remote_shard::update(const adamw_config& cfg, int64_t t, double grad_scale) {
-  auto values = call_for_tensors(shard_kind::update, encode(shard_update_msg{cfg, t, grad_scale}), slice_shapes_);
-  if (!values) return values.error();
-  values_ = std::move(*values);
-  return {};
+  // The values are read into the parameters as their parts arrive: the
+  // answer is as large as the slices, and never held whole here.
+  std::vector<mut_view<float>> into;
+  for (size_t id = 0; id < params_.size(); ++id) into.push_back(window(params_[id]->value, mine_[id]));
+  shard_tensors_sink values(std::move(into));
+  auto first = exchange(shard_kind::update, encode(shard_update_msg{cfg, t, grad_scale}));
+  if (!first) return first.error();
+  return receive_tensors(std::move(*first), values);
 }
 
-void remote_shard::gather_values(const std::vector<parameter*>& params) {
-  for (size_t id = 0; id < params.size() && id < values_.size(); ++id) copy_in(values_[id], mine_[id], params[id]->value);
+caf::error remote_shard::receive_tensors(transport::bulk_frame first, shard_tensors_sink& sink) {
+  const std::string who = "the PS shard at " + address_;
+  if (first.kind == static_cast<uint16_t>(shard_kind::tensors)) {
+    if (auto why = sink.add(first.payload.data(), first.payload.size())) return fail(who + ": " + describe(why));
+  } else if (first.kind != static_cast<uint16_t>(shard_kind::part)) {
+    return fail(who + " answered out of turn (kind " + std::to_string(first.kind) + ")");
+  } else {
+    uint64_t received = 0;
+    for (auto frame = std::move(first);;) {
+      auto part = decode_shard_part(frame.payload.data(), frame.payload.size());
+      if (!part) return fail(who + ": " + describe(part.error()));
+      if (part->kind != static_cast<uint16_t>(shard_kind::tensors) || part->total != sink.total()
+          || part->offset != received)
+        return fail(who + " answered with a part of another message, or out of order");
+      if (auto why = sink.add(part->data, part->size)) return fail(who + ": " + describe(why));
+      received += part->size;
+      if (received == part->total) break;
+      auto next = exchange(shard_kind::next_part, {});
+      if (!next) return next.error();
+      if (next->kind != static_cast<uint16_t>(shard_kind::part))
+        return fail(who + " broke off an answer in parts (kind " + std::to_string(next->kind) + ")");
+      frame = std::move(*next);
+    }
+  }
+  if (!sink.complete()) return fail(who + " answered fewer tensors than its slices");
+  return {};
 }
 
 caf::error remote_shard::gather_moments(const std::vector<parameter*>& params) {

@@ -13,6 +13,7 @@
 #include "actors/transport/frame_client.hpp"
 #include "schema/shard_checkpoint_file.hpp"
 #include "schema/shard_codec.hpp"
+#include "schema/shard_gathered.hpp"
 
 namespace cleave {
 
@@ -38,7 +39,8 @@ class remote_shard final : public ps_shard {
                  const std::vector<gemm_job<float>>& whole) override;
   caf::expected<double> add_grads(const std::vector<parameter*>& params) override;
   caf::error update(const adamw_config& cfg, int64_t t, double grad_scale) override;
-  void gather_values(const std::vector<parameter*>& params) override;
+  // The values came with the update's answer, straight into the parameters.
+  void gather_values(const std::vector<parameter*>&) override {}
   caf::error gather_moments(const std::vector<parameter*>& params) override;
   uint64_t bytes() const override { return bytes_; }
   // The coordinator computes the products that stay whole itself.
@@ -95,6 +97,14 @@ class remote_shard final : public ps_shard {
   caf::expected<transport::bulk_frame> send_in_parts(shard_kind kind, const std::vector<char>& payload);
   // The whole answer whose first part is `first`.
   caf::expected<transport::bulk_frame> fetch_parts(transport::bulk_frame first);
+  // A request the coordinator holds as pieces (schema/shard_gathered.hpp),
+  // sent in parts cut from them as it goes: never a copy of the whole.
+  caf::expected<transport::bulk_frame> call_gathered(shard_kind kind, const gathered_message& request,
+                                                     shard_kind expected);
+  // The whole answer to a request, which must be of kind `expected`.
+  caf::expected<transport::bulk_frame> answer(caf::expected<transport::bulk_frame> frame, shard_kind expected);
+  // An answer of tensors, `first` its first frame, read into `sink` part by part.
+  caf::error receive_tensors(transport::bulk_frame first, shard_tensors_sink& sink);
   // An answer of tensors whose shapes must be `shapes`' (rows, cols).
   caf::expected<std::vector<tensor>> call_for_tensors(shard_kind kind, std::vector<char> payload,
                                                       const std::vector<std::pair<int64_t, int64_t>>& shapes);
@@ -110,7 +120,7 @@ class remote_shard final : public ps_shard {
   uint64_t tag_ = 0;
   std::vector<shard_slice> mine_;
   std::vector<std::pair<int64_t, int64_t>> slice_shapes_;  // by parameter id
-  std::vector<tensor> values_;  // the last update's
+  std::vector<parameter*> params_;  // the last cut's: an update's values go straight into them
   uint64_t bytes_ = 0;
   remote_shard_traffic after_attach_;
   bool restored_ = false;  // the shard holds mine_'s slices from its own file

@@ -39,6 +39,12 @@ void copy_in(const tensor& part, const shard_slice& s, tensor& full) {
     std::copy(part.data() + r * w.cols, part.data() + (r + 1) * w.cols, w.data + r * w.ld);
 }
 
+void moment_out(const tensor& full, const shard_slice& s, const tensor& value_part, tensor& part) {
+  if (!full.empty()) return copy_out(full, s, part);
+  part.resize(value_part.rows(), value_part.cols());
+  part.zero();
+}
+
 void add_out(const tensor& full, const shard_slice& s, tensor& part) {
   auto w = window(full, s);
   for (int64_t r = 0; r < w.rows; ++r) {

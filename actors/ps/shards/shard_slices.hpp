@@ -35,6 +35,9 @@ mut_view<float> window(tensor& full, const shard_slice& s);
 void copy_out(const tensor& full, const shard_slice& s, tensor& part);
 // the slice of full <- part.
 void copy_in(const tensor& part, const shard_slice& s, tensor& full);
+// part <- the slice of a moment, or zeros shaped as value_part when the
+// coordinator holds no whole moment (it starts at zero, or lives in the shards).
+void moment_out(const tensor& full, const shard_slice& s, const tensor& value_part, tensor& part);
 // part += the slice of full.
 void add_out(const tensor& full, const shard_slice& s, tensor& part);
 

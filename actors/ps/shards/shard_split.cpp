@@ -1,5 +1,7 @@
 #include "actors/ps/shards/shard_split.hpp"
 
+#include <stdexcept>
+
 namespace cleave {
 
 namespace {
@@ -33,9 +35,11 @@ parameter* product_split::weight_of(const gemm_job<float>& job) const {
     return nullptr;
   parameter* w = params_[static_cast<size_t>(tag.weight)];
   const tensor& v = w->value;
-  // The tag must name the operand it came with: its whole value (or gradient).
+  // The tag must name the operand it came with: its whole value (or
+  // gradient; one the coordinator does not keep comes as its shape alone).
+  const float* grad = w->grad.empty() ? nullptr : w->grad.data();
   const bool whole = role == gemm_role::grad_weight
-                       ? c.data == w->grad.data() && c.rows == v.rows() && c.cols == v.cols()
+                       ? c.data == grad && c.rows == v.rows() && c.cols == v.cols()
                            && c.ld == v.cols()
                        : b.data == v.data() && b.rows == v.rows() && b.cols == v.cols()
                            && b.ld == v.cols();
@@ -54,6 +58,8 @@ void product_split::split_one(const gemm_job<float>& job, split_batch& out) {
   const auto& [tag, a, trans_a, b, trans_b, c, beta] = job;
   const parameter* w = weight_of(job);
   if (w == nullptr) {
+    if (c.data == nullptr && c.rows * c.cols > 0)
+      throw std::runtime_error("a product into a gradient the coordinator does not keep names no PS shard's weight");
     out.whole.push_back(job);
     return;
   }

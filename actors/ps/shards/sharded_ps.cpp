@@ -42,6 +42,14 @@ void sharded_ps::on_attach() {
     for (size_t id = 0; id < params_.size(); ++id) mine.push_back(split_.slice(id, static_cast<size_t>(s)));
     return shards_[static_cast<size_t>(s)]->attach(params_, mine);
   });
+  forget_moments();
+}
+
+void sharded_ps::forget_moments() {
+  for (parameter* p : params_) {
+    p->adam_m = tensor();
+    p->adam_v = tensor();
+  }
 }
 
 std::vector<uint64_t> sharded_ps::shard_bytes() const {
@@ -78,6 +86,10 @@ void sharded_ps::update(const adamw_config& cfg, int64_t t, double grad_scale) {
 }
 
 void sharded_ps::gather_moments() {
+  for (parameter* p : params_) {
+    p->adam_m.resize(p->value.rows(), p->value.cols());
+    p->adam_v.resize(p->value.rows(), p->value.cols());
+  }
   on_every_shard("gathering moments",
                  [&](int s) { return shards_[static_cast<size_t>(s)]->gather_moments(params_); });
 }

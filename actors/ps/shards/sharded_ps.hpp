@@ -10,7 +10,9 @@
 //
 // It is the model's gemm_engine and its parameter_store. The row-wise ops
 // stay with the coordinator, which reads the gathered values after every
-// update. A shard that cannot do its part (a shard process lost) makes the
+// update. The coordinator holds no AdamW moments (a checkpoint gathers them
+// for the time it is written) and no gradient of a weight only products use
+// (product_weight): the shards make those into their slices. A shard that cannot do its part (a shard process lost) makes the
 // call throw std::runtime_error with the reason; the trainer stops the run
 // with it.
 
@@ -47,8 +49,12 @@ class sharded_ps final : public gemm_engine<float>, public parameter_store {
   // AdamW on every slice, the shards in parallel; then gathers the values
   // into the parameters for the coordinator's row-wise ops.
   void update(const adamw_config& cfg, int64_t t, double grad_scale) override;
-  // Gathers the moments into the parameters (a checkpoint holds whole tensors).
+  // Gathers the moments into the parameters (a checkpoint holds whole
+  // tensors), until forget_moments.
   void gather_moments() override;
+  void forget_moments() override;
+  // The moments and the product weights' gradients are the shards' alone.
+  bool keeps_parameter_state() const override { return true; }
   // Each shard's slices with their gradients and moments.
   std::vector<uint64_t> shard_bytes() const override;
   // Runs job(s) on every shard's thread at once.
@@ -65,7 +71,8 @@ class sharded_ps final : public gemm_engine<float>, public parameter_store {
   void add_local_seconds(double seconds, int64_t products) override;
 
  private:
-  // Cuts the registered parameters (values and moments) into the shards' slices.
+  // Cuts the registered parameters (values and moments) into the shards'
+  // slices; the whole moments (a restore's) are dropped once the shards have them.
   void on_attach() override;
   // Runs call(s) on every shard at once; the first failure, in shard order,
   // is thrown as std::runtime_error.
