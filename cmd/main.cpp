@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
     auto wire = parse_wire_precision(cfg.wire);
     if (!wire) return usage_error(describe(wire.error()));
     if (*wire != wire_precision::fp32 && cfg.role != "simulate" && cfg.role != "all" && cfg.role != "ps")
-      return usage_error("--wire=bf16 is for --role=all, ps and simulate: the ps decides, shard processes "
+      return usage_error("--wire=" + cfg.wire + " is for --role=all, ps and simulate: the ps decides, shard processes "
                          "take it from the coordinator's job and devices from their tasks");
   }
   if (cfg.ps_link_model != "fair" && cfg.ps_link_model != "scheduled")

@@ -120,7 +120,8 @@ cleave_config::cleave_config() {
     .add(sim_ps_ops.check_rate, "ps-check-rate", "--role=simulate: bytes/s of the check's pass over each result as it comes (default 4.9e9)")
     .add(sim_ps_ops.fold_rate, "ps-fold-rate", "--role=simulate: bytes/s the PS adds a K-split partial result into C at (default 5.6e9)")
     .add(sim_ps_link, "sim-ps-link", "--role=simulate: bytes/s each way of each PS shard's link, where the planner is told --ps-egress/--ps-ingress (default: the same)")
-    .add(wire, "wire", "fp32 or bf16: the floats of tiles' operands and results on the wire (default fp32; --role=simulate: bf16 for the opt-* shapes)")
+    .add(wire, "wire", "fp32, bf16 or bf16-operands: the floats of tiles' operands and results on the wire (bf16-operands: operands "
+                    "bf16, results fp32, for fp32's check resolution; default fp32; --role=simulate: bf16 for the opt-* shapes)")
     .add(attention_tiles, "attention-tiles", "--role=simulate: gpt's attention as fused tiles the planner may place on devices (default: per-head products on the PS, as live runs)")
     .add(relays, "relays", "--role=plan and simulate: a relay tier of this many relays between the PS and the devices, the devices spread over them in runs (default 0: none, or the fleet file's \"relays\")")
     .add(relay_link, "relay-link", "--role=plan and simulate with --relays: bytes/s each way between the PS and each relay (default 1.25e9)")

@@ -104,7 +104,9 @@ int run_baseline(const cleave_config& cfg, const sim_config& sc, churn_feed& chu
   bc.replay = cfg.recovery == "replay";
   bc.checkpoint_every = cfg.checkpoint_every;
   bc.detection_seconds = detection_seconds(sc.detector);
-  bc.wire_bytes = wire_element_bytes(sc.wire);
+  // Under bf16-operands Cleave's fp32 results buy its check's resolution;
+  // the baselines check nothing, so they move bf16 both ways.
+  bc.wire_bytes = operand_element_bytes(sc.wire);
   const auto res = simulate_baseline(bc, sc.fleet, churn);
   auto report = report_head(cfg.system, sc.model, sc.batch, sc.fleet.size(),
                             static_cast<uint64_t>(cfg.seed));

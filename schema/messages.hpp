@@ -23,7 +23,8 @@
 namespace cleave {
 
 // 9: tile tasks and results carry the wire's precision (--wire), a byte
-// before their values.
+// before their values. (bf16-operands, 2, needs no new version: a task's
+// byte of 2 is refused by older peers as an unknown precision.)
 inline constexpr uint32_t message_schema_version = 9;
 
 // Largest operand or result block a peer accepts (elements): the planner never
@@ -136,10 +137,11 @@ inspect(Inspector& f, operand& x) {
   return f(caf::meta::type_name("operand"), x.key, x.rows, x.cols, x.trans, x.data);
 }
 
-// C_tile = op(a) * op(b). `wire`: the precision the operands' values cross
-// the wire in and the result must come back in. With bf16 the PS has
-// already rounded the values (an operand's floats are bf16 values, widened),
-// so an in-process device computes on exactly what a remote one decodes.
+// C_tile = op(a) * op(b). `wire`: the wire's mode, so the precision the
+// operands' values cross the wire in (operand_precision) and the result must
+// come back in (result_precision). With bf16 operands the PS has already
+// rounded the values (an operand's floats are bf16 values, widened), so an
+// in-process device computes on exactly what a remote one decodes.
 struct tile_task {
   tile_key key;
   wire_precision wire = wire_precision::fp32;
@@ -165,8 +167,8 @@ inspect(Inspector& f, tile_task& x) {
   return f(caf::meta::type_name("tile_task"), x.key, x.wire, x.a, x.b);
 }
 
-// `wire`: the precision `data` crossed the wire in; with bf16 its floats are
-// bf16 values, widened.
+// `wire`: the precision `data` crossed the wire in, fp32 or bf16 (never
+// bf16_operands); with bf16 its floats are bf16 values, widened.
 struct tile_result {
   tile_key key;
   int32_t device = -1;

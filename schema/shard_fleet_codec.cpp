@@ -6,6 +6,7 @@
 #include "schema/edge_codec.hpp"
 #include "schema/errors.hpp"
 #include "schema/wire.hpp"
+#include "schema/wire_precision.hpp"
 
 namespace cleave {
 
@@ -48,7 +49,7 @@ caf::expected<shard_fleet_msg> decode_shard_fleet(const char* data, size_t size)
   if (!(m.ps_flops > 0 && m.ps_egress > 0 && m.heartbeat > 0 && m.heartbeat <= 60 && m.tile_timeout > 0
         && m.replicate <= 1 && m.ps_tile_seconds <= 1))
     return fail("fleet request: a figure out of range");
-  if (m.wire > 1) return fail("fleet request: an unknown wire precision " + std::to_string(m.wire));
+  if (m.wire > static_cast<uint8_t>(last_wire_precision)) return fail("fleet request: an unknown wire precision " + std::to_string(m.wire));
   if (m.max_tiles_per_device < 1 || m.max_tiles_per_device > 1 << 16 || m.quarantine_after < 1)
     return fail("fleet request: tiles per device or the quarantine threshold out of range");
   return got;

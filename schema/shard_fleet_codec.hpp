@@ -29,7 +29,7 @@ struct shard_fleet_msg {
   bool trust_results = false;
   std::string secret;  // job_secret_bytes
   // --wire, as wire_precision's value: a tail after the secret, sent only
-  // for bf16, so an fp32 job's frame is what it was before the flag.
+  // when not fp32, so an fp32 job's frame is what it was before the flag.
   uint8_t wire = 0;
 };
 

@@ -18,17 +18,20 @@ size_t value_count(const operand& op) {
   return op.window_valid() ? static_cast<size_t>(op.rows * op.cols) : 0;
 }
 
-// The wire's precision, one byte: anything but fp32 (0) or bf16 (1) is
-// refused before a value is read, since it says how long the values are.
+// The wire's precision, one byte: a task's is the wire's mode (its
+// operands' precision follows from it, and the result's it asks for), a
+// result's that of its values, fp32 (0) or bf16 (1). Anything above `most`
+// is refused before a value is read, since it says how long the values are.
 template <class W>
 struct precision_field : wire::custom_field {
   W& w;
-  explicit precision_field(W& p) : w(p) {}
+  wire_precision most;
+  precision_field(W& p, wire_precision m) : w(p), most(m) {}
   void put(wire::writer& out) const { out(static_cast<uint8_t>(w)); }
   bool get(wire::reader& r) {
     uint8_t b = 0;
     if (!r(b)) return r.fail("truncated precision");
-    if (b > static_cast<uint8_t>(wire_precision::bf16)) return r.fail("an unknown wire precision " + std::to_string(b));
+    if (b > static_cast<uint8_t>(most)) return r.fail("an unknown wire precision " + std::to_string(b));
     w = static_cast<wire_precision>(b);
     return true;
   }
@@ -53,7 +56,7 @@ bool get_values(wire::reader& r, std::vector<float>& v, int64_t n, wire_precisio
 }
 
 // An operand's values after its shape: a flag, then rows * cols values in
-// the task's precision when it carries them (none: "use the block cached
+// the task's operand precision when it carries them (none: "use the block cached
 // under its key").
 template <class Op, class W>
 struct operand_values : wire::custom_field {
@@ -64,16 +67,17 @@ struct operand_values : wire::custom_field {
     const bool values = value_count(op) > 0;
     w(values);
     if (!values) return;
-    if (!op.data.empty()) return put_values(w, op.data.data(), op.data.size(), prec);
+    const wire_precision p = operand_precision(prec);
+    if (!op.data.empty()) return put_values(w, op.data.data(), op.data.size(), p);
     // A snapshot window is strided: row by row into the (unaligned) frame.
     const float* src = op.shared->data() + op.offset;
-    for (int64_t r = 0; r < op.rows; ++r) put_values(w, src + r * op.ld, static_cast<size_t>(op.cols), prec);
+    for (int64_t r = 0; r < op.rows; ++r) put_values(w, src + r * op.ld, static_cast<size_t>(op.cols), p);
   }
   bool get(wire::reader& r) {
     bool values = false;
     if (!r(values)) return r.fail("truncated operand");
     if (!block_shape_ok(op.rows, op.cols) || r.invalid()) return r.fail("an operand has an invalid shape or flags");
-    if (values && !get_values(r, op.data, op.rows * op.cols, prec)) return r.fail("an operand is shorter than its shape");
+    if (values && !get_values(r, op.data, op.rows * op.cols, operand_precision(prec))) return r.fail("an operand is shorter than its shape");
     return true;
   }
 };
@@ -94,12 +98,12 @@ struct result_values : wire::custom_field {
   Res& res;
   explicit result_values(Res& r) : res(r) {}
   void put(wire::writer& w) const {
-    w(precision_field<const wire_precision>(res.wire));
+    w(precision_field<const wire_precision>(res.wire, wire_precision::bf16));
     put_values(w, res.data.data(), res.data.size(), res.wire);
   }
   bool get(wire::reader& r) {
     if (!block_shape_ok(res.rows, res.cols)) return r.fail("invalid shape");
-    if (!r(precision_field<wire_precision>(res.wire))) return false;
+    if (!r(precision_field<wire_precision>(res.wire, wire_precision::bf16))) return false;
     return get_values(r, res.data, res.rows * res.cols, res.wire) || r.fail("shorter than its shape");
   }
 };
@@ -115,7 +119,7 @@ template <class M, class Io>
 wire::fields_of<M, tile_task> wire_fields(M& t, Io& io) {
   using W = std::conditional_t<std::is_const_v<M>, const wire_precision, wire_precision>;
   using Op = std::conditional_t<std::is_const_v<M>, const operand, operand>;
-  return io(t.key, precision_field<W>(t.wire), operand_field<Op, W>(t.a, t.wire),
+  return io(t.key, precision_field<W>(t.wire, last_wire_precision), operand_field<Op, W>(t.a, t.wire),
             operand_field<Op, W>(t.b, t.wire));
 }
 

@@ -5,13 +5,18 @@
 namespace cleave {
 
 const char* to_string(wire_precision w) {
-  return w == wire_precision::bf16 ? "bf16" : "fp32";
+  switch (w) {
+    case wire_precision::fp32: return "fp32";
+    case wire_precision::bf16: return "bf16";
+    case wire_precision::bf16_operands: return "bf16-operands";
+  }
+  return "unknown";
 }
 
 caf::expected<wire_precision> parse_wire_precision(std::string_view text) {
-  if (text == "fp32") return wire_precision::fp32;
-  if (text == "bf16") return wire_precision::bf16;
-  return fail("--wire must be fp32 or bf16, not '" + std::string(text) + "'");
+  for (auto w : {wire_precision::fp32, wire_precision::bf16, wire_precision::bf16_operands})
+    if (text == to_string(w)) return w;
+  return fail("--wire must be fp32, bf16 or bf16-operands, not '" + std::string(text) + "'");
 }
 
 }  // namespace cleave

@@ -114,7 +114,7 @@ TEST(attention_tiles, cost_what_flash_attention_moves_and_computes) {
   g.m = 8;   // pairs
   g.n = 64;  // sequence
   g.k = 16;  // head dimension
-  g.element_bytes = 2;
+  g.element_bytes = g.result_element_bytes = 2;
   const auto fwd = attention_tile(tile_op::attention_forward, g, 2);
   EXPECT_EQ(fwd.down, 2u * 3 * 2 * 64 * 16);          // Q, K, V in bf16
   EXPECT_EQ(fwd.up, 2u * 2 * 64 * 16 + 4u * 2 * 64);  // O in bf16, log of sums in fp32
@@ -123,6 +123,11 @@ TEST(attention_tiles, cost_what_flash_attention_moves_and_computes) {
   EXPECT_EQ(bwd.down, 2u * 4 * 2 * 64 * 16 + 4u * 2 * 2 * 64);
   EXPECT_EQ(bwd.up, 2u * 3 * 2 * 64 * 16);
   EXPECT_DOUBLE_EQ(bwd.flops, 5 * (2.0 * 64 * 64 * 16) * 2);
+  // bf16-operands: the same bytes down, results (O; dQ, dK, dV) in fp32.
+  g.result_element_bytes = 4;
+  EXPECT_EQ(attention_tile(tile_op::attention_forward, g, 2).down, fwd.down);
+  EXPECT_EQ(attention_tile(tile_op::attention_forward, g, 2).up, 4u * 2 * 64 * 16 + 4u * 2 * 64);
+  EXPECT_EQ(attention_tile(tile_op::attention_backward, g, 2).up, 4u * 3 * 2 * 64 * 16);
 }
 
 TEST(attention_tiles, fused_products_keep_the_step_s_forward_flops_and_its_other_products) {

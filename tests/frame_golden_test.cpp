@@ -183,6 +183,13 @@ TEST(frame_golden, tile_task_result_miss) {
   const std::string result_bf16 = "03000000000000000100000002000000050000000100000001000000000000000200000000000000000000000000c03f01003f00c0";
   EXPECT_EQ(hex(to_bytes(rb)), result_bf16);
   round_trips(result_bf16, decode_result, [](const tile_result& x) { return to_bytes(x); });
+  // bf16-operands: bf16's task frame with precision 2; its results are fp32's (above).
+  tile_task to = t;
+  to.wire = wire_precision::bf16_operands;
+  const std::string task_bf16_operands = "03000000000000000100000002000000020b00000000000000020000000000000002000000000000000101803f004040408040"
+                                         "0c00000000000000020000000000000001000000000000000000";
+  EXPECT_EQ(hex(to_bytes(to)), task_bf16_operands);
+  round_trips(task_bf16_operands, decode_task, [](const tile_task& x) { return to_bytes(x); });
   // A bf16 value not exactly a bf16 goes out rounded to nearest, ties to even.
   rb.data = {1.0f + 0x1p-8f, 1.0f + 0x1p-7f + 0x1p-8f};
   auto rounded = decode_result(to_bytes(rb).data(), to_bytes(rb).size());
@@ -195,10 +202,14 @@ TEST(frame_golden, tile_task_result_miss) {
 }
 
 TEST(frame_golden, tile_frames_refuse_an_unknown_precision_and_values_short_of_it) {
-  // A precision byte other than 0 or 1 says nothing of how long the values
-  // are: refused before a value is read.
-  auto task = bytes_of("030000000000000001000000020000000200");
-  EXPECT_FALSE(decode_task(task.data(), task.size()));
+  // A precision byte other than 0, 1 or 2 (a result's: 0 or 1) says nothing
+  // of how long the values are: refused before a value is read.
+  auto task = bytes_of("03000000000000000100000002000000030b00000000000000020000000000000002000000000000000101803f004040408040"
+                       "0c00000000000000020000000000000001000000000000000000");
+  auto refused_task = decode_task(task.data(), task.size());
+  ASSERT_FALSE(refused_task);
+  EXPECT_NE(describe(refused_task.error()).find("unknown wire precision 3"), std::string::npos)
+    << describe(refused_task.error());
   auto result = bytes_of("03000000000000000100000002000000050000000100000001000000000000000200000000000000000000000000c03f02003f00c0");
   auto refused = decode_result(result.data(), result.size());
   ASSERT_FALSE(refused);
@@ -377,7 +388,10 @@ TEST(frame_golden, shard_fleet_and_edge) {
   m.wire = 1;
   EXPECT_EQ(hex(encode(m)), fleet + "01");
   round_trips(fleet + "01", decode_shard_fleet, [](const shard_fleet_msg& x) { return encode(x); });
-  const auto unknown = bytes_of(fleet + "02");
+  m.wire = 2;  // bf16-operands
+  EXPECT_EQ(hex(encode(m)), fleet + "02");
+  round_trips(fleet + "02", decode_shard_fleet, [](const shard_fleet_msg& x) { return encode(x); });
+  const auto unknown = bytes_of(fleet + "03");
   EXPECT_FALSE(decode_shard_fleet(unknown.data(), unknown.size()));
   const auto empty_tail = bytes_of(fleet + "00");  // a tail that says nothing: no writer makes it
   EXPECT_FALSE(decode_shard_fleet(empty_tail.data(), empty_tail.size()));

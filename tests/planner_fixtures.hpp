@@ -110,7 +110,7 @@ inline void check_plan(const plan& p, const gemm_problem& g, const std::vector<d
     EXPECT_EQ(a.a_cached, same_a);
     EXPECT_EQ(a.b_cached, same_b);
     prev[a.device] = a.t;
-    auto c = predict_tile(a.t, gemm_element_bytes, d.profile, a.a_cached, a.b_cached);
+    auto c = predict_tile(a.t, gemm_element_bytes, gemm_element_bytes, d.profile, a.a_cached, a.b_cached);
     auto it = avail.emplace(a.device, d.ready_at).first;
     it->second += c.seconds;
     EXPECT_NEAR(a.predicted_finish, it->second, 1e-12 * it->second);
@@ -142,7 +142,7 @@ inline void check_plan(const plan& p, const gemm_problem& g, const std::vector<d
                 l->second.k0 == t.k0 && l->second.k1 == t.k1;
       bool cb = l != last.end() && l->second.n0 == t.n0 && l->second.n1 == t.n1 &&
                 l->second.k0 == t.k0 && l->second.k1 == t.k1;
-      auto c = predict_tile(t, gemm_element_bytes, d.profile, ca, cb);
+      auto c = predict_tile(t, gemm_element_bytes, gemm_element_bytes, d.profile, ca, cb);
       double start = at.count(d.id) ? at[d.id] : d.ready_at;
       double finish = start + c.seconds;
       double obj = std::max(finish, double(sent + c.bytes_down) / cfg.ps_egress);

@@ -136,11 +136,11 @@ TEST(cost_model_exact, an_unreliable_device_costs_its_expected_rework) {
   // the detection delay: 2 t + 1 s with a 1 s delay.
   device_view d{0, prof(1e9, 1e9, 1e8, 1e8, 0.001), 0, 0.5};
   const tile t{0, 256, 0, 256, 0, 256};
-  const double reliable = predict_tile(t, gemm_element_bytes, d.profile, false, false).seconds;
-  const double expected = predict_tile(t, gemm_element_bytes, expected_profile(d, 1.0), false, false).seconds;
+  const double reliable = predict_tile(t, gemm_element_bytes, gemm_element_bytes, d.profile, false, false).seconds;
+  const double expected = predict_tile(t, gemm_element_bytes, gemm_element_bytes, expected_profile(d, 1.0), false, false).seconds;
   EXPECT_NEAR(expected, 2 * reliable + 1.0, 1e-12);
   d.failure_probability = 0;
-  EXPECT_EQ(predict_tile(t, gemm_element_bytes, expected_profile(d, 1.0), false, false).seconds, reliable);
+  EXPECT_EQ(predict_tile(t, gemm_element_bytes, gemm_element_bytes, expected_profile(d, 1.0), false, false).seconds, reliable);
   d.failure_probability = 1;
   EXPECT_FALSE(usable(expected_profile(d, 1.0)));
 }
@@ -427,8 +427,8 @@ TEST(cost_model_exact, pipelined_devices_overlap_transfers_with_compute) {
   p.bytes_up = 2 * 4 * 256 * 256;
   const double block = 4.0 * 256 * 256 / 1e8, compute = 2.0 * 256 * 256 * 256 / 1e9;
   const double serial = 2 * (0.002 + block + block + compute) + block;
-  EXPECT_DOUBLE_EQ(predict_tile(p.tiles[0].t, gemm_element_bytes, devices[0].profile, false, false).seconds +
-                       predict_tile(p.tiles[1].t, gemm_element_bytes, devices[0].profile, false, true).seconds,
+  EXPECT_DOUBLE_EQ(predict_tile(p.tiles[0].t, gemm_element_bytes, gemm_element_bytes, devices[0].profile, false, false).seconds +
+                       predict_tile(p.tiles[1].t, gemm_element_bytes, gemm_element_bytes, devices[0].profile, false, true).seconds,
                    serial);
   EXPECT_DOUBLE_EQ(serial, 0.084216064);
   // Down: 2 blocks by 0.00524288, 3 by 0.00786432; compute 0.00624288 to

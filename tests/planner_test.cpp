@@ -47,19 +47,44 @@ TEST(PlannerCost, PredictTileFollowsTheFormula) {
   tile t{0, 100, 0, 50, 0, 20};
   EXPECT_EQ(t.flops(), 2 * 100 * 50 * 20);
   auto p = prof(1e9, 1e9, 1e6, 2e5, 0.01);
-  auto c = predict_tile(t, gemm_element_bytes, p, false, false);
+  auto c = predict_tile(t, gemm_element_bytes, gemm_element_bytes, p, false, false);
   EXPECT_EQ(c.bytes_down, 4u * (100 * 20 + 20 * 50));
   EXPECT_EQ(c.bytes_up, 4u * 100 * 50);
   EXPECT_DOUBLE_EQ(c.seconds, 2 * 0.01 + 12000.0 / 1e6 + 200000.0 / 1e9 + 20000.0 / 2e5);
-  auto ca = predict_tile(t, gemm_element_bytes, p, true, false);
+  auto ca = predict_tile(t, gemm_element_bytes, gemm_element_bytes, p, true, false);
   EXPECT_EQ(ca.bytes_down, 4u * 20 * 50);
-  auto cb = predict_tile(t, gemm_element_bytes, p, false, true);
+  auto cb = predict_tile(t, gemm_element_bytes, gemm_element_bytes, p, false, true);
   EXPECT_EQ(cb.bytes_down, 4u * 100 * 20);
-  auto both = predict_tile(t, gemm_element_bytes, p, true, true);
+  auto both = predict_tile(t, gemm_element_bytes, gemm_element_bytes, p, true, true);
   EXPECT_EQ(both.bytes_down, 0u);
   EXPECT_DOUBLE_EQ(both.seconds, 2 * 0.01 + 200000.0 / 1e9 + 20000.0 / 2e5);
   EXPECT_EQ(tile_working_set(t), 4u * (100 * 20 + 20 * 50 + 100 * 50));
-  EXPECT_TRUE(std::isinf(predict_tile(t, gemm_element_bytes, prof(0, 1e9, 1e6, 1e6, 0), false, false).seconds));
+  EXPECT_TRUE(std::isinf(predict_tile(t, gemm_element_bytes, gemm_element_bytes, prof(0, 1e9, 1e6, 1e6, 0), false, false).seconds));
+}
+
+TEST(PlannerCost, ResultsCountAtTheirOwnWidth) {
+  // --wire=bf16-operands: operands at 2 bytes an element, results at 4, in
+  // a tile's cost and in a plan's bytes up (the simulator's per tile).
+  tile t{0, 100, 0, 50, 0, 20};
+  auto c = predict_tile(t, 2, 4, prof(1e9, 1e9, 1e6, 2e5, 0.01), false, false);
+  EXPECT_EQ(c.bytes_down, 2u * (100 * 20 + 20 * 50));
+  EXPECT_EQ(c.bytes_up, 4u * 100 * 50);
+  EXPECT_DOUBLE_EQ(c.seconds, 2 * 0.01 + 6000.0 / 1e6 + 200000.0 / 1e9 + 20000.0 / 2e5);
+  gemm_problem g{512, 256, 384};
+  g.element_bytes = 2;
+  g.result_element_bytes = 4;
+  planner_config cfg;
+  cfg.ps_flops = 1e6;
+  plan p = make_plan(g, fleet(8, prof(1e12, 1e9, 1e8, 1e8, 0)), cfg);
+  ASSERT_FALSE(p.local);
+  uint64_t down = 0, up = 0;
+  for (const auto& a : p.tiles) {
+    down += tile_down_bytes(p, a);
+    up += tile_up_bytes(p, a.t);
+    EXPECT_EQ(tile_up_bytes(p, a.t), 4u * static_cast<uint64_t>((a.t.m1 - a.t.m0) * (a.t.n1 - a.t.n0)));
+  }
+  EXPECT_EQ(p.bytes_down, down);
+  EXPECT_EQ(p.bytes_up, up);
 }
 
 TEST(PlannerCost, SplitEdgesAreAlignedAndBalanced) {

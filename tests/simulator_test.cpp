@@ -124,7 +124,7 @@ TEST(batch_sim, one_device_one_tile_takes_what_the_cost_model_says) {
   const plan p = rows_plan(100, 100, 100, 1);
   const double want = 0.01 + 80000 / 1e6 + 2e6 / 1e9 + 40000 / 5e5 + 0.01;  // 0.182 s
   EXPECT_NEAR(run_one(p, {dev}, {1e9, 1e9}), want, 1e-12);
-  EXPECT_NEAR(predict_tile(p.tiles[0].t, gemm_element_bytes, dev, false, false).seconds, want, 1e-12);
+  EXPECT_NEAR(predict_tile(p.tiles[0].t, gemm_element_bytes, gemm_element_bytes, dev, false, false).seconds, want, 1e-12);
 }
 
 TEST(batch_sim, two_devices_share_the_ps_egress) {

@@ -258,9 +258,13 @@ TEST(freivalds_bf16, detection_of_one_moved_element) {
     const char* name;
     wire_precision operands, results;
   };
-  const mode modes[] = {{"fp32 operands, fp32 results", wire_precision::fp32, wire_precision::fp32},
-                        {"bf16 operands, fp32 results", wire_precision::bf16, wire_precision::fp32},
-                        {"bf16 operands, bf16 results", wire_precision::bf16, wire_precision::bf16}};
+  // --wire's modes: fp32, bf16-operands and bf16.
+  auto mode_of = [](const char* name, wire_precision w) {
+    return mode{name, operand_precision(w), result_precision(w)};
+  };
+  const mode modes[] = {mode_of("fp32 operands, fp32 results", wire_precision::fp32),
+                        mode_of("bf16 operands, fp32 results", wire_precision::bf16_operands),
+                        mode_of("bf16 operands, bf16 results", wire_precision::bf16)};
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{64, 128, 512}, {64, 512, 512}})
     for (const auto& md : modes) {
       const wire_tile t(m, n, k, false, false, 7, false, md.operands, md.results);

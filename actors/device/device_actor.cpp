@@ -95,7 +95,8 @@ void run_task(device_actor_ptr self, tile_task& task, const caf::actor& to) {
     // The planner's own cost model: a device emulates its declared profile
     // exactly as the planner predicts it, its bytes at the wire's width.
     const double paced =
-      s.slowdown * predict_tile(tile{0, m, 0, n, 0, k}, wire_element_bytes(task.wire), s.opts.profile, a_hit, b_hit).seconds;
+      s.slowdown * predict_tile(tile{0, m, 0, n, 0, k}, operand_element_bytes(task.wire),
+                                   result_element_bytes(task.wire), s.opts.profile, a_hit, b_hit).seconds;
     // A task sent long ago waited on the shared host, not on this device.
     const auto arrived = task.sent_at_ns > 0 ? std::min(start, sent) : start;
     const auto span = pace(arrived, s.busy_until, now, paced);
@@ -110,7 +111,7 @@ void run_task(device_actor_ptr self, tile_task& task, const caf::actor& to) {
                   res.key.gemm, res.key.tile);
   // Rounded here, after any lie, so an in-process device answers the values
   // a remote one's frame would carry.
-  res.wire = task.wire;
+  res.wire = result_precision(task.wire);
   if (res.wire == wire_precision::bf16) round_bf16(res.data.data(), res.data.data(), res.data.size());
   answer(self, to, std::move(res), delay);
 }

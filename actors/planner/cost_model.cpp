@@ -37,11 +37,11 @@ fleet_share fair_share(const std::vector<device_view>& devices, const planner_co
   return out;
 }
 
-tile_cost predict_tile(const tile& t, uint64_t element_bytes, const device_profile& p, bool a_cached,
-                       bool b_cached) {
+tile_cost predict_tile(const tile& t, uint64_t element_bytes, uint64_t result_element_bytes,
+                       const device_profile& p, bool a_cached, bool b_cached) {
   tile_cost c;
   c.bytes_down = (a_cached ? 0 : t.a_bytes(element_bytes)) + (b_cached ? 0 : t.b_bytes(element_bytes));
-  c.bytes_up = t.c_bytes(element_bytes);
+  c.bytes_up = t.c_bytes(result_element_bytes);
   c.seconds = usable(p) ? tile_seconds(p.latency, 1.0 / p.downlink, 1.0 / p.flops, 1.0 / p.uplink,
                                        c.bytes_down, static_cast<double>(t.flops()), c.bytes_up)
                         : std::numeric_limits<double>::infinity();

@@ -81,11 +81,12 @@ struct planner_config {
 
 // Time a device needs for a tile: 2 x latency (one way each: task down,
 // result up) + bytes in / downlink + 2 m n k / flops + bytes out / uplink,
-// with element_bytes per element on the wire; a cached operand costs no
+// with element_bytes per operand element and result_element_bytes per
+// result element on the wire (gemm_problem's); a cached operand costs no
 // transfer. Emulated devices pace themselves by it.
 // A device with a non-positive or non-finite rate takes forever.
-tile_cost predict_tile(const tile& t, uint64_t element_bytes, const device_profile& p, bool a_cached,
-                       bool b_cached);
+tile_cost predict_tile(const tile& t, uint64_t element_bytes, uint64_t result_element_bytes,
+                       const device_profile& p, bool a_cached, bool b_cached);
 
 // Bytes a device must hold to compute the tile (A + B + C blocks).
 uint64_t tile_working_set(const tile& t);

@@ -54,7 +54,7 @@ device_selection select_devices(const gemm_problem& g, const std::vector<device_
   keys.reserve(out.ranked.size());
   for (size_t i = 0; i < out.ranked.size(); ++i) {
     const auto& v = out.ranked[i];
-    keys.emplace_back(v.ready_at + predict_tile(reference, g.element_bytes, v.profile, false, false).seconds, i);
+    keys.emplace_back(v.ready_at + predict_tile(reference, g.element_bytes, g.result_element_bytes, v.profile, false, false).seconds, i);
   }
   std::sort(keys.begin(), keys.end(), [&](const auto& x, const auto& y) {
     return x.first < y.first ||

@@ -69,7 +69,7 @@ grid_sim::result grid_sim::run(const dim_split& dm, const dim_split& dn, const d
     const int64_t sm = cm[gr.a].first, sn = cn[gr.b].first, sk = ck[gr.c].first;
     const uint64_t ab = element_bytes_ * static_cast<uint64_t>(sm * sk);
     const uint64_t bb = element_bytes_ * static_cast<uint64_t>(sk * sn);
-    const uint64_t cb = element_bytes_ * static_cast<uint64_t>(sm * sn);
+    const uint64_t cb = result_element_bytes_ * static_cast<uint64_t>(sm * sn);
     const uint64_t a_mem = gemm_element_bytes * static_cast<uint64_t>(sm * sk);
     const uint64_t b_mem = gemm_element_bytes * static_cast<uint64_t>(sk * sn);
     const double fl = static_cast<double>(2 * sm * sn * sk);

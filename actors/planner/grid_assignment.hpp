@@ -47,8 +47,9 @@ class grid_sim {
   // taken a tile, so d cannot get a tile of a grid with T <= dominators[d]
   // tiles and is left out of that grid's simulation.
   grid_sim(const std::vector<dev>& devs, const std::vector<int64_t>& dominators,
-           const planner_config& cfg, uint64_t element_bytes)
-      : devs_(devs), dominators_(dominators), cfg_(cfg), element_bytes_(element_bytes) {}
+           const planner_config& cfg, uint64_t element_bytes, uint64_t result_element_bytes)
+      : devs_(devs), dominators_(dominators), cfg_(cfg), element_bytes_(element_bytes),
+        result_element_bytes_(result_element_bytes) {}
 
   struct result {
     double predicted = inf;
@@ -67,7 +68,8 @@ class grid_sim {
   const std::vector<dev>& devs_;
   const std::vector<int64_t>& dominators_;
   const planner_config& cfg_;
-  uint64_t element_bytes_;  // on the wire
+  uint64_t element_bytes_;         // an operand's, on the wire
+  uint64_t result_element_bytes_;  // a result's
   std::vector<uint32_t> eligible_;
   std::vector<dev_state> state_;
   std::vector<entry> global_;

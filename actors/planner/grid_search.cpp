@@ -67,7 +67,7 @@ class grid_search {
   };
 
   grid_search(const gemm_problem& g, const std::vector<dev>& devs, const planner_config& cfg)
-      : g_(g), devs_(devs), cfg_(cfg), sim_(devs, dominators_, cfg, g.element_bytes) {
+      : g_(g), devs_(devs), cfg_(cfg), sim_(devs, dominators_, cfg, g.element_bytes, g.result_element_bytes) {
     const size_t nd = devs.size();
     auto prefix_desc = [&](auto field) {
       std::vector<double> v;
@@ -247,9 +247,10 @@ class grid_search {
     if (T > max_tiles_ || fits == 0) return f;
     f.feasible = true;
     const double E = static_cast<double>(g_.element_bytes);
+    const double R = static_cast<double>(g_.result_element_bytes);
     const double md = double(g_.m), nd = double(g_.n), kd = double(g_.k), T_ = double(T);
     const double total = g_.flops();
-    const double up = E * md * nd * double(K.g);
+    const double up = R * md * nd * double(K.g);
     const double a_min = E * double(M.smin * K.smin), b_min = E * double(K.smin * N.smin);
     const double once = E * (md * kd + kd * nd);     // every block at least once
     const double per_tile = std::min(a_min, b_min);  // at most one operand cached
@@ -257,12 +258,12 @@ class grid_search {
     const double bm = double(M.smax), bn = double(N.smax), bk = double(K.smax);
     // The first tile issued is a largest one, with nothing cached.
     const double one_tile = ready_min_ + lat_min_ + E * bk * (bm + bn) / pre_dl_[1] +
-                            2 * bm * bn * bk / pre_f_[1] + E * bm * bn / pre_ul_[1];
+                            2 * bm * bn * bk / pre_f_[1] + R * bm * bn / pre_ul_[1];
     const double ingress = up / cfg_.ps_ingress;
     // After the last byte out, the smallest tile on the best device (split_seconds' tail).
     const double tail = !cfg_.pipelined_devices ? 0
                         : 2 * lat_min_ + 2 * double(M.smin * N.smin * K.smin) / pre_f_[1] +
-                              E * double(M.smin * N.smin) / pre_ul_[1];
+                              R * double(M.smin * N.smin) / pre_ul_[1];
     // Behind relays a block leaves the PS once per relay, however many of
     // its devices read it: only `once` bounds the PS's bytes.
     const bool relayed = !cfg_.relays.empty();

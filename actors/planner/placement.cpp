@@ -58,7 +58,7 @@ std::optional<plan> mirror_plan(const plan& forward, gemm_role role, const gemm_
       a.b_cached = dy_at.count({f.t.m0, f.t.m1, f.t.n0, f.t.n1, f.device}) > 0;
     }
     if (v.profile.memory_bytes < tile_working_set(a.t)) return std::nullopt;
-    auto cost = predict_tile(a.t, p.problem.element_bytes, v.profile, a.a_cached, a.b_cached);
+    auto cost = predict_tile(a.t, p.problem.element_bytes, p.problem.result_element_bytes, v.profile, a.a_cached, a.b_cached);
     const double ready = std::max(0.0, v.ready_at);
     auto [slot, fresh] = avail.emplace(f.device, device_stages{ready, ready, ready});
     p.bytes_down += cost.bytes_down;
@@ -222,7 +222,7 @@ plan replace_plan(const plan& p, const std::vector<device_view>& fleet,
     double best_finish = std::numeric_limits<double>::infinity();
     for (const auto* d : by_id) {
       if (d->profile.memory_bytes < tile_working_set(a.t)) continue;
-      const auto cost = predict_tile(a.t, p.problem.element_bytes, d->profile, false, false);
+      const auto cost = predict_tile(a.t, p.problem.element_bytes, p.problem.result_element_bytes, d->profile, false, false);
       const double finish = avail[d->id] + cost.seconds;
       if (finish < best_finish) {
         best = d;

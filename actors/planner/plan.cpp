@@ -86,17 +86,18 @@ const char* to_string(tile_op op) {
 
 attention_tile_cost attention_tile(tile_op op, const gemm_problem& g, int64_t pairs) {
   const auto p = static_cast<uint64_t>(pairs), s = static_cast<uint64_t>(g.n),
-             dh = static_cast<uint64_t>(g.k), e = g.element_bytes, f = gemm_element_bytes;
+             dh = static_cast<uint64_t>(g.k), e = g.element_bytes, r = g.result_element_bytes,
+             f = gemm_element_bytes;
   attention_tile_cost c;
   const double flops_per_pair = 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(dh);
   if (op == tile_op::attention_forward) {
     c.down = e * 3 * p * s * dh;                 // Q, K, V
-    c.up = e * p * s * dh + f * p * s;           // O, log of sums
+    c.up = r * p * s * dh + f * p * s;           // O, log of sums
     c.flops = 2 * flops_per_pair * static_cast<double>(p);  // Q K^T, P V
     c.memory = f * (4 * p * s * dh + p * s) + f * s * s;     // one pair's scores at a time
   } else {
     c.down = e * 4 * p * s * dh + f * 2 * p * s;  // Q, K, V, dO; log of sums, D
-    c.up = e * 3 * p * s * dh;                    // dQ, dK, dV
+    c.up = r * 3 * p * s * dh;                    // dQ, dK, dV
     c.flops = 5 * flops_per_pair * static_cast<double>(p);  // S again, dV, dP, dQ, dK
     c.memory = f * (7 * p * s * dh + 2 * p * s) + 2 * f * s * s;
   }
@@ -109,7 +110,7 @@ uint64_t tile_down_bytes(const plan& p, const assignment& a) {
 }
 
 uint64_t tile_up_bytes(const plan& p, const tile& t) {
-  if (p.op == tile_op::gemm) return t.c_bytes(p.problem.element_bytes);
+  if (p.op == tile_op::gemm) return t.c_bytes(p.problem.result_element_bytes);
   return attention_tile(p.op, p.problem, t.m1 - t.m0).up;
 }
 

@@ -55,9 +55,11 @@ struct gemm_problem {
   // PS shards planning their slices of one product at the same time: each
   // plans on its fair share of the fleet (see fair_share).
   int32_t sharers = 1;
-  // Bytes an operand or result element takes on the wire (--wire: 4 for
-  // fp32, 2 for bf16; schema/wire_precision.hpp).
+  // Bytes an operand element, and a result element, takes on the wire
+  // (--wire, schema/wire_precision.hpp: 4 for fp32, 2 for bf16, each
+  // direction its own under bf16-operands). Whoever sets one sets both.
   uint64_t element_bytes = gemm_element_bytes;
+  uint64_t result_element_bytes = gemm_element_bytes;
   double flops() const;  // 2 m n k
 };
 

@@ -53,7 +53,8 @@ using plans_atom = caf::atom_constant<caf::atom("plans")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gemm_problem& x) {
-  return f(caf::meta::type_name("gemm_problem"), x.m, x.n, x.k, x.role, x.sharers, x.element_bytes);
+  return f(caf::meta::type_name("gemm_problem"), x.m, x.n, x.k, x.role, x.sharers, x.element_bytes,
+           x.result_element_bytes);
 }
 
 template <class Inspector>

@@ -133,6 +133,7 @@ std::vector<step_gemm> fuse_attention(const std::vector<step_gemm>& gemms, const
     f.problem.k = cfg.d_model / cfg.heads;
     f.problem.role = backward ? gemm_role::attn_grad : gemm_role::attn_scores;
     f.problem.element_bytes = g.problem.element_bytes;
+    f.problem.result_element_bytes = g.problem.result_element_bytes;
     f.count = cfg.layers;
     out.push_back(std::move(f));
   }

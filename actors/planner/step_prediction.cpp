@@ -121,7 +121,7 @@ step_prediction predict_step(const model_config& cfg, int64_t batch,
       auto& t = traffic[a.device];
       t.id = a.device;
       t.bytes_down += tile_bytes_down(pp.p.problem, a) * count * static_cast<uint64_t>(senders);
-      t.bytes_up += a.t.c_bytes(pp.p.problem.element_bytes) * count * static_cast<uint64_t>(senders);
+      t.bytes_up += a.t.c_bytes(pp.p.problem.result_element_bytes) * count * static_cast<uint64_t>(senders);
     }
     out.products.push_back(std::move(pp));
     if (progress) progress(out.products.size(), gemms.size());

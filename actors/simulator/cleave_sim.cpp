@@ -190,7 +190,10 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
   if (cfg.shards.empty()) return fail("simulate: no PS shard");
   if (cfg.fleet.empty()) return fail("simulate: the fleet has no devices");
   auto gemms = step_gemms(cfg.model, cfg.batch);
-  for (auto& g : gemms) g.problem.element_bytes = wire_element_bytes(cfg.wire);
+  for (auto& g : gemms) {
+    g.problem.element_bytes = operand_element_bytes(cfg.wire);
+    g.problem.result_element_bytes = result_element_bytes(cfg.wire);
+  }
   if (cfg.attention_tiles && cfg.model.kind == "gpt") gemms = fuse_attention(gemms, cfg.model, cfg.batch);
   sim_result res;
   planner_config as_is = cfg.planner;
@@ -202,7 +205,7 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
   sim_plans plans(cfg, gemms);
   batch_sim batches(cfg.ps_links(), cfg.schedule, cfg.ps_flops(), res.detection_seconds,
                     cfg.egress_model, cfg.planner.pipelined_devices, cfg.relays.relays, cfg.ps_ops,
-                    cfg.wire == wire_precision::bf16);
+                    operand_precision(cfg.wire) == wire_precision::bf16);
   batch_totals& totals = res.totals;
   double now = 0;
   auto drain = [&](double until) {  // churn while no GEMM runs

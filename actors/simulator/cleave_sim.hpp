@@ -65,7 +65,7 @@ struct sim_config {
   ps_op_rates ps_ops;
   schedule_options schedule;
   detector_options detector;
-  wire_precision wire = wire_precision::fp32;  // tiles' operands and results
+  wire_precision wire = wire_precision::fp32;  // tiles' operands and results (--wire)
   ps_link_model egress_model = ps_link_model::fair;
   // gpt's attention as fused tiles the planner may place on devices
   // (fuse_attention); else per-head products on the PS, as the live engine.

@@ -90,7 +90,8 @@ gemm_problem distributed_gemm::problem_of(gemm_tag tag, int64_t m, int64_t n, in
   g.k = k;
   g.role = tag.role;
   g.sharers = static_cast<int32_t>(opts_.shards);  // the other shards use the fleet meanwhile
-  g.element_bytes = wire_element_bytes(opts_.wire);  // the plan's bytes are the wire's
+  g.element_bytes = operand_element_bytes(opts_.wire);  // the plan's bytes are the wire's
+  g.result_element_bytes = result_element_bytes(opts_.wire);
   return g;
 }
 
@@ -230,7 +231,7 @@ void distributed_gemm::wait_for(inflight_batch& batch, double predicted_seconds)
           // The result began crossing the PS's ingress as the device began
           // uploading it (cut through): its uplink's time before now.
           const double now = seconds_now();
-          const uint64_t bytes = r.data.size() * wire_element_bytes(r.wire);
+          const uint64_t bytes = r.data.size() * result_element_bytes(r.wire);
           double uploading = 0;
           if (fleet_.has(r.device)) {
             const double uplink = fleet_.members().at(r.device).profile.uplink;

@@ -79,9 +79,11 @@ struct engine_options {
   // leaves it unpaced, as fast as the process can move messages.
   double paced_egress = 0;
   double paced_ingress = 0;
-  // The precision tiles cross the device links in (--wire): with bf16 the
-  // operands are rounded before they are hashed, sent and checked, results
-  // come back rounded, and every byte counted and paced is 2 an element.
+  // The precision tiles cross the device links in (--wire): with bf16
+  // operands (bf16, bf16_operands) the operands are rounded before they are
+  // hashed, sent and checked, and are 2 bytes an element; with bf16 results
+  // (bf16) results come back rounded, 2 bytes an element, and Freivalds'
+  // tolerance allows for the rounding.
   wire_precision wire = wire_precision::fp32;
   // Devices pipeline their tiles (--pipelined-devices, device processes):
   // each is sent at most as many tasks at once as its memory holds

@@ -35,7 +35,7 @@ bool all_finite(const std::vector<float>& v) {
 
 stored_block distributed_gemm::block_of(const gemm_call& call, const block_ref& ref) const {
   const auto live = call.in.live(ref.which);
-  if (opts_.wire == wire_precision::bf16) {  // what was sent: the rounded copy (locate)
+  if (operand_precision(opts_.wire) == wire_precision::bf16) {  // what was sent: the rounded copy (locate)
     const float* snap =
       call.blocks.at(std::make_tuple(ref.which, ref.r0, ref.r1, ref.c0, ref.c1)).snapshot->data();
     return {snap + ref.r0 * live.cols + ref.c0, ref.r1 - ref.r0, ref.c1 - ref.c0, live.cols,
@@ -59,7 +59,7 @@ verdict distributed_gemm::check(gemm_call& call, const pending_tile& p, const fl
   const tile& t = p.where.t;
   const verdict v = checker_.check(result, t.m1 - t.m0, t.n1 - t.n0, block_of(call, p.a),
                                    b_digest_of(call, p), freivalds::window(call.probes, call.c.cols, t.n0), ld,
-                                   opts_.wire);
+                                   result_precision(opts_.wire));
   acc_.verify.seconds += seconds_since(t0);
   return v;
 }
@@ -150,12 +150,13 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
   if (counts_against) {
     if (r.rows != rows || r.cols != cols || static_cast<int64_t>(r.data.size()) != rows * cols) {
       problem = "of the wrong shape";
-    } else if (r.wire != opts_.wire) {
+    } else if (r.wire != result_precision(opts_.wire)) {
       // A coarser result than asked for would widen its own tolerance.
-      problem = fmt::format("in {} where {} was asked for", to_string(r.wire), to_string(opts_.wire));
+      problem = fmt::format("in {} where {} was asked for", to_string(r.wire),
+                            to_string(result_precision(opts_.wire)));
     } else if (into_group) {
       const auto t0 = clock_type::now();
-      if (!g.sums) g.sums.emplace(rows, t.k1 - t.k0, opts_.wire);
+      if (!g.sums) g.sums.emplace(rows, t.k1 - t.k0, result_precision(opts_.wire));
       // A result C takes by copy (the first on its block of C, beta 0) is
       // copied in by the pass that sums it: no second read of it when the
       // group passes, and its buffer is freed now. Its block of C is
@@ -178,7 +179,7 @@ bool distributed_gemm::take(gemm_call& call, size_t i, tile_result& r,
   }
   auto& acct = acc_.devices[from];
   ++acct.tiles;
-  acct.bytes_up += r.data.size() * wire_element_bytes(r.wire);
+  acct.bytes_up += r.data.size() * result_element_bytes(r.wire);
   acct.cache_hits += r.cache_hits;
   acct.busy_seconds += r.busy_seconds;
   acct.flops += static_cast<double>(t.flops());
@@ -272,8 +273,8 @@ void distributed_gemm::settle_copies(gemm_call& call, pending_tile& p, int32_t s
   const int64_t rows = t.m1 - t.m0, cols = t.n1 - t.n0, k = t.k1 - t.k0;
   ++acc_.verify.tiles_replicated;
   const auto t0 = clock_type::now();
-  const bool agree =
-    checker_.first_disagreement(p.first_copy.data(), result.data(), rows, cols, k, ad, bd, opts_.wire) < 0;
+  const bool agree = checker_.first_disagreement(p.first_copy.data(), result.data(), rows, cols, k, ad,
+                                                 bd, result_precision(opts_.wire)) < 0;
   acc_.verify.seconds += seconds_since(t0);
   if (agree) {
     p.result = std::move(p.first_copy);
@@ -286,7 +287,8 @@ void distributed_gemm::settle_copies(gemm_call& call, pending_tile& p, int32_t s
   acc_.totals.ps_compute_seconds += seconds_since(t1);
   for (auto [dev, copy] : {std::pair{p.first_device, &p.first_copy}, std::pair{second, &result}}) {
     const int64_t at =
-      checker_.first_disagreement(copy->data(), p.result.data(), rows, cols, k, ad, bd, opts_.wire);
+      checker_.first_disagreement(copy->data(), p.result.data(), rows, cols, k, ad, bd,
+                                  result_precision(opts_.wire));
     if (at < 0) continue;
     ++acc_.refused;
     ++acc_.devices[dev].refused;

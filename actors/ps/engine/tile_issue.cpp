@@ -24,7 +24,7 @@ distributed_gemm::block_state distributed_gemm::shelve(const gemm_call& call, in
   const float* at = m.data + r0 * m.ld + c0;
   const int64_t rows = r1 - r0, cols = c1 - c0;
   auto copy = [&](float* into) -> uint64_t {
-    if (opts_.wire != wire_precision::bf16) return block_key(at, rows, cols, m.ld, into, m.cols);
+    if (operand_precision(opts_.wire) != wire_precision::bf16) return block_key(at, rows, cols, m.ld, into, m.cols);
     // The key is the rounded values', the same in every call that rounds
     // the same live block.
     int64_t ld = m.cols;
@@ -58,11 +58,11 @@ distributed_gemm::block_ref distributed_gemm::locate(gemm_call& call, int which,
     const auto where = std::make_tuple(at, r1 - r0, c1 - c0, m.ld);
     auto [known, first] = batch.try_emplace(where);
     const std::optional<uint64_t> key = first ? std::nullopt : std::optional{known->second};
-    // With bf16 every block is rounded into a snapshot, sent or not: the
+    // With bf16 operands every block is rounded into a snapshot, sent or not: the
     // devices compute on the rounded values, and so must the PS's checks
     // and its own tiles (block_of reads them there). A block to be sent is
     // hashed as it is copied.
-    if (will_send || opts_.wire == wire_precision::bf16)
+    if (will_send || operand_precision(opts_.wire) == wire_precision::bf16)
       it->second = shelve(call, which, r0, r1, c0, c1, key);
     else
       it->second.key = key ? *key : block_key(at, r1 - r0, c1 - c0, m.ld, nullptr, m.cols);
@@ -143,7 +143,7 @@ void distributed_gemm::dispatch(gemm_call& call, pending_tile& p, int32_t dev,
     const bool send = with_all_data || known.get(ref->key) == nullptr;
     *dst = cut(call, *ref, send);
     if (send) {
-      bytes += static_cast<uint64_t>(dst->rows * dst->cols) * wire_element_bytes(opts_.wire);
+      bytes += static_cast<uint64_t>(dst->rows * dst->cols) * operand_element_bytes(opts_.wire);
       known.put(ref->key, cached_block{ref->r1 - ref->r0, ref->c1 - ref->c0, nullptr, 0, 0, {}});
     }
   }
@@ -214,7 +214,7 @@ std::vector<float> distributed_gemm::compute_here(const gemm_call& call, const p
                     {out.data(), t.m1 - t.m0, t.n1 - t.n0, t.n1 - t.n0}, 0.0f);
   // Rounded as a device's result is, so a tile's numbers do not depend on
   // whether churn left it to the PS.
-  if (opts_.wire == wire_precision::bf16) round_bf16(out.data(), out.data(), out.size());
+  if (result_precision(opts_.wire) == wire_precision::bf16) round_bf16(out.data(), out.data(), out.size());
   return out;
 }
 

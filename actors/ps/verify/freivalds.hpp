@@ -82,6 +82,13 @@
 // of the row's largest element at n = 128 to 512; tests/verify_bf16_test.cpp
 // measures it). Two honest bf16 results of one element (--replicate) differ
 // by at most the fp32 allowance plus h of each.
+//
+// bf16 operands, fp32 results (--wire=bf16-operands): the operands are
+// rounded and checked as sent, as with bf16, and the result is the device's
+// float32 ĉ unrounded, so the fp32 bound above applies as it stands to the
+// rounded operands' product, with no rounding term (row_sums and check
+// take the result's precision, fp32): a single element is caught from the
+// same 0.003 to 0.006 of its row's largest |c| as with fp32 operands.
 
 #include <array>
 #include <cstdint>
