@@ -12,9 +12,9 @@
 // stay with the coordinator, which reads the gathered values after every
 // update. The coordinator holds no AdamW moments (a checkpoint gathers them
 // for the time it is written) and no gradient of a weight only products use
-// (product_weight): the shards make those into their slices. A shard that cannot do its part (a shard process lost) makes the
-// call throw std::runtime_error with the reason; the trainer stops the run
-// with it.
+// (product_weight): the shards make those into their slices. A shard that
+// cannot do its part (a shard process lost) makes the call throw
+// std::runtime_error with the reason; the trainer stops the run with it.
 
 #include <functional>
 #include <memory>
