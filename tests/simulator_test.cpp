@@ -19,6 +19,7 @@
 #include "actors/simulator/shared_link.hpp"
 #include "kernels/gemm.hpp"
 #include "training/models/model.hpp"
+#include "tests/plan_fixtures.hpp"
 
 using namespace cleave;
 
@@ -39,19 +40,7 @@ device_profile profile(double flops, double down, double up, double latency,
 // A split plan of C[m,n] = A[m,k] B[k,n] with one whole-K tile per device,
 // the rows cut evenly among `devices`.
 plan rows_plan(int64_t m, int64_t n, int64_t k, int devices) {
-  plan p;
-  p.local = false;
-  p.problem.m = m;
-  p.problem.n = n;
-  p.problem.k = k;
-  p.predicted_seconds = 1;
-  for (int d = 0; d < devices; ++d) {
-    assignment a;
-    a.t = {m * d / devices, m * (d + 1) / devices, 0, n, 0, k};
-    a.device = d;
-    p.tiles.push_back(a);
-  }
-  return p;
+  return cleave::testing::grid_plan(m, n, k, devices, 1, 1);
 }
 
 schedule_options no_speculation() {
