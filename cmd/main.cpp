@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
                    "(--max-devices, --heartbeat-rate)", cfg.heartbeat, asked, cfg.max_devices,
                    fleet_heartbeat_rate(cfg.heartbeat, static_cast<size_t>(cfg.max_devices)));
   }
-  if (cfg.role == "ps" || cfg.role == "ps-shard")  // an edge's connections, and room for the rest
+  if (cfg.role == "ps" || cfg.role == "ps-shard" || cfg.role == "relay")  // an edge's connections, and room for the rest
     if (auto err = transport::ensure_fd_limit(static_cast<size_t>(cfg.max_devices) + 256))
       spdlog::warn("--max-devices={}: {}", cfg.max_devices, describe(err));
   const int tls_parts = !cfg.tls_cert.empty() + !cfg.tls_key.empty() + !cfg.tls_ca.empty();
@@ -205,6 +205,7 @@ int main(int argc, char** argv) {
   if (cfg.role == "ps-shard") return run_ps_shard(cfg);
   if (cfg.role == "plan") return run_plan(cfg, *opts);
   if (cfg.role == "device") return run_device(cfg, threads);
+  if (cfg.role == "relay") return run_relay(cfg);
   if (cfg.role == "planner" || cfg.role == "detector") return run_service(cfg);
-  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, ps-shard, device, planner, detector, status, plan or simulate)");
+  return usage_error("unknown role '" + cfg.role + "' (expected all, ps, ps-shard, device, relay, planner, detector, status, plan or simulate)");
 }

@@ -64,10 +64,10 @@ cleave_config::cleave_config() {
     .add(fleet, "fleet", "JSON fleet file for the in-process devices (see docs/RUNTIME.md); --role=device: a file of one device, its profile")
     .add(profile, "profile", "device preset: phone, edge, laptop, vm or fast")
     .add(ps_shards, "ps-shards", "parameter-server shards, each with its own thread and engine")
-    .add(listen, "listen", "--role=ps: [host:]port of the device edge (framed; devices join here); --role=planner or detector: [host:]port for the ps (BASP, server side only)")
+    .add(listen, "listen", "--role=ps and relay: [host:]port of the device edge (framed; devices join here); --role=planner or detector: [host:]port for the ps (BASP, server side only)")
     .add(admin, "admin", "--role=all or ps: [host:]port of the admin console (HTTP; host 127.0.0.1 unless given)")
     .add(admin_token, "admin-token", "the admin console's controls (drain, pause, resume, checkpoint) need this bearer token; @FILE reads it from FILE; unset: controls are off")
-    .add(connect, "connect", "--role=device: host:port of the ps's device edge; --role=status: host:port of an --admin console")
+    .add(connect, "connect", "--role=device: host:port of the ps's device edge, or a relay's, or several, comma-separated, tried in turn; --role=relay: the ps's device edge; --role=status: host:port of an --admin console")
     .add(watch, "watch", "--role=status: redraw the table every second until interrupted")
     .add(planner, "planner", "--role=ps: host:port of a separate --role=planner process")
     .add(shards, "shards", "--role=ps: host:port,... of --role=ps-shard processes that own the parameters' slices and compute their products (on devices with --listen and shards started with --edge)")
@@ -126,7 +126,8 @@ cleave_config::cleave_config() {
     .add(relays, "relays", "--role=plan and simulate: a relay tier of this many relays between the PS and the devices, the devices spread over them in runs (default 0: none, or the fleet file's \"relays\")")
     .add(relay_link, "relay-link", "--role=plan and simulate with --relays: bytes/s each way between the PS and each relay (default 1.25e9)")
     .add(relay_fanout, "relay-fanout", "--role=plan and simulate with --relays: bytes/s each way between a relay and all its devices (default 1.25e10)")
-    .add(relay_memory, "relay-memory", "--role=plan and simulate with --relays: bytes of each relay's operand store, least recently used out (default 6.4e10)")
+    .add(relay_memory, "relay-memory", "--role=relay, and plan and simulate with --relays: bytes of each relay's operand store, least recently used out (default 6.4e10)")
+    .add(relay_name, "relay-name", "--role=relay: its name for the ps, unique in the job (default HOST:PORT)")
     .add(relay_latency, "relay-latency", "--role=plan and simulate with --relays: seconds one way between the PS and a relay (default 0.005)")
     .add(ps_link_model, "ps-link-model", "--role=simulate: fair (the PS link shared by every transfer in flight, default) or scheduled (the PS sends in order, each at its device's downlink)")
     .add(recovery, "recovery", "--role=simulate --system=asteroid: replay (pipeline replay, default) or restart (from the last checkpoint)");
@@ -354,20 +355,25 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
   return o;
 }
 
-caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_shard_list(const std::string& text) {
+caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_endpoint_list(const std::string& text,
+                                                                                 const std::string& flag,
+                                                                                 size_t most) {
   std::vector<std::pair<std::string, uint16_t>> out;
   size_t at = 0;
   while (at <= text.size()) {
     const size_t comma = std::min(text.find(',', at), text.size());
-    auto one = parse_endpoint(text.substr(at, comma - at), "--shards", false);
+    auto one = parse_endpoint(text.substr(at, comma - at), flag, false);
     if (!one) return one.error();
-    if (one->second == 0) return fail("--shards: '" + text.substr(at, comma - at) + "' needs a port above 0");
+    if (one->second == 0) return fail(flag + ": '" + text.substr(at, comma - at) + "' needs a port above 0");
     out.push_back(*one);
-    if (out.size() > static_cast<size_t>(cleave_config::max_ps_shards))
-      return fail("--shards: more than " + std::to_string(cleave_config::max_ps_shards) + " shards");
+    if (out.size() > most) return fail(flag + ": more than " + std::to_string(most) + " addresses");
     at = comma + 1;
   }
   return out;
+}
+
+caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_shard_list(const std::string& text) {
+  return parse_endpoint_list(text, "--shards", static_cast<size_t>(cleave_config::max_ps_shards));
 }
 
 }  // namespace cleave

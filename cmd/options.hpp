@@ -146,6 +146,7 @@ class cleave_config : public caf::actor_system_config {
   double relay_fanout = 1.25e10;  // bytes/s each way between a relay and its devices, in all
   double relay_memory = 6.4e10;   // bytes of each relay's operand store
   double relay_latency = 0.005;   // seconds one way between the PS and a relay
+  std::string relay_name;         // --role=relay: how the ps knows it (default HOST:PORT)
   std::string recovery = "replay";  // asteroid: replay (pipeline replay) or restart (from a checkpoint)
   bool vocab_given = false;         // --vocab on the command line (simulate: OPT's 50272 otherwise)
 };
@@ -161,8 +162,13 @@ caf::error resolve_defaults(cleave_config& cfg);
 caf::expected<train_options> to_train_options(const cleave_config& cfg);
 
 
-// --shards=host:port,host:port,...: every entry a host and a port, at most
-// cleave_config::max_ps_shards of them.
+// host:port,host:port,...: every entry a host and a port above 0, at most
+// `most` of them; errors name `flag`.
+caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_endpoint_list(const std::string& text,
+                                                                                 const std::string& flag,
+                                                                                 size_t most);
+
+// --shards=host:port,host:port,...: at most cleave_config::max_ps_shards.
 caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_shard_list(const std::string& text);
 
 }  // namespace cleave

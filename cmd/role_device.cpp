@@ -128,8 +128,11 @@ int run_device(cleave_config& cfg, int threads) {
     if (!parsed) return usage_error("--lie=" + cfg.lie + ": " + describe(parsed.error()));
     lies = std::move(*parsed);
   }
-  auto endpoint = parse_endpoint(cfg.connect, "--connect", false);
-  if (!endpoint) return usage_error(describe(endpoint.error()));
+  // Where to join: the ps's edge or a relay's, or several, tried in turn.
+  constexpr size_t most_endpoints = 64;
+  auto endpoints = parse_endpoint_list(cfg.connect, "--connect", most_endpoints);
+  if (!endpoints) return usage_error(describe(endpoints.error()));
+  size_t next_endpoint = 0;
   auto profile = device_profile_of(cfg);
   if (!profile) return usage_error(describe(profile.error()));
   set_gemm_threads(threads);
@@ -144,8 +147,6 @@ int run_device(cleave_config& cfg, int threads) {
     dopt.lie_seed = static_cast<uint64_t>(cfg.seed);
   }
   edge_link_options lopt;
-  lopt.host = endpoint->first;
-  lopt.port = endpoint->second;
   const bool enrolling = !cfg.join_token.empty() && !std::filesystem::exists(cfg.tls_cert);
   if (enrolling) {
     if (auto err = prepare_enrolment(cfg, lopt)) return runtime_error(describe(err));
@@ -178,7 +179,13 @@ int run_device(cleave_config& cfg, int threads) {
     }
     const double left = patience - std::chrono::duration<double>(clock::now() - since).count();
     auto link = attempt > 0 && left <= 0 ? caf::expected<caf::actor>{fail(last_loss)}
-                                         : reach(std::max(left, 0.0), [&] { return connect_edge(sys, lopt); });
+                                         : reach(std::max(left, 0.0), [&] {
+                                             lopt.host = (*endpoints)[next_endpoint].first;
+                                             lopt.port = (*endpoints)[next_endpoint].second;
+                                             auto link = connect_edge(sys, lopt);
+                                             if (!link) next_endpoint = (next_endpoint + 1) % endpoints->size();
+                                             return link;
+                                           });
     if (!link) {
       if (stop_requested()) break;
       const auto why = describe(link.error());
@@ -187,8 +194,8 @@ int run_device(cleave_config& cfg, int threads) {
                            "not come back within " + std::to_string(static_cast<int>(patience))
                            + " s");
     }
-    spdlog::info("device: {} {} as a '{}' device", attempt == 0 ? "connected to" : "reconnected to",
-                 cfg.connect, profile->name);
+    spdlog::info("device: {} {}:{} as a '{}' device", attempt == 0 ? "connected to" : "reconnected to",
+                 lopt.host, lopt.port, profile->name);
     lopt.welcomed->store(false);
     shard_links shards(sys, dopt, lopt.channel);
     // The ps signs an enrolling device's certificate before it welcomes it:
@@ -217,6 +224,7 @@ int run_device(cleave_config& cfg, int threads) {
       return 0;
     }
     last_loss = describe(why);
+    if (!run_over) next_endpoint = (next_endpoint + 1) % endpoints->size();  // a lost relay: try the next
     spdlog::info(run_over ? "device: the run is over; waiting for the next one (--stay)"
                           : "device: lost the ps ({}); reconnecting", last_loss);
     if (lopt.welcomed->load()) {

@@ -31,6 +31,10 @@ int run_service(cleave_config& cfg);
 // --role=device: one device that joins the ps at --connect.
 int run_device(cleave_config& cfg, int threads);
 
+// --role=relay: a relay between the ps at --connect and the devices that
+// join its --listen edge (actors/relay), until SIGINT or SIGTERM.
+int run_relay(cleave_config& cfg);
+
 // --role=status: the admin console at --connect as a terminal table, once
 // or (--watch) every second until SIGINT or SIGTERM.
 int run_status(const cleave_config& cfg);

@@ -39,7 +39,8 @@ wire::fields_of<M, device_profile> wire_fields(M& p, Io& io) {
 
 template <class M, class Io>
 wire::fields_of<M, edge_join_msg> wire_fields(M& m, Io& io) {
-  return io(m.schema_version, m.profile, wire::text(m.token, max_token_bytes), wire::text(m.csr, max_request_bytes));
+  return io(m.schema_version, m.profile, wire::text(m.token, max_token_bytes), wire::text(m.csr, max_request_bytes),
+            wire::tail([&m] { return !m.relay.empty(); }, wire::text(m.relay, max_relay_name), m.relay_store_bytes));
 }
 
 // The shard edges and their proof are a tail the v1 welcome has not.
@@ -59,6 +60,7 @@ uint64_t largest_join() {
   m.profile.name.assign(max_profile_name, 'x');
   m.token.assign(max_token_bytes, 'x');
   m.csr.assign(max_request_bytes, 'x');
+  m.relay.assign(max_relay_name, 'x');
   return wire::size_of(m);
 }
 
@@ -109,7 +111,9 @@ caf::expected<uint64_t> decode_heartbeat(const char* data, size_t size) {
 std::vector<char> encode(const edge_join_msg& m) { return wire::encode(m); }
 
 caf::expected<edge_join_msg> decode_join(const char* data, size_t size) {
-  return wire::read_whole<edge_join_msg>(data, size, "join frame");
+  auto m = wire::read_whole<edge_join_msg>(data, size, "join frame");
+  if (m && !m->relay.empty() && m->relay_store_bytes == 0) return fail("join frame: a relay with no store");
+  return m;
 }
 
 std::vector<char> encode(const edge_welcome_msg& m) { return wire::encode(m); }

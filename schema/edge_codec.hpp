@@ -82,12 +82,20 @@ inline constexpr size_t max_certificate_bytes = 8192;  // a PEM certificate
 inline constexpr size_t max_shard_edges = 64;
 inline constexpr size_t max_edge_address_bytes = 128;
 inline constexpr size_t max_proof_bytes = 128;
+inline constexpr size_t max_relay_name = 64;
 
 struct edge_join_msg {
   uint32_t schema_version = message_schema_version;
   device_profile profile;
   std::string token;  // a one-time join token, when the job uses them
   std::string csr;    // with a token: the request the ps signs (PEM)
+  // Set by a relay (actors/relay) on the joins it forwards: the device sits
+  // behind it, and the relay keeps every operand block it passes on in a
+  // store of this many bytes, so the ps sends a block once per relay and
+  // names it after. Sent only by relays (a join without it is the v1 join,
+  // byte for byte).
+  std::string relay;
+  uint64_t relay_store_bytes = 0;
 };
 
 struct edge_welcome_msg {

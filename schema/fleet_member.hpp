@@ -5,6 +5,7 @@
 // console and the training loop, so it lives below all of them.
 
 #include <cstdint>
+#include <string>
 
 #include <caf/actor.hpp>
 #include <caf/meta/type_name.hpp>
@@ -13,15 +14,30 @@
 
 namespace cleave {
 
+// The relay a device reached the job through (schema/edge_codec.hpp's join),
+// or none. Devices behind one relay share its operand store: the PS sends a
+// block to the relay once, not to each of them.
+struct relay_seat {
+  std::string name;          // empty: the device talks to the PS itself
+  uint64_t store_bytes = 0;  // the relay's --relay-memory
+  bool empty() const { return name.empty(); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, relay_seat& x) {
+  return f(caf::meta::type_name("relay_seat"), x.name, x.store_bytes);
+}
+
 struct fleet_member {
   int32_t id = -1;
   caf::actor handle;
   device_profile profile;
+  relay_seat relay;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, fleet_member& x) {
-  return f(caf::meta::type_name("fleet_member"), x.id, x.handle, x.profile);
+  return f(caf::meta::type_name("fleet_member"), x.id, x.handle, x.profile, x.relay);
 }
 
 }  // namespace cleave

@@ -17,6 +17,7 @@
 #include <caf/atom.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include "schema/fleet_member.hpp"
 #include "schema/profile.hpp"
 #include "schema/wire_precision.hpp"
 
@@ -206,11 +207,12 @@ struct join_request {
   uint32_t schema_version = message_schema_version;
   device_profile profile;
   int32_t preferred_id = -1;
+  relay_seat relay;  // the relay the device joined through, if any
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, join_request& x) {
-  return f(caf::meta::type_name("join_request"), x.schema_version, x.profile, x.preferred_id);
+  return f(caf::meta::type_name("join_request"), x.schema_version, x.profile, x.preferred_id, x.relay);
 }
 
 // What the detector publishes to its subscribers.

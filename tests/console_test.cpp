@@ -138,8 +138,8 @@ planner_view two_devices() {
   planner_view pv;
   pv.version = 7;
   pv.quorum = true;
-  pv.members = {fleet_member{0, {}, device_profile{"phone", 2e10, 2000000000, 5e7, 1e7, 0.02}},
-                fleet_member{3, {}, device_profile{"vm", 6e10, 4000000000, 1.25e8, 1.25e8, 0.001}}};
+  pv.members = {fleet_member{0, {}, device_profile{"phone", 2e10, 2000000000, 5e7, 1e7, 0.02}, {}},
+                fleet_member{3, {}, device_profile{"vm", 6e10, 4000000000, 1.25e8, 1.25e8, 0.001}, {}}};
   pv.suspected = {3};
   return pv;
 }

@@ -16,6 +16,7 @@
 #include "actors/device/device_actor.hpp"
 #include "actors/device/edge_link.hpp"
 #include "actors/gateway/edge_gateway.hpp"
+#include "schema/errors.hpp"
 #include "actors/gateway/rate_limit.hpp"
 #include "actors/planner/planner_actor.hpp"
 #include "actors/ps/engine/distributed_gemm.hpp"
@@ -34,7 +35,7 @@ namespace {
 // ---------------------------------------------------------------- pure parts
 
 TEST(edge_codec, join_round_trip_and_caps) {
-  edge_join_msg j{message_schema_version, *preset_profile("phone"), "tok-123", "-----BEGIN CERTIFICATE REQUEST-----"};
+  edge_join_msg j{message_schema_version, *preset_profile("phone"), "tok-123", "-----BEGIN CERTIFICATE REQUEST-----", "", 0};
   auto b = encode(j);
   EXPECT_LE(b.size(), edge_payload_cap(edge_join, 0));
   auto back = decode_join(b.data(), b.size());
@@ -51,6 +52,27 @@ TEST(edge_codec, join_round_trip_and_caps) {
   const uint16_t huge = 60000;
   std::memcpy(forged.data() + 4, &huge, 2);
   EXPECT_FALSE(decode_join(forged.data(), forged.size()));
+}
+
+TEST(edge_codec, a_relayed_join_names_a_relay_with_a_store) {
+  edge_join_msg j{message_schema_version, *preset_profile("phone"), "", "", "city-1", uint64_t{1} << 30};
+  auto b = encode(j);
+  EXPECT_LE(b.size(), edge_payload_cap(edge_join, 0));
+  auto back = decode_join(b.data(), b.size());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->relay, "city-1");
+  EXPECT_EQ(back->relay_store_bytes, uint64_t{1} << 30);
+  j.relay_store_bytes = 0;
+  b = encode(j);
+  auto refused = decode_join(b.data(), b.size());
+  ASSERT_FALSE(refused);
+  EXPECT_NE(describe(refused.error()).find("a relay with no store"), std::string::npos);
+  j.relay = std::string(max_relay_name + 1, 'x');
+  j.relay_store_bytes = 1;
+  b = encode(j);
+  back = decode_join(b.data(), b.size());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->relay.size(), max_relay_name) << "a name is cut to its cap";
 }
 
 TEST(edge_codec, welcome_and_refusal) {

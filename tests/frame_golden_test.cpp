@@ -120,6 +120,13 @@ TEST(frame_golden, edge_join_welcome_refusal) {
   EXPECT_EQ(hex(encode(j)), join);
   round_trips(join, decode_join, [](const edge_join_msg& m) { return encode(m); });
 
+  // A join a relay forwards: the v1 join, then the relay's name and store.
+  j.relay = "r1";
+  j.relay_store_bytes = 1 << 20;
+  const std::string relayed = join + "0200723100001000" + "00000000";
+  EXPECT_EQ(hex(encode(j)), relayed);
+  round_trips(relayed, decode_join, [](const edge_join_msg& m) { return encode(m); });
+
   const std::string welcome_v1 = "07000000000000000000d03f040063657274";
   EXPECT_EQ(hex(encode(edge_welcome_msg{7, 0.25, "cert", {}, ""})), welcome_v1);
   round_trips(welcome_v1, decode_welcome, [](const edge_welcome_msg& m) { return encode(m); });

@@ -33,7 +33,7 @@ enum class rogue_mode { wrong_shape, nan, wrong_values, unknown_task };
 caf::behavior black_hole(caf::event_based_actor* self, caf::actor planner, bool heartbeats,
                          device_profile declared) {
   self->request(planner, caf::infinite, join_atom::value,
-                join_request{message_schema_version, declared})
+                join_request{message_schema_version, declared, -1, {}})
     .then([=](welcome_atom, int32_t id, caf::actor detector) {
       if (heartbeats) self->send(self, tick_atom::value, id, detector);
     });
@@ -50,7 +50,7 @@ caf::behavior black_hole(caf::event_based_actor* self, caf::actor planner, bool 
 caf::behavior rogue_device(caf::event_based_actor* self, caf::actor planner, rogue_mode mode) {
   auto my_id = std::make_shared<int32_t>(-1);
   self->request(planner, caf::infinite, join_atom::value,
-                join_request{message_schema_version, *preset_profile("fast")})
+                join_request{message_schema_version, *preset_profile("fast"), -1, {}})
     .then([=](welcome_atom, int32_t id, caf::actor) { *my_id = id; });
   return {
     [=](tile_task& t) {

@@ -75,6 +75,14 @@ void block_cache::enter_step(uint64_t step) {
   step_ = step;
 }
 
+void block_cache::erase(uint64_t key) {
+  auto it = index_.find(key);
+  if (it == index_.end()) return;
+  bytes_ -= block_bytes(it->second->second);
+  lru_.erase(it->second);
+  index_.erase(it);
+}
+
 void block_cache::clear() {
   lru_.clear();
   index_.clear();
@@ -85,9 +93,7 @@ const cached_block* block_cache::get(uint64_t key) {
   auto it = index_.find(key);
   if (it == index_.end()) return nullptr;
   if (let_go(it->second->second)) {
-    bytes_ -= block_bytes(it->second->second);
-    lru_.erase(it->second);
-    index_.erase(it);
+    erase(key);
     return nullptr;
   }
   lru_.splice(lru_.begin(), lru_, it->second);

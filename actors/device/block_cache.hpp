@@ -61,6 +61,7 @@ class block_cache {
   // a later step, or of a step well before (a PS resumed from a checkpoint),
   // empties it. A straggler from the previous step leaves it alone.
   void enter_step(uint64_t step);
+  void erase(uint64_t key);
   void clear();
 
   uint64_t bytes() const { return bytes_; }

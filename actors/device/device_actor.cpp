@@ -153,7 +153,7 @@ void join(device_actor_ptr self, caf::actor planner) {
   st.planner = planner;
   self->monitor(planner);
   self->request(planner, caf::infinite, join_atom::value,
-                join_request{message_schema_version, st.opts.profile, st.opts.fleet_index})
+                join_request{message_schema_version, st.opts.profile, st.opts.fleet_index, {}})
     .then(
       [=](welcome_atom, int32_t id, caf::actor detector) {
         auto& s = self->state;

@@ -112,7 +112,7 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
       auto device = caf::actor_cast<caf::actor>(self->current_sender());
       if (!device) return fail("join without a sender");
       const int32_t id = st.ids.take(req.preferred_id);
-      st.alive[id] = fleet_member{id, device, req.profile};
+      st.alive[id] = fleet_member{id, device, req.profile, req.relay};
       ++st.version;
       self->send(st.detector, watch_atom::value, id, device);
       spdlog::debug("planner: device {} ({}) joined; {} alive", id, req.profile.name,

@@ -62,6 +62,15 @@ nlohmann::json fleet_traffic_section(const runtime_accounts& acc, int ps_shards,
   j["bytes_up"] = up;
   j["cache_hit_rate"] = operands == 0 ? 0.0 : static_cast<double>(hits) / operands;
   j["bytes_down_per_device_per_step"] = static_cast<double>(down) / n_devices / n_steps;
+  // The PS's egress over its floors: every operand block sent once a step,
+  // and once a step to each holder (a device, or a relay for all its devices).
+  j["operand_bytes_once"] = acc.operand_bytes_once;
+  j["operand_bytes_once_per_holder"] = acc.operand_bytes_once_per_holder;
+  j["bytes_down_over_once"] =
+    acc.operand_bytes_once == 0 ? 0.0 : static_cast<double>(down) / static_cast<double>(acc.operand_bytes_once);
+  j["bytes_down_over_once_per_holder"] =
+    acc.operand_bytes_once_per_holder == 0
+      ? 0.0 : static_cast<double>(down) / static_cast<double>(acc.operand_bytes_once_per_holder);
   j["local_gemms"] = acc.local_gemms;
   // The PS's wall time per tile it issued (cutting, hashing, sending).
   j["ps_seconds_per_tile"] =

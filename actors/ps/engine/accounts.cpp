@@ -34,6 +34,8 @@ runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards) {
     out.egress_seconds = std::max(out.egress_seconds, acc.egress_seconds);
     out.ingress_seconds = std::max(out.ingress_seconds, acc.ingress_seconds);
     out.tiles += acc.tiles;
+    out.operand_bytes_once += acc.operand_bytes_once;
+    out.operand_bytes_once_per_holder += acc.operand_bytes_once_per_holder;
     out.local_gemms += acc.local_gemms;
     out.refused += acc.refused;
     auto& c = out.churn;

@@ -71,6 +71,10 @@ struct runtime_accounts {
   // Seconds messages waited on this PS's paced link (--pace-ps-link), queueing
   // and crossing: tasks on the egress, results on the ingress.
   double egress_seconds = 0, ingress_seconds = 0;
+  // Operand bytes the PS would have sent had every block left it once per
+  // step, and once per step to each holder (a device, or a relay and all
+  // the devices behind it): what its egress is measured against.
+  uint64_t operand_bytes_once = 0, operand_bytes_once_per_holder = 0;
 };
 
 // One account for the run from the shards' engines: counts add up; the

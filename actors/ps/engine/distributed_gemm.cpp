@@ -132,7 +132,7 @@ void distributed_gemm::on_planner_lost(inflight_batch& batch) {
   // Devices that left with the planner come back as new members, whose ids
   // may be the old ones: every unfinished tile goes out again (a result of
   // the old holder still counts if it comes first; the rest are dropped).
-  sent_.clear();
+  sent_.forget_all();
   for (auto& call : batch.calls)
     for (auto& pt : call.tiles) {
       if (pt.done || pt.arrived) continue;
@@ -250,7 +250,7 @@ void distributed_gemm::wait_for(inflight_batch& batch, double predicted_seconds)
         if (pt == nullptr || pt->done || pt->arrived || !fleet_.has(m.device)) return;
         if (std::find(pt->holders.begin(), pt->holders.end(), m.device) == pt->holders.end())
           return;
-        sent_.erase(m.device);  // its cache is not what we thought
+        sent_.forget(fleet_.members().at(m.device), m.operand_key);  // its cache is not what we thought
         dispatch(*call, *pt, m.device, true);  // the same task again: no more room taken
       },
       [&](event_atom, const fleet_event& ev) { on_event(ev, batch); },

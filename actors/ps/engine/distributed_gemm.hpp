@@ -36,6 +36,7 @@
 #include "actors/ps/engine/paced_link.hpp"
 #include "actors/ps/engine/plan_cache.hpp"
 #include "actors/ps/engine/send_window.hpp"
+#include "actors/ps/engine/sent_mirrors.hpp"
 #include "actors/ps/engine/snapshot_shelf.hpp"
 #include "actors/ps/engine/step_predictor.hpp"
 #include "training/elapsed.hpp"
@@ -325,11 +326,9 @@ class distributed_gemm final : public gemm_engine<float> {
   plan_cache plans_;
   uint64_t step_ = 0;
   uint32_t gemm_seq_ = 0;
-  // Each device's block cache as the PS can know it this step: the device's
-  // own least-recently-used rule (block_cache, its default capacity) replayed
-  // on the blocks sent and named, in the order the device meets them. A
-  // block it has evicted is sent again instead of named and missed.
-  std::unordered_map<int32_t, block_cache> sent_;
+  // What each device, or its relay, holds as the PS can know it this step.
+  // A block it has evicted is sent again instead of named and missed.
+  sent_mirrors sent_;
   snapshot_shelf snapshots_;
   std::vector<float> rounded_;  // a bf16 block's values, to be hashed
   paced_link egress_, ingress_;

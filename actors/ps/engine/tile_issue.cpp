@@ -127,10 +127,7 @@ void distributed_gemm::send_waiting(int32_t dev) {
 void distributed_gemm::dispatch(gemm_call& call, pending_tile& p, int32_t dev,
                                 bool with_all_data) {
   const auto& member = fleet_.members().at(dev);
-  auto mirror = sent_.find(dev);
-  if (mirror == sent_.end())
-    mirror = sent_.emplace(dev, block_cache(default_cache_bytes(member.profile.memory_bytes))).first;
-  auto& known = mirror->second;
+  auto& known = sent_.of(member);
   auto& acct = acc_.devices[dev];
   tile_task msg;
   msg.key = p.key;
@@ -142,8 +139,12 @@ void distributed_gemm::dispatch(gemm_call& call, pending_tile& p, int32_t dev,
     // used again recently), a sent one cached.
     const bool send = with_all_data || known.get(ref->key) == nullptr;
     *dst = cut(call, *ref, send);
+    const uint64_t block_bytes = static_cast<uint64_t>(dst->rows * dst->cols) * operand_element_bytes(opts_.wire);
+    const auto first = sent_.named(member, ref->key);
+    if (first.in_step) acc_.operand_bytes_once += block_bytes;
+    if (first.for_holder) acc_.operand_bytes_once_per_holder += block_bytes;
     if (send) {
-      bytes += static_cast<uint64_t>(dst->rows * dst->cols) * operand_element_bytes(opts_.wire);
+      bytes += block_bytes;
       known.put(ref->key, cached_block{ref->r1 - ref->r0, ref->c1 - ref->c0, nullptr, 0, 0, {}});
     }
   }
