@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Relays (--role=relay) on loopback. (1) A ps, 2 relay processes and 8
+# device processes (4 behind each) train mlp and gpt small for 50 steps with
+# the in-process fleet's trajectory bit for bit, and the bytes leaving the
+# ps are at most 1.5x what they would be if every operand left it once per
+# relay. (2) kill -9 of one relay mid-training: training finishes with the
+# undisturbed losses, and its devices rejoin through the ps itself.
+source "$(dirname "$0")/lib.sh"
+
+# vm devices and a slow PS make the planner spread every product over all
+# eight devices, so blocks are shared between the devices behind a relay.
+cost=(--ps-egress=1e12 --ps-flops=1e8)
+mlp=(--model=mlp --steps=50 --threads=1 --progress-seconds=60)
+gpt=(--model=gpt --context=32 --batch=4 --eval-tokens=2048 --steps=50 --threads=1 --progress-seconds=60)
+
+wait_for() {  # wait_for SECONDS COMMAND...: polls until COMMAND succeeds
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do ((SECONDS < deadline)) || return 1; sleep 0.05; done
+}
+
+# relayed NAME DEVICE_FLAGS TRAIN_FLAGS...: a ps, relays r1 and r2, 4 devices
+# behind each; each device falls back to the ps itself when its relay is lost.
+# Sets ps, relay_pids; returns once the devices are started.
+relayed() {
+  local name=$1 devflags=$2; shift 2
+  "$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices=8 "${cost[@]}" "$@" \
+    --report="$WORK/$name.json" > "$WORK/$name-ps.log" 2>&1 &
+  ps=$!
+  local port; port=$(wait_port "$WORK/$name-ps.log")
+  [[ -n $port ]] || { fail "$name: the ps did not start: $(tail -3 "$WORK/$name-ps.log")"; return 1; }
+  relay_pids=()
+  local r
+  for r in 1 2; do
+    "$CLEAVE" --role=relay --connect="127.0.0.1:$port" --listen=127.0.0.1:0 --relay-name="r$r" \
+      --relay-memory=1e9 > "$WORK/$name-relay$r.log" 2>&1 &
+    relay_pids+=($!)
+    local rport; rport=$(wait_port "$WORK/$name-relay$r.log")
+    [[ -n $rport ]] || { fail "$name: relay r$r did not start: $(tail -3 "$WORK/$name-relay$r.log")"; return 1; }
+    for i in 1 2 3 4; do
+      "$CLEAVE" --role=device --connect="127.0.0.1:$rport,127.0.0.1:$port" --profile=vm --threads=1 \
+        --log-level=info $devflags > "$WORK/$name-dev$r$i.log" 2>&1 &
+    done
+  done
+}
+
+# finish_run NAME: waits for the ps, then stops the relays (they log their counts).
+finish_run() {
+  timeout 300 tail --pid=$ps -f /dev/null
+  wait $ps || fail "$1: the ps failed: $(tail -3 "$WORK/$1-ps.log")"
+  kill -TERM "${relay_pids[@]}" 2>/dev/null
+  wait 2>/dev/null
+}
+
+# egress NAME: the ps's bytes over once per holder (each relay), at most 1.5.
+egress() {
+  python3 - "$WORK/$1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ratio, once = d["bytes_down_over_once_per_holder"], d["bytes_down_over_once"]
+print(f"{ratio:.3f} {once:.3f}")
+sys.exit(0 if 0 < ratio <= 1.5 else 1)
+PY
+}
+
+for model in mlp gpt; do
+  declare -n flags=$model
+  "$CLEAVE" --role=all --devices=8 --profile=vm --unpaced-devices "${cost[@]}" "${flags[@]}" --log-level=warn \
+    --report="$WORK/$model-ref.json" || fail "$model: in-process run failed"
+  relayed "$model" "--reconnect-seconds=0 --log-level=warn" "${flags[@]}" || continue
+  finish_run "$model"
+  verdict=$(same_trajectory "$WORK/$model-ref.json" "$WORK/$model.json")
+  [[ $verdict == equal ]] && echo "ok: $model through 2 relays equals the in-process fleet" || fail "$model: $verdict"
+  if figures=$(egress "$model"); then
+    echo "ok: $model: the ps sent $(cut -d' ' -f1 <<< "$figures")x the bytes of every operand once per relay ($(cut -d' ' -f2 <<< "$figures")x once in all)"
+  else
+    fail "$model: the ps's egress over once per relay is $figures"
+  fi
+  grep -q "store: [1-9][0-9]* blocks in" "$WORK/$model-relay1.log" || fail "$model: relay r1 kept no block"
+  grep -q "[1-9][0-9]* served" "$WORK/$model-relay1.log" || fail "$model: relay r1 served no block from its store"
+done
+
+# 2. kill -9 of relay r1 mid-training.
+gpt_long=("${gpt[@]}" --steps=80)
+"$CLEAVE" --role=all --devices=8 --profile=vm --unpaced-devices "${cost[@]}" "${gpt_long[@]}" --log-level=warn \
+  --report="$WORK/killed-ref.json" || fail "in-process run failed"
+if relayed killed "--reconnect-seconds=30" "${gpt_long[@]}"; then
+  wait_for 60 grep -q "training gpt" "$WORK/killed-ps.log" || fail "training did not start"
+  sleep 3
+  kill -9 "${relay_pids[0]}"
+  finish_run killed
+  verdict=$(same_trajectory "$WORK/killed-ref.json" "$WORK/killed.json")
+  [[ $verdict == equal ]] && echo "ok: a relay killed mid-training leaves the trajectory undisturbed" \
+    || fail "relay killed: $verdict"
+  grep -q "is dead" "$WORK/killed-ps.log" || fail "the ps never saw the relay's devices die"
+  rejoined=$(grep -l "reconnected to 127.0.0.1" "$WORK"/killed-dev1*.log | wc -l)
+  ((rejoined == 4)) && echo "ok: the killed relay's 4 devices rejoined through the ps" \
+    || fail "$rejoined of the killed relay's 4 devices rejoined"
+  python3 - "$WORK/killed.json" <<'PY' || fail "relay killed: the report"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["losses"]) == 80, len(d["losses"])
+assert d["failures_detected"] >= 4, d["failures_detected"]
+print(f"  {d['failures_detected']} failures detected, {d['tiles_reassigned']} tiles reassigned", file=sys.stderr)
+PY
+fi
+finish
