@@ -34,8 +34,19 @@ for n in devices:
     if "container_name" in s or s.get("ports"): problems.append(f"{n} cannot be scaled (fixed name or port)")
     if (s.get("depends_on") or {}).get("ps", {}).get("condition") != "service_healthy":
         problems.append(f"{n} does not wait for a healthy ps")
+relays = [n for n, s in services.items() if "--role=relay" in s.get("command", [])]
+for n in relays:
+    if "--connect=ps:4300" not in services[n]["command"]: problems.append(f"relay {n} does not reach the ps's edge")
+    if (services[n].get("depends_on") or {}).get("ps", {}).get("condition") != "service_healthy":
+        problems.append(f"relay {n} does not wait for a healthy ps")
+behind = [n for n in devices if any(a.startswith("--connect=") and a.split("=", 1)[1].split(":")[0] in relays
+                                    for a in services[n]["command"])]
+if relays and not behind: problems.append("no device sits behind the relay")
+for n in behind:
+    connect = next(a for a in services[n]["command"] if a.startswith("--connect="))
+    if not connect.endswith(",ps:4300"): problems.append(f"{n} has no way back to the ps if its relay is lost: {connect}")
 print("; ".join(problems) if problems else f"ok: console port {port} published and health-checked; "
-      f"{len(devices)} scalable device services wait for it")
+      f"{len(devices)} scalable device services wait for it; {len(behind)} behind {len(relays)} relay(s)")
 PY
 )
 [[ $verdict == ok:* ]] && echo "$verdict" || fail "$verdict"
