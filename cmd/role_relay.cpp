@@ -28,6 +28,9 @@ int run_relay(cleave_config& cfg) {
     return usage_error("--relay-memory must be between 1 MiB and 1e15 bytes");
   if (cfg.relay_name.size() > max_relay_name)
     return usage_error("--relay-name is at most " + std::to_string(max_relay_name) + " bytes");
+  if (cfg.tls() && cfg.relay_name.empty())
+    return usage_error("--role=relay with TLS needs --relay-name: the name in its certificate (--tls-cert), "
+                       "which the ps checks its joins against");
   caf::actor_system sys{cfg};
   relay_options ro;
   ro.ps_host = ps->first;

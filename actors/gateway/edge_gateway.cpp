@@ -89,6 +89,11 @@ void admit(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame
     return refuse("schema version " + std::to_string(join->schema_version) + " is not "
                   + std::to_string(message_schema_version));
   if (auto err = validate(join->profile)) return refuse(describe(err));
+  // Under TLS a relay's joins come over connections with its own
+  // certificate, a server certificate of the job's CA (a device's could not
+  // dial out as a relay's must): the name they give is the name in it.
+  if (!join->relay.empty() && c.certified && join->relay != c.certificate_name)
+    return refuse("a join through relay '" + join->relay + "' came with the certificate of '" + c.certificate_name + "'");
   if (st.opts.admit_join)
     if (auto err = st.opts.admit_join(*join)) return refuse(describe(err));
   std::string certificate;
@@ -169,6 +174,7 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
       if (auto it = self->state.conns.find(conn); it != self->state.conns.end() && !name.empty()) {
         it->second.peer = "'" + name + "' at " + it->second.peer;
         it->second.certified = true;
+        it->second.certificate_name = name;
       }
     },
     [=](bulk_closed_atom, uint64_t conn, const std::string& reason) {

@@ -78,6 +78,7 @@ struct edge_connection {
   caf::actor proxy;  // null until the join frame
   rate_limiter limiter;
   bool certified = false;  // TLS: it presented a certificate the CA signed
+  std::string certificate_name;  // ... and the name in it
 };
 
 // A frame's credit held back from a throttled device.

@@ -4,7 +4,10 @@
 # the in-process fleet's trajectory bit for bit, and the bytes leaving the
 # ps are at most 1.5x what they would be if every operand left it once per
 # relay. (2) kill -9 of one relay mid-training: training finishes with the
-# undisturbed losses, and its devices rejoin through the ps itself.
+# undisturbed losses, and its devices rejoin through the ps itself. (3) With
+# TLS: the relay shows the ps a server certificate of the job's CA and
+# admits only devices with the CA's certificates; a relay whose name is not
+# its certificate's is refused.
 source "$(dirname "$0")/lib.sh"
 
 # vm devices and a slow PS make the planner spread every product over all
@@ -103,4 +106,44 @@ assert d["failures_detected"] >= 4, d["failures_detected"]
 print(f"  {d['failures_detected']} failures detected, {d['tiles_reassigned']} tiles reassigned", file=sys.stderr)
 PY
 fi
+# 3. TLS: ps, relay and devices with the job CA's certificates (deploy/ca.sh).
+CLEAVE=$(realpath "$CLEAVE")
+cd "$WORK"
+job_cas
+for s in ps relay1; do bash "$ca_sh" issue ca $s server > /dev/null; done
+for d in dev1 dev2; do bash "$ca_sh" issue ca $d device > /dev/null; done
+tls() { echo "--tls-cert=ca/$1.pem --tls-key=ca/$1.key --tls-ca=ca/ca.pem"; }
+short=(--model=mlp --steps=20 --threads=1 --progress-seconds=60)
+"$CLEAVE" --role=all --devices=2 --profile=vm --unpaced-devices "${cost[@]}" "${short[@]}" --log-level=warn \
+  --report=tls-ref.json || fail "in-process run failed"
+"$CLEAVE" --role=ps --listen=127.0.0.1:0 $(tls ps) --min-devices=2 "${cost[@]}" "${short[@]}" \
+  --report=tls.json > tls-ps.log 2>&1 &
+ps=$!
+port=$(wait_port tls-ps.log)
+# A relay that calls itself by another name than its certificate's is turned away.
+"$CLEAVE" --role=relay --connect="127.0.0.1:$port" --listen=127.0.0.1:0 $(tls relay1) --relay-name=impostor \
+  > impostor.log 2>&1 &
+impostor=$!
+iport=$(wait_port impostor.log)
+"$CLEAVE" --role=device --connect="127.0.0.1:$iport" $(tls dev1) --profile=vm --threads=1 --reconnect-seconds=0 \
+  > impostor-dev.log 2>&1
+grep -q "came with the certificate of 'relay1'" impostor-dev.log \
+  && echo "ok: a relay named otherwise than its certificate is refused" \
+  || fail "the impostor relay's device: $(tail -2 impostor-dev.log)"
+kill -TERM $impostor; wait $impostor 2>/dev/null
+"$CLEAVE" --role=relay --connect="127.0.0.1:$port" --listen=127.0.0.1:0 $(tls relay1) --relay-name=relay1 \
+  > tls-relay.log 2>&1 &
+relay_pids=($!)
+rport=$(wait_port tls-relay.log)
+# A device without a certificate is refused at the relay's door.
+"$CLEAVE" --role=device --connect="127.0.0.1:$rport" --profile=vm --reconnect-seconds=0 > plain-dev.log 2>&1 \
+  && fail "a device without TLS joined through the relay"
+for d in dev1 dev2; do
+  "$CLEAVE" --role=device --connect="127.0.0.1:$rport" $(tls $d) --profile=vm --threads=1 --reconnect-seconds=0 \
+    > "tls-$d.log" 2>&1 &
+done
+finish_run tls
+verdict=$(same_trajectory tls-ref.json tls.json)
+[[ $verdict == equal ]] && echo "ok: TLS from devices to the relay and from the relay to the ps; the trajectory is the in-process one" \
+  || fail "TLS through a relay: $verdict"
 finish
