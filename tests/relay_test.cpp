@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/planner/grid_search.hpp"
+#include "actors/planner/live_relays.hpp"
 #include "actors/planner/relay_ledger.hpp"
 #include "actors/simulator/batch_sim.hpp"
 #include "actors/simulator/cleave_sim.hpp"
@@ -241,3 +242,33 @@ TEST(planner, a_spread_prefix_takes_devices_evenly_from_every_relay) {
   // First of each group (direct devices are a group), then the second of each, ...
   EXPECT_EQ(ids, (std::vector<int32_t>{6, 0, 4, 1, 5, 2, 3}));
 }
+
+namespace {
+
+// A live fleet's relays: those its members joined through, in name order,
+// each with the store it declared.
+TEST(live_relays, the_relays_members_joined_through_in_name_order) {
+  std::map<int32_t, fleet_member> members;
+  auto add = [&](int32_t id, const std::string& relay, uint64_t store) {
+    fleet_member m;
+    m.id = id;
+    m.profile = profile(1e10, 1e7, 1e7, 0.01);
+    m.relay = relay_seat{relay, store};
+    members[id] = m;
+  };
+  add(0, "town", 1 << 20);
+  add(1, "", 0);
+  add(2, "city", 2 << 20);
+  add(3, "town", 1 << 20);
+  const auto tier = live_relays(members);
+  ASSERT_EQ(tier.relays.size(), 2u);
+  EXPECT_EQ(tier.relays[0].name, "city");
+  EXPECT_EQ(tier.relays[0].memory_bytes, 2u << 20);
+  EXPECT_EQ(tier.relays[1].name, "town");
+  EXPECT_EQ(tier.relay_of(members[0]), 1);
+  EXPECT_EQ(tier.relay_of(members[1]), -1);
+  EXPECT_EQ(tier.relay_of(members[2]), 0);
+  EXPECT_TRUE(live_relays({}).relays.empty());
+}
+
+}  // namespace

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/planner/grid_search.hpp"
+#include "actors/planner/live_relays.hpp"
 #include "actors/planner/placement.hpp"
 #include "schema/errors.hpp"
 
@@ -17,11 +18,20 @@ bool usable(const planner_state& st, int32_t id) {
   return st.suspected.count(id) == 0 && st.draining.count(id) == 0;
 }
 
+// Each usable device as the cost model sees it, with the relay it joined through.
 std::vector<device_view> views(const planner_state& st) {
+  const auto tier = live_relays(st.alive);
   std::vector<device_view> out;
   for (const auto& [id, m] : st.alive)
-    if (usable(st, id)) out.push_back(device_view{id, m.profile, 0});
+    if (usable(st, id)) out.push_back(device_view{id, m.profile, 0, 0, tier.relay_of(m)});
   return out;
+}
+
+// The cost model, with the relays the fleet's devices joined through.
+planner_config cost(const planner_state& st) {
+  planner_config cfg = st.opts.cost;
+  if (cfg.relays.empty()) cfg.relays = live_relays(st.alive).relays;
+  return cfg;
 }
 
 // members(st).size() without copying the members: asked on every join and
@@ -44,7 +54,7 @@ std::vector<fleet_member> members(const planner_state& st) {
 plan remembered(planner_state& st, plan p) {
   const auto& g = p.problem;
   if (st.opts.cost.paced_ps_link && !p.local && !p.tiles.empty()) {
-    const auto share = fair_share(views(st), st.opts.cost, g.sharers);
+    const auto share = fair_share(views(st), cost(st), g.sharers);
     p.predicted_seconds =
       std::max(p.predicted_seconds, ps_link_seconds(p, share.devices, share.cfg));
   }
@@ -200,7 +210,7 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
               std::vector<int32_t>(st.draining.begin(), st.draining.end())};
     },
     [=](plan_atom, const gemm_problem& g) {
-      return remembered(self->state, make_plan(g, views(self->state), self->state.opts.cost));
+      return remembered(self->state, make_plan(g, views(self->state), cost(self->state)));
     },
     [=](replace_atom, const plan& p, const std::vector<int32_t>& ids) {
       auto alive = views(self->state);
@@ -209,12 +219,12 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
                                    return std::find(ids.begin(), ids.end(), v.id) == ids.end();
                                  }),
                   alive.end());
-      return remembered(self->state, replace_plan(p, alive, self->state.opts.cost));
+      return remembered(self->state, replace_plan(p, alive, cost(self->state)));
     },
     [=](mirror_atom, const plan& forward, gemm_role role, const gemm_problem& g) {
       auto& st = self->state;
       auto alive = views(st);
-      return remembered(st, backward_plan(forward, role, g, alive, st.opts.cost).p);
+      return remembered(st, backward_plan(forward, role, g, alive, cost(st)).p);
     },
   };
 }
