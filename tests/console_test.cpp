@@ -165,6 +165,33 @@ TEST(console_view, merges_the_registry_with_the_detector) {
   EXPECT_EQ(render_console(nullptr, lost, {})["fleet"]["planner_error"], "timeout");
 }
 
+TEST(console_view, shows_each_relay_with_its_devices_and_their_traffic) {
+  auto pv = two_devices();
+  pv.members.push_back(fleet_member{4, {}, *preset_profile("phone"), relay_seat{"city", 1 << 20}});
+  pv.members.push_back(fleet_member{5, {}, *preset_profile("phone"), relay_seat{"city", 1 << 20}});
+  pv.members.push_back(fleet_member{6, {}, *preset_profile("phone"), relay_seat{"town", 2 << 20}});
+  pv.suspected.push_back(6);
+  const auto training = nlohmann::json::parse(R"({"per_device": [
+    {"id": 0, "bytes_down": 1000, "bytes_up": 10, "operands": 8, "operands_named": 0, "misses": 0},
+    {"id": 4, "bytes_down": 100, "bytes_up": 20, "operands": 10, "operands_named": 6, "misses": 1},
+    {"id": 5, "bytes_down": 50, "bytes_up": 30, "operands": 10, "operands_named": 8, "misses": 0}]})");
+  const auto doc = render_console(training, pv, {});
+  const auto& relays = doc["fleet"]["relays"];
+  ASSERT_EQ(relays.size(), 2u);
+  EXPECT_EQ(relays[0]["name"], "city");
+  EXPECT_EQ(relays[0]["state"], "serving");
+  EXPECT_EQ(relays[0]["devices"], nlohmann::json::parse("[4, 5]"));
+  EXPECT_EQ(relays[0]["bytes_down"], 150);
+  EXPECT_EQ(relays[0]["bytes_up"], 50);
+  EXPECT_DOUBLE_EQ(relays[0]["hit_rate"].get<double>(), 13.0 / 20.0);  // named, less the miss
+  EXPECT_EQ(relays[1]["name"], "town");
+  EXPECT_EQ(relays[1]["state"], "suspected");
+  EXPECT_EQ(relays[1]["store_bytes"], 2 << 20);
+  EXPECT_EQ(doc["fleet"]["devices"][2]["relay"], "city");
+  EXPECT_FALSE(doc["fleet"]["devices"][0].contains("relay"));
+  EXPECT_FALSE(render_console(training, two_devices(), {})["fleet"].contains("relays"));
+}
+
 // A plan of one tile on device 1.
 plan one_tile_plan() {
   plan p;

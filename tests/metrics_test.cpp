@@ -115,6 +115,20 @@ TEST(metrics_view, shows_the_shards_the_plans_and_a_pause) {
     EXPECT_NE(text.find(line), std::string::npos) << line << text;
 }
 
+TEST(metrics_view, shows_each_relay) {
+  const auto text = render_metrics(json::parse(R"({
+    "fleet": {"version": 1, "devices": [], "relays": [
+      {"name": "city", "state": "serving", "store_bytes": 1024, "devices": [4, 5], "bytes_down": 150,
+       "bytes_up": 50, "operands": 20, "operands_named": 14, "misses": 1, "hit_rate": 0.65}]}
+  })"));
+  for (const char* line : {"\ncleave_relay_devices{relay=\"city\"} 2\n",
+                           "\ncleave_relay_downlink_bytes_total{relay=\"city\"} 150\n",
+                           "\ncleave_relay_uplink_bytes_total{relay=\"city\"} 50\n",
+                           "\ncleave_relay_store_bytes{relay=\"city\"} 1024\n",
+                           "\ncleave_relay_hit_ratio{relay=\"city\"} 0.65\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << text;
+}
+
 TEST(metrics_view, escapes_label_values) {
   EXPECT_EQ(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
   json doc = {{"training", nullptr},

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "actors/console/relay_view.hpp"
+
 namespace cleave {
 
 namespace {
@@ -52,6 +54,7 @@ nlohmann::json render_console(const nlohmann::json& training, const planner_view
                         {"uplink", m.profile.uplink},
                         {"latency", m.profile.latency},
                         {"state", state}};
+    if (!m.relay.empty()) d["relay"] = m.relay.name;
     if (auto it = by_id.find(m.id); it != by_id.end()) {
       d["phi"] = it->second->phi;
       // A device process's own figure, beside the memory it declared.
@@ -71,6 +74,7 @@ nlohmann::json render_console(const nlohmann::json& training, const planner_view
                           {"suspected", planner.suspected.size()},
                           {"draining", planner.draining.size()},
                           {"devices", std::move(devices)}};
+  if (auto relays = render_relays(training, planner); !relays.empty()) fleet["relays"] = std::move(relays);
   if (!planner.error.empty()) fleet["planner_error"] = planner.error;
   nlohmann::json log = nlohmann::json::array();
   for (const auto& ev : events.events()) {

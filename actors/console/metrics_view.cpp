@@ -121,6 +121,15 @@ constexpr scalar_family device_families[] = {
   {"flops", "cleave_device_flop_total", "counter", "Floating-point operations in the tiles the device completed."},
 };
 
+// fleet.relays (relay_view.hpp), labelled by relay.
+constexpr scalar_family relay_families[] = {
+  {"bytes_down", "cleave_relay_downlink_bytes_total", "counter", "Bytes the ps sent to the relay's devices."},
+  {"bytes_up", "cleave_relay_uplink_bytes_total", "counter", "Bytes the relay's devices sent the ps."},
+  {"store_bytes", "cleave_relay_store_bytes", "gauge", "The relay's operand store (--relay-memory)."},
+  {"hit_rate", "cleave_relay_hit_ratio", "gauge",
+   "Fraction of the relay's devices' operands the ps only named: the relay's store or the device held them."},
+};
+
 // training.shards, labelled by shard.
 constexpr scalar_family shard_families[] = {
   {"step", "cleave_ps_shard_step", "gauge", "The step the parameter-server shard is at."},
@@ -233,6 +242,16 @@ void write_fleet(std::string& out, const json& fleet) {
   write_family(out, "cleave_device_phi", "gauge",
                "The failure detector's suspicion level of the device (phi accrual).", phi);
   write_family(out, "cleave_device_state", "gauge", "1 for the device's state, 0 for the others.", states);
+  write_rows(out, fleet.value("relays", json()), relay_families, [](const json& r) {
+    return labels({{"relay", label_text(r.value("name", json("")))}});
+  });
+  std::vector<sample> relay_devices;
+  for (const auto& r : fleet.value("relays", json::array()))
+    if (r.is_object() && r.value("devices", json()).is_array())
+      relay_devices.push_back({labels({{"relay", label_text(r.value("name", json("")))}}),
+                               std::to_string(r["devices"].size())});
+  write_family(out, "cleave_relay_devices", "gauge", "Devices in the fleet that joined through the relay.",
+               relay_devices);
 }
 
 }  // namespace

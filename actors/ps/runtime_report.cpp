@@ -50,6 +50,7 @@ nlohmann::json fleet_traffic_section(const runtime_accounts& acc, int ps_shards,
     per_device.push_back({{"id", id}, {"profile", a.profile}, {"tiles", a.tiles},
                           {"bytes_down", a.bytes_down}, {"bytes_up", a.bytes_up},
                           {"busy_seconds", a.busy_seconds}, {"cache_hits", a.cache_hits},
+                          {"operands", a.operands}, {"operands_named", a.operands_named}, {"misses", a.misses},
                           {"refused", a.refused}, {"flops", a.flops},
                           {"most_tasks_at_once", a.most_tasks_at_once}});
   }

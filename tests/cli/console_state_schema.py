@@ -27,10 +27,13 @@ TRAINING = {"step": (INT, True), "loss": (NUM, True), "seconds": (NUM, True), "m
 DEVICE = {"id": (INT, True), "state": (STR, True), "profile": (STR, False), "flops": (NUM, False),
           "memory_bytes": (INT, False), "downlink": (NUM, False), "uplink": (NUM, False),
           "latency": (NUM, False), "phi": (NUM, False),
-          "peak_rss_bytes": (INT, False)}
+          "peak_rss_bytes": (INT, False), "relay": (STR, False)}
+RELAY = {"name": (STR, True), "state": (STR, True), "store_bytes": (INT, True), "devices": ([INT], True),
+         "bytes_down": (INT, True), "bytes_up": (INT, True), "operands": (INT, True),
+         "operands_named": (INT, True), "misses": (INT, True), "hit_rate": (NUM, True)}
 FLEET = {"version": (INT, True), "quorum_reached": (BOOL, True), "alive": (INT, True),
          "suspected": (INT, True), "draining": (INT, True), "devices": ([DEVICE], True),
-         "planner_error": (STR, False)}
+         "planner_error": (STR, False), "relays": ([RELAY], False)}
 PLAN = {"m": (INT, True), "n": (INT, True), "k": (INT, True), "role": (STR, True), "local": (BOOL, True),
         "grid": ([INT], True), "tiles": (INT, True), "devices": ([INT], True),
         "predicted_seconds": (NUM, True), "bound": (STR, True)}

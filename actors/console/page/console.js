@@ -265,6 +265,14 @@ function render_ps(doc) {
                                  trained > 0 ? fixed(100 * ((s.issue_seconds || 0) + (s.wait_seconds || 0)) / trained, 0) + "%" : "\u2013",
                                  fixed((s.egress_seconds || 0) + (s.ingress_seconds || 0), 1)], []));
   $("shards").replaceChild(shards, $("shards").tBodies[0]);
+  const relays = document.createElement("tbody");
+  const tier = (doc.fleet && doc.fleet.relays) || [];
+  for (const r of tier)
+    relays.appendChild(cell_row([r.name, r.state, r.devices.join(" "), fixed(r.bytes_down / 1e6, 1),
+                                 fixed(r.bytes_up / 1e6, 1), fixed(100 * r.hit_rate, 0) + "%", String(r.misses),
+                                 fixed(r.store_bytes / 1e6, 0)], [0, 1, 2]));
+  $("relays").replaceChild(relays, $("relays").tBodies[0]);
+  $("relay-tier").hidden = tier.length === 0;
   const plans = document.createElement("tbody");
   const sorted = (doc.plans || []).slice().sort((a, b) => a.m - b.m || a.n - b.n || a.k - b.k);
   for (const p of sorted)

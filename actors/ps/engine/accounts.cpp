@@ -15,6 +15,8 @@ runtime_accounts combine_shards(const std::vector<runtime_accounts>& shards) {
       o.bytes_up += d.bytes_up;
       o.cache_hits += d.cache_hits;
       o.operands += d.operands;
+      o.operands_named += d.operands_named;
+      o.misses += d.misses;
       o.refused += d.refused;
       o.flops += d.flops;
       o.busy_seconds += d.busy_seconds;

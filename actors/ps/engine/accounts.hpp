@@ -19,6 +19,8 @@ struct device_account {
   uint64_t bytes_up = 0;
   uint64_t cache_hits = 0;
   uint64_t operands = 0;  // operands needed (hits + sent)
+  uint64_t operands_named = 0;  // ... sent as a name only: the device, or its relay, held them
+  uint64_t misses = 0;          // named operands it did not hold after all
   uint64_t refused = 0;   // results refused as malformed
   double flops = 0;       // of the tiles it completed
   double busy_seconds = 0;

@@ -251,6 +251,7 @@ void distributed_gemm::wait_for(inflight_batch& batch, double predicted_seconds)
         if (std::find(pt->holders.begin(), pt->holders.end(), m.device) == pt->holders.end())
           return;
         sent_.forget(fleet_.members().at(m.device), m.operand_key);  // its cache is not what we thought
+        ++acc_.devices[m.device].misses;
         dispatch(*call, *pt, m.device, true);  // the same task again: no more room taken
       },
       [&](event_atom, const fleet_event& ev) { on_event(ev, batch); },

@@ -143,6 +143,7 @@ void distributed_gemm::dispatch(gemm_call& call, pending_tile& p, int32_t dev,
     const auto first = sent_.named(member, ref->key);
     if (first.in_step) acc_.operand_bytes_once += block_bytes;
     if (first.for_holder) acc_.operand_bytes_once_per_holder += block_bytes;
+    if (!send) ++acct.operands_named;
     if (send) {
       bytes += block_bytes;
       known.put(ref->key, cached_block{ref->r1 - ref->r0, ref->c1 - ref->c0, nullptr, 0, 0, {}});
