@@ -16,6 +16,7 @@
 #include "cmd/wiring.hpp"
 #include "schema/edge_codec.hpp"
 #include "schema/errors.hpp"
+#include "schema/fleet_relays.hpp"
 
 namespace cleave {
 
@@ -28,6 +29,10 @@ int run_relay(cleave_config& cfg) {
     return usage_error("--relay-memory must be between 1 MiB and 1e15 bytes");
   if (cfg.relay_name.size() > max_relay_name)
     return usage_error("--relay-name is at most " + std::to_string(max_relay_name) + " bytes");
+  relay_seat seat{"flags", static_cast<uint64_t>(cfg.relay_memory), cfg.relay_link, cfg.relay_link, cfg.relay_fanout,
+                  cfg.relay_latency};
+  if (auto err = validate(relay_profile_of(seat)))
+    return usage_error("--relay-link, --relay-fanout and --relay-latency: " + describe(err));
   if (cfg.tls() && cfg.relay_name.empty())
     return usage_error("--role=relay with TLS needs --relay-name: the name in its certificate (--tls-cert), "
                        "which the ps checks its joins against");
@@ -35,7 +40,7 @@ int run_relay(cleave_config& cfg) {
   relay_options ro;
   ro.ps_host = ps->first;
   ro.ps_port = ps->second;
-  ro.store_bytes = static_cast<uint64_t>(cfg.relay_memory);
+  ro.seat = seat;  // named below
   ro.report_seconds = cfg.progress_seconds;
   auto client_tls = edge_tls(cfg, transport::tls_side::client);
   if (!client_tls) return usage_error("TLS toward the ps: " + describe(client_tls.error()));

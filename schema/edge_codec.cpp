@@ -1,6 +1,7 @@
 #include "schema/edge_codec.hpp"
 
 #include "schema/errors.hpp"
+#include "schema/fleet_relays.hpp"
 #include "schema/modellet_codec.hpp"
 #include "schema/tile_codec.hpp"
 #include "schema/wire.hpp"
@@ -40,7 +41,8 @@ wire::fields_of<M, device_profile> wire_fields(M& p, Io& io) {
 template <class M, class Io>
 wire::fields_of<M, edge_join_msg> wire_fields(M& m, Io& io) {
   return io(m.schema_version, m.profile, wire::text(m.token, max_token_bytes), wire::text(m.csr, max_request_bytes),
-            wire::tail([&m] { return !m.relay.empty(); }, wire::text(m.relay, max_relay_name), m.relay_store_bytes));
+            wire::tail([&m] { return !m.relay.empty(); }, wire::text(m.relay.name, max_relay_name), m.relay.store_bytes,
+                       m.relay.downlink, m.relay.uplink, m.relay.fanout, m.relay.latency));
 }
 
 // The shard edges and their proof are a tail the v1 welcome has not.
@@ -60,7 +62,7 @@ uint64_t largest_join() {
   m.profile.name.assign(max_profile_name, 'x');
   m.token.assign(max_token_bytes, 'x');
   m.csr.assign(max_request_bytes, 'x');
-  m.relay.assign(max_relay_name, 'x');
+  m.relay.name.assign(max_relay_name, 'x');
   return wire::size_of(m);
 }
 
@@ -112,7 +114,8 @@ std::vector<char> encode(const edge_join_msg& m) { return wire::encode(m); }
 
 caf::expected<edge_join_msg> decode_join(const char* data, size_t size) {
   auto m = wire::read_whole<edge_join_msg>(data, size, "join frame");
-  if (m && !m->relay.empty() && m->relay_store_bytes == 0) return fail("join frame: a relay with no store");
+  if (!m || m->relay.empty()) return m;
+  if (auto err = validate(relay_profile_of(m->relay))) return fail("join frame: " + describe(err));
   return m;
 }
 

@@ -91,11 +91,10 @@ struct edge_join_msg {
   std::string csr;    // with a token: the request the ps signs (PEM)
   // Set by a relay (actors/relay) on the joins it forwards: the device sits
   // behind it, and the relay keeps every operand block it passes on in a
-  // store of this many bytes, so the ps sends a block once per relay and
-  // names it after. Sent only by relays (a join without it is the v1 join,
-  // byte for byte).
-  std::string relay;
-  uint64_t relay_store_bytes = 0;
+  // store, so the ps sends a block once per relay and names it after. The
+  // relay's name, store and links; sent only by relays (a join without them
+  // is the v1 join, byte for byte).
+  relay_seat relay;
 };
 
 struct edge_welcome_msg {

@@ -10,6 +10,10 @@
 
 namespace cleave {
 
+relay_profile relay_profile_of(const relay_seat& seat) {
+  return relay_profile{seat.name, seat.downlink, seat.uplink, seat.fanout, seat.latency, seat.store_bytes};
+}
+
 caf::error validate(const relay_profile& r) {
   auto rate = [&](const char* what, double v) -> caf::error {
     if (std::isfinite(v) && v > 0 && v < 1e15) return caf::none;

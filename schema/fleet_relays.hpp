@@ -23,6 +23,8 @@
 
 #include <caf/expected.hpp>
 
+#include "schema/fleet_member.hpp"
+
 namespace cleave {
 
 struct relay_profile {
@@ -44,6 +46,9 @@ struct fleet_relays {
 constexpr size_t max_relays = 65536;
 
 caf::error validate(const relay_profile& r);
+
+// A live relay's seat (its devices' joins carry it) as a profile.
+relay_profile relay_profile_of(const relay_seat& seat);
 
 // The relays of a fleet file's text (none: an empty tier, every device
 // direct) for its `devices` devices, in the order parse_fleet lists them.

@@ -167,9 +167,9 @@ TEST(console_view, merges_the_registry_with_the_detector) {
 
 TEST(console_view, shows_each_relay_with_its_devices_and_their_traffic) {
   auto pv = two_devices();
-  pv.members.push_back(fleet_member{4, {}, *preset_profile("phone"), relay_seat{"city", 1 << 20}});
-  pv.members.push_back(fleet_member{5, {}, *preset_profile("phone"), relay_seat{"city", 1 << 20}});
-  pv.members.push_back(fleet_member{6, {}, *preset_profile("phone"), relay_seat{"town", 2 << 20}});
+  pv.members.push_back(fleet_member{4, {}, *preset_profile("phone"), relay_seat{"city", 1 << 20, 1e9, 1e9, 1e10, 0.005}});
+  pv.members.push_back(fleet_member{5, {}, *preset_profile("phone"), relay_seat{"city", 1 << 20, 1e9, 1e9, 1e10, 0.005}});
+  pv.members.push_back(fleet_member{6, {}, *preset_profile("phone"), relay_seat{"town", 2 << 20, 1e9, 1e9, 1e10, 0.005}});
   pv.suspected.push_back(6);
   const auto training = nlohmann::json::parse(R"({"per_device": [
     {"id": 0, "bytes_down": 1000, "bytes_up": 10, "operands": 8, "operands_named": 0, "misses": 0},

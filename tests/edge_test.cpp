@@ -5,6 +5,7 @@
 // while the gateway keeps serving.
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <thread>
 
@@ -35,7 +36,7 @@ namespace {
 // ---------------------------------------------------------------- pure parts
 
 TEST(edge_codec, join_round_trip_and_caps) {
-  edge_join_msg j{message_schema_version, *preset_profile("phone"), "tok-123", "-----BEGIN CERTIFICATE REQUEST-----", "", 0};
+  edge_join_msg j{message_schema_version, *preset_profile("phone"), "tok-123", "-----BEGIN CERTIFICATE REQUEST-----", {}};
   auto b = encode(j);
   EXPECT_LE(b.size(), edge_payload_cap(edge_join, 0));
   auto back = decode_join(b.data(), b.size());
@@ -55,24 +56,30 @@ TEST(edge_codec, join_round_trip_and_caps) {
 }
 
 TEST(edge_codec, a_relayed_join_names_a_relay_with_a_store) {
-  edge_join_msg j{message_schema_version, *preset_profile("phone"), "", "", "city-1", uint64_t{1} << 30};
+  edge_join_msg j{message_schema_version, *preset_profile("phone"), "", "",
+                  relay_seat{"city-1", uint64_t{1} << 30, 1.25e9, 1.25e9, 1.25e10, 0.005}};
   auto b = encode(j);
   EXPECT_LE(b.size(), edge_payload_cap(edge_join, 0));
   auto back = decode_join(b.data(), b.size());
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->relay, "city-1");
-  EXPECT_EQ(back->relay_store_bytes, uint64_t{1} << 30);
-  j.relay_store_bytes = 0;
-  b = encode(j);
-  auto refused = decode_join(b.data(), b.size());
-  ASSERT_FALSE(refused);
-  EXPECT_NE(describe(refused.error()).find("a relay with no store"), std::string::npos);
-  j.relay = std::string(max_relay_name + 1, 'x');
-  j.relay_store_bytes = 1;
+  EXPECT_EQ(back->relay.name, "city-1");
+  EXPECT_EQ(back->relay.store_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(back->relay.fanout, 1.25e10);
+  // A relay's seat is checked as a fleet file's relay is.
+  for (auto spoil : {+[](relay_seat& r) { r.store_bytes = 0; }, +[](relay_seat& r) { r.downlink = 0; },
+                     +[](relay_seat& r) { r.fanout = std::nan(""); }, +[](relay_seat& r) { r.latency = -1; }}) {
+    auto bad = j;
+    spoil(bad.relay);
+    b = encode(bad);
+    auto refused = decode_join(b.data(), b.size());
+    ASSERT_FALSE(refused);
+    EXPECT_NE(describe(refused.error()).find("join frame: relay 'city-1'"), std::string::npos) << describe(refused.error());
+  }
+  j.relay.name = std::string(max_relay_name + 1, 'x');
   b = encode(j);
   back = decode_join(b.data(), b.size());
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->relay.size(), max_relay_name) << "a name is cut to its cap";
+  EXPECT_EQ(back->relay.name.size(), max_relay_name) << "a name is cut to its cap";
 }
 
 TEST(edge_codec, welcome_and_refusal) {

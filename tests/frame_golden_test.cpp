@@ -121,9 +121,9 @@ TEST(frame_golden, edge_join_welcome_refusal) {
   round_trips(join, decode_join, [](const edge_join_msg& m) { return encode(m); });
 
   // A join a relay forwards: the v1 join, then the relay's name and store.
-  j.relay = "r1";
-  j.relay_store_bytes = 1 << 20;
-  const std::string relayed = join + "0200723100001000" + "00000000";
+  j.relay = relay_seat{"r1", 1 << 20, 1.0, 2.0, 4.0, 0.5};
+  const std::string relayed = join + "02007231" + "0000100000000000" + "000000000000f03f" + "0000000000000040" +
+                              "0000000000001040" + "000000000000e03f";
   EXPECT_EQ(hex(encode(j)), relayed);
   round_trips(relayed, decode_join, [](const edge_join_msg& m) { return encode(m); });
 

@@ -253,7 +253,7 @@ TEST(live_relays, the_relays_members_joined_through_in_name_order) {
     fleet_member m;
     m.id = id;
     m.profile = profile(1e10, 1e7, 1e7, 0.01);
-    m.relay = relay_seat{relay, store};
+    m.relay = relay_seat{relay, store, 1e9, 5e8, 1e10, 0.005};
     members[id] = m;
   };
   add(0, "town", 1 << 20);
@@ -264,6 +264,9 @@ TEST(live_relays, the_relays_members_joined_through_in_name_order) {
   ASSERT_EQ(tier.relays.size(), 2u);
   EXPECT_EQ(tier.relays[0].name, "city");
   EXPECT_EQ(tier.relays[0].memory_bytes, 2u << 20);
+  EXPECT_EQ(tier.relays[0].downlink, 1e9);
+  EXPECT_EQ(tier.relays[0].uplink, 5e8);
+  EXPECT_EQ(tier.relays[0].fanout, 1e10);
   EXPECT_EQ(tier.relays[1].name, "town");
   EXPECT_EQ(tier.relay_of(members[0]), 1);
   EXPECT_EQ(tier.relay_of(members[1]), -1);

@@ -12,7 +12,7 @@ fleet_member member(int32_t id, const std::string& relay) {
   fleet_member m;
   m.id = id;
   m.profile = device_profile{"phone", 2e10, uint64_t{1} << 30, 5e7, 1e7, 0.02};
-  m.relay = relay_seat{relay, relay.empty() ? 0 : uint64_t{1} << 20};
+  if (!relay.empty()) m.relay = relay_seat{relay, uint64_t{1} << 20, 1e9, 1e9, 1e10, 0.005};
   return m;
 }
 

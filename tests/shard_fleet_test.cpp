@@ -201,7 +201,7 @@ caf::expected<int32_t> join_with(caf::actor_system& sys, uint16_t port, const st
   caf::scoped_actor self{sys};
   caf::expected<int32_t> out = fail("no answer");
   self->request(*link, std::chrono::seconds(10), join_atom::value,
-                join_request{message_schema_version, test_profile(), -1})
+                join_request{message_schema_version, test_profile(), -1, {}})
     .receive([&](welcome_atom, int32_t id, caf::actor) { out = id; }, [&](caf::error& err) { out = err; });
   self->send_exit(*link, caf::exit_reason::user_shutdown);
   return out;

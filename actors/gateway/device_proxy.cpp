@@ -68,7 +68,7 @@ void join_planner(proxy_ptr self, bool first) {
     st.planner = planner;
     watch(self, planner);  // a restarted planner is joined again (the down handler)
   }
-  join_request req{st.join.schema_version, st.join.profile, -1, relay_seat{st.join.relay, st.join.relay_store_bytes}};
+  join_request req{st.join.schema_version, st.join.profile, -1, st.join.relay};
   self->request(st.planner, std::chrono::seconds(30), join_atom::value, req)
     .then(
       [=](welcome_atom, int32_t id, caf::actor detector) {

@@ -92,8 +92,8 @@ void admit(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame
   // Under TLS a relay's joins come over connections with its own
   // certificate, a server certificate of the job's CA (a device's could not
   // dial out as a relay's must): the name they give is the name in it.
-  if (!join->relay.empty() && c.certified && join->relay != c.certificate_name)
-    return refuse("a join through relay '" + join->relay + "' came with the certificate of '" + c.certificate_name + "'");
+  if (!join->relay.empty() && c.certified && join->relay.name != c.certificate_name)
+    return refuse("a join through relay '" + join->relay.name + "' came with the certificate of '" + c.certificate_name + "'");
   if (st.opts.admit_join)
     if (auto err = st.opts.admit_join(*join)) return refuse(describe(err));
   std::string certificate;
@@ -165,7 +165,7 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
       auto& st = self->state;
       st.channel = std::move(channel);
       const auto now = caf::make_timestamp();
-      st.conns[conn] = edge_connection{peer, now, now, {}, rate_limiter{st.opts.rate, seconds_since_epoch(now)}};
+      st.conns[conn] = edge_connection{peer, now, now, {}, rate_limiter{st.opts.rate, seconds_since_epoch(now)}, false, {}};
       ++st.counters.connections;
       spdlog::debug("edge: connection {} from {}", conn, peer);
     },

@@ -10,15 +10,12 @@ int32_t live_relay_tier::relay_of(const fleet_member& m) const {
 
 live_relay_tier live_relays(const std::map<int32_t, fleet_member>& members) {
   live_relay_tier tier;
-  std::map<std::string, uint64_t> stores;
+  std::map<std::string, const relay_seat*> seats;
   for (const auto& [id, m] : members)
-    if (!m.relay.empty()) stores.emplace(m.relay.name, m.relay.store_bytes);
-  for (const auto& [name, store] : stores) {
+    if (!m.relay.empty()) seats.emplace(m.relay.name, &m.relay);
+  for (const auto& [name, seat] : seats) {
     tier.index[name] = static_cast<int32_t>(tier.relays.size());
-    relay_profile r;
-    r.name = name;
-    r.memory_bytes = store;
-    tier.relays.push_back(r);
+    tier.relays.push_back(relay_profile_of(*seat));
   }
   return tier;
 }

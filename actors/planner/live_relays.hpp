@@ -1,8 +1,7 @@
 #pragma once
 // The relay tier of a live fleet, as the cost model sees it: the relays its
 // members joined through (fleet_member::relay), in name order, each with
-// the store it declared. A live relay does not declare its links, so they
-// are relay_profile's defaults. Pure.
+// the store and links it declared. Pure.
 
 #include <cstdint>
 #include <map>

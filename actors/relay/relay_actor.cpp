@@ -84,8 +84,7 @@ caf::expected<std::vector<char>> relayed_join(relay_ptr self, uint64_t conn, con
   if (!join) return join.error();
   if (!join->relay.empty()) return fail("a device may not name a relay");
   if (auto err = validate(join->profile)) return err;
-  join->relay = self->state.opts.name;
-  join->relay_store_bytes = self->state.opts.store_bytes;
+  join->relay = self->state.opts.seat;
   self->state.books.admit(conn, default_cache_bytes(join->profile.memory_bytes));
   return encode(*join);
 }
@@ -216,7 +215,7 @@ void sweep(relay_ptr self) {
 
 void report(relay_ptr self) {
   auto& st = self->state;
-  spdlog::info("relay {}: {}", st.opts.name, describe(st.books.counters(), st.traffic, st.seats.size()));
+  spdlog::info("relay {}: {}", st.opts.seat.name, describe(st.books.counters(), st.traffic, st.seats.size()));
 }
 
 }  // namespace
@@ -234,7 +233,7 @@ std::string describe(const relay_counters& c, const relay_traffic& t, size_t dev
 
 caf::behavior relay_actor(relay_ptr self, relay_options opts) {
   self->state.opts = std::move(opts);
-  self->state.books = relay_books(self->state.opts.store_bytes);
+  self->state.books = relay_books(self->state.opts.seat.store_bytes);
   self->delayed_send(self, sweep_interval, tick_atom::value);
   if (self->state.opts.report_seconds > 0)
     self->delayed_send(self, std::chrono::duration_cast<caf::timespan>(
@@ -245,7 +244,7 @@ caf::behavior relay_actor(relay_ptr self, relay_options opts) {
     self->quit(msg.reason);
   });
   return {
-    [=](relay_named_atom, const std::string& name) { self->state.opts.name = name; },
+    [=](relay_named_atom, const std::string& name) { self->state.opts.seat.name = name; },
     [=](relay_listener_atom, caf::actor listener) {
       self->state.listener = std::move(listener);
       self->link_to(self->state.listener);

@@ -32,14 +32,16 @@
 #include "actors/gateway/rate_limit.hpp"
 #include "actors/relay/relay_books.hpp"
 #include "actors/transport/bulk_channel.hpp"
+#include "schema/fleet_member.hpp"
 
 namespace cleave {
 
 struct relay_options {
-  std::string name;  // how the ps tells this relay's devices apart (unique per job)
+  // What its devices' joins tell the ps: its name (unique per job), its
+  // store (--relay-memory) and its links.
+  relay_seat seat;
   std::string ps_host;
   uint16_t ps_port = 0;
-  uint64_t store_bytes = uint64_t{1} << 30;  // --relay-memory
   transport::bulk_options upstream;          // toward the ps (TLS: a client context)
   caf::timespan handshake_timeout = std::chrono::seconds(10);
   caf::timespan idle_timeout = std::chrono::seconds(30);
