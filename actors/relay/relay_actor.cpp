@@ -189,8 +189,11 @@ caf::result<std::vector<char>> from_ps(relay_ptr self, uint64_t conn, bulk_frame
       spdlog::warn("relay: a task frame from the ps is malformed: {}", describe(task.error()));
       return std::move(f.payload);
     }
+    auto ready = st.books.pass_down(conn, std::move(*task), seconds_of(caf::make_timestamp()));
+    for (auto& [device, released] : st.books.released()) send_task_down(self, device, released);
+    if (!ready) return std::move(f.payload);  // parked until its block comes
     auto done = self->make_response_promise<std::vector<char>>();
-    send_task_down(self, conn, st.books.pass_down(conn, std::move(*task)), done);
+    send_task_down(self, conn, *ready, done);
     return done;
   }
   if (f.kind == edge_welcome) ++st.traffic.devices_joined;
@@ -210,6 +213,7 @@ void sweep(relay_ptr self) {
       late.emplace_back(conn, "silent for too long");
   }
   for (const auto& [conn, why] : late) close_device(self, conn, why);
+  for (auto& [device, task] : st.books.expire(seconds_of(now), st.opts.park_seconds)) send_task_down(self, device, task);
   self->delayed_send(self, sweep_interval, tick_atom::value);
 }
 
@@ -225,10 +229,10 @@ std::string describe(const relay_counters& c, const relay_traffic& t, size_t dev
   return fmt::format(
     "{} devices ({} joined, {} dropped); from the ps {:.1f} MB, to devices {:.1f} MB, from devices {:.1f} MB, "
     "to the ps {:.1f} MB; store: {} blocks in ({:.1f} MB), {} served ({:.1f} MB), {} named, misses {} answered "
-    "and {} sent up, hit rate {:.3f}",
+    "and {} sent up, hit rate {:.3f}; {} tasks waited for their blocks, {} in vain",
     devices, t.devices_joined, t.devices_dropped, t.from_ps / mb, t.to_devices / mb, t.from_devices / mb,
     t.to_ps / mb, c.blocks_in, c.bytes_in / mb, c.blocks_served, c.bytes_served / mb, c.blocks_named,
-    c.misses_answered, c.misses_up, c.hit_rate());
+    c.misses_answered, c.misses_up, c.hit_rate(), c.tasks_parked, c.tasks_expired);
 }
 
 caf::behavior relay_actor(relay_ptr self, relay_options opts) {

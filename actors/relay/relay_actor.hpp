@@ -46,6 +46,9 @@ struct relay_options {
   caf::timespan handshake_timeout = std::chrono::seconds(10);
   caf::timespan idle_timeout = std::chrono::seconds(30);
   rate_limit_options rate;
+  // A task parked for a block on its way (relay_books.hpp) goes on without
+  // it after this long: the block never came, and the device's miss tells the ps.
+  double park_seconds = 10;
   double report_seconds = 0;  // logs its counters this often (0: never)
 };
 

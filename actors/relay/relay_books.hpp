@@ -8,6 +8,13 @@
 // replaying the device's own cache rule (block_cache) on what it passed, so
 // a block a device holds stays a name on the last hop too.
 //
+// Each device's tasks reach the relay on a connection of their own, so a
+// task that names a block can overtake the task that carries it (a name is
+// a few bytes, a block megabytes, on a link the ps shares). A named block
+// the relay has not met this step is on its way: the task is parked until
+// it comes, and then filled in. A block it met and evicted is named on, as
+// the ps named it.
+//
 // A device that misses a block anyway (it evicted it) is answered from the
 // store when the store has it; only a block neither holds costs the ps a
 // miss, and the ps then sends the values again. Blocks are keyed by content,
@@ -15,9 +22,13 @@
 // a value: whatever it forwards, the ps checks every result (Freivalds).
 
 #include <cstdint>
+#include <list>
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "actors/device/block_cache.hpp"
 #include "schema/messages.hpp"
@@ -30,6 +41,8 @@ struct relay_counters {
   uint64_t blocks_named = 0;                     // left a name: the device holds it
   uint64_t misses_answered = 0;                  // a device's miss the store answered
   uint64_t misses_up = 0;                        // ... it could not: sent to the ps
+  uint64_t tasks_parked = 0;                     // named a block still on its way
+  uint64_t tasks_expired = 0;                    // ... that never came: passed on named
   double hit_rate() const {
     const uint64_t asked = blocks_served + misses_up;
     return asked == 0 ? 0.0 : static_cast<double>(blocks_served) / static_cast<double>(asked);
@@ -45,10 +58,17 @@ class relay_books {
   void admit(uint64_t device, uint64_t cache_bytes);
   void drop(uint64_t device);
 
-  // A task from the ps for `device`, as the device is to get it: blocks
-  // that carry values are kept; named blocks the device does not hold are
-  // filled in from the store when it has them.
-  tile_task pass_down(uint64_t device, tile_task task);
+  // A task from the ps for `device` (at `now`, seconds), as the device is
+  // to get it: blocks that carry values are kept; named blocks the device
+  // does not hold are filled in from the store when it has them. None when
+  // the task names a block still on its way: it is parked, and released
+  // (released()) when the block comes.
+  std::optional<tile_task> pass_down(uint64_t device, tile_task task, double now = 0);
+  // Parked tasks whose blocks came, filled in, with their devices; once.
+  std::vector<std::pair<uint64_t, tile_task>> released();
+  // Parked tasks that waited more than `patience` seconds by `now`, as the
+  // ps named them (their devices will miss, and the ps send the values).
+  std::vector<std::pair<uint64_t, tile_task>> expire(double now, double patience);
   // The device missed block `miss.operand_key` of task `miss.key`: the task
   // again with the block's values when the store has it; none when it does
   // not (the miss goes up to the ps) or the task is not one it was given.
@@ -65,12 +85,26 @@ class relay_books {
     block_cache held;                     // the device's cache, replayed
     std::map<tile_key, tile_task> tasks;  // given and not answered: shapes and keys only
   };
+  struct parked_task {
+    uint64_t device = 0;
+    tile_task task;
+    double since = 0;
+  };
   // Op's values from the store into `op`, when it has them.
   bool fill(operand& op);
   void keep(const operand& op);
+  // A later step (or a ps resumed well before) forgets the step's blocks.
+  void enter_step(uint64_t step);
+  // Fills in what the device lacks; false when a block is still on its way.
+  bool complete(device_books& books, tile_task& task, bool park_if_missing);
+  void remember(device_books& books, const tile_task& task);
 
   block_cache store_;
   std::unordered_map<uint64_t, device_books> devices_;
+  std::unordered_set<uint64_t> met_;  // blocks that came this step, kept or since evicted
+  uint64_t step_ = 0;
+  std::list<parked_task> parked_;
+  std::vector<std::pair<uint64_t, tile_task>> released_;
   relay_counters counters_;
 };
 

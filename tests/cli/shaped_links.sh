@@ -25,6 +25,10 @@
 #     (--ps-link-model, when it has the flag). Each model's residual is
 #     printed; the one the docs say real TCP follows (LINK_MODEL) must be
 #     within STEP_TOLERANCE on the step and BYTES_TOLERANCE on bytes.
+# RELAYS=N puts N relay hosts (--role=relay, docs/RELAYS.md) between the PS
+# and the devices, each with a RELAY_MBIT link both ways, the devices spread
+# over them in contiguous runs as the simulator spreads a fleet file's; the
+# simulation is given the same relay tier.
 # Every namespace, qdisc and process it makes goes at exit (the qdiscs and
 # veths live in the namespaces, so deleting them removes everything).
 source "$(dirname "$0")/lib.sh"
@@ -66,6 +70,9 @@ LATENCY=0.0001  # one way
 # side models (see docs/SIMULATOR.md, Shaped links).
 RELAY_MS=${RELAY_MS:-0}
 ((RELAY_MS > 0)) && LATENCY=$(python3 -c "print($RELAY_MS / 1000 + $LATENCY)")
+RELAYS=${RELAYS:-0} RELAY_MBIT=${RELAY_MBIT:-1000}
+((RELAYS > 0 && RELAY_MS > 0)) && { echo "FAIL: RELAYS and RELAY_MS do not go together"; exit 1; }
+((RELAYS <= DEVICES)) || { echo "FAIL: RELAYS=$RELAYS is more than the $DEVICES devices"; exit 1; }
 SANITY=0.10 STEP_TOLERANCE=0.20 BYTES_TOLERANCE=0.15
 # How the PS's egress queues, for looking into the link-sharing model:
 # fifo (tbf's own single queue) or per-device (one queue per device,
@@ -78,12 +85,13 @@ LINK_MODEL=${LINK_MODEL:-fair}
 # whole Ethernet frames: 1514 bytes on the wire for 1448 of payload (MTU
 # 1500, 20 IP, 32 TCP with timestamps, 14 Ethernet).
 goodput() { python3 -c "print(f'{$1 * 1e6 / 8 * 1448 / 1514:.6g}')"; }
-DOWN=$(goodput $DOWN_MBIT) UP=$(goodput $UP_MBIT) PS_LINK=$(goodput $PS_MBIT)
+DOWN=$(goodput $DOWN_MBIT) UP=$(goodput $UP_MBIT) PS_LINK=$(goodput $PS_MBIT) RELAY_LINK=$(goodput $RELAY_MBIT)
 
 id=shp$$
 switch=$id-sw
 hosts=("$id-ps")
 for ((i = 1; i <= DEVICES; i++)); do hosts+=("$id-dev$i"); done
+for ((r = 1; r <= RELAYS; r++)); do hosts+=("$id-rly$r"); done
 teardown() {
   for ns in "${hosts[@]}"; do ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null; done
   for ns in "${hosts[@]}" "$switch"; do ip netns del "$ns" 2>/dev/null; done
@@ -120,6 +128,7 @@ plug() {
 plugged=()
 plug "$id-ps" 10.79.0.1 $PS_MBIT $PS_MBIT
 for ((i = 1; i <= DEVICES; i++)); do plug "$id-dev$i" "10.79.0.$((10 + i))" $UP_MBIT $DOWN_MBIT; done
+for ((r = 1; r <= RELAYS; r++)); do plug "$id-rly$r" "10.79.0.$((200 + r))" $RELAY_MBIT $RELAY_MBIT; done
 if [[ $PS_QUEUE == per-device ]]; then
   # One queue per device, served in turn (htb's classes borrowing from one
   # parent at the PS's rate): what a fair-queueing qdisc on the PS's NIC
@@ -245,7 +254,14 @@ cat > "$WORK/device.json" <<J
 {"devices": [{"name": "shaped", "flops": $DEVICE_FLOPS, "memory_bytes": 2e9, "downlink": $DOWN,
               "uplink": $UP, "latency": $LATENCY}]}
 J
-sed "s/\"latency\": $LATENCY}/\"latency\": $LATENCY, \"count\": $DEVICES}/" "$WORK/device.json" > "$WORK/fleet.json"
+if ((RELAYS > 0)); then
+  sed "s/\"latency\": $LATENCY}/\"latency\": $LATENCY, \"count\": $DEVICES, \"relay\": \"r\"}/" "$WORK/device.json" \
+    | python3 -c "import json, sys; d = json.load(sys.stdin); d['relays'] = [{'name': 'r', 'count': $RELAYS,
+      'downlink': $RELAY_LINK, 'uplink': $RELAY_LINK, 'fanout': $RELAY_LINK, 'latency': $LATENCY,
+      'memory_bytes': 2e9}]; print(json.dumps(d))" > "$WORK/fleet.json"
+else
+  sed "s/\"latency\": $LATENCY}/\"latency\": $LATENCY, \"count\": $DEVICES}/" "$WORK/device.json" > "$WORK/fleet.json"
+fi
 PS_LINK_FLAGS=(--ps-egress=$PS_LINK --ps-ingress=$PS_LINK)
 start=$SECONDS
 on ps "$CLEAVE" --role=ps --listen=10.79.0.1:4300 --min-devices=$DEVICES "${MODEL[@]}" "${PS_COST[@]}" \
@@ -261,7 +277,19 @@ if ((RELAY_MS > 0)); then
   for i in $(seq 1 500); do on dev$DEVICES ss -ltnH "sport = :4300" | grep -q . && break; sleep 0.02; done
   connect=127.0.0.1:4300
 fi
+if ((RELAYS > 0)); then
+  for ((r = 1; r <= RELAYS; r++)); do
+    on rly$r "$CLEAVE" --role=relay --connect=10.79.0.1:4300 --listen=10.79.0.$((200 + r)):4400 --relay-name=r$r \
+      --relay-memory=2e9 --relay-link=$RELAY_LINK --relay-fanout=$RELAY_LINK --relay-latency=$LATENCY \
+      --progress-seconds=600 > "$WORK/rly-$r.log" 2>&1 &
+  done
+  for ((r = 1; r <= RELAYS; r++)); do
+    for _ in $(seq 1 500); do on rly$r ss -ltnH "sport = :4400" | grep -q . && break; sleep 0.02; done
+  done
+fi
 for ((i = 1; i <= DEVICES; i++)); do
+  # With relays, device i is behind relay (i - 1) * RELAYS / DEVICES + 1: runs, as the simulator spreads them.
+  ((RELAYS > 0)) && connect=10.79.0.$((200 + (i - 1) * RELAYS / DEVICES + 1)):4400
   on dev$i "$CLEAVE" --role=device --connect=$connect --fleet="$WORK/device.json" --threads=1 \
     --heartbeat=1 > "$WORK/device-$i.log" 2>&1 &
 done
@@ -271,6 +299,12 @@ timeout 150 tail --pid=$ps -f /dev/null \
   || { fail "the live run did not end within 150 s: $(tail -3 "$WORK/ps.log")"; finish; }
 wait $ps || { fail "the live run exited non-zero: $(tail -3 "$WORK/ps.log")"; finish; }
 echo "live run: $((SECONDS - start)) s"
+if ((RELAYS > 0)); then
+  for ((r = 1; r <= RELAYS; r++)); do ip netns pids $id-rly$r | xargs -r kill -TERM; done
+  sleep 0.5
+  for ((r = 1; r <= RELAYS; r++)); do echo "info: $(grep -o "relay r$r: .*" "$WORK/rly-$r.log" | tail -1)"; done
+  json "$WORK/live.json" "f\"info: the ps sent {d['bytes_down_over_once_per_holder']:.3f}x the operand bytes of once per relay, {d['bytes_down_over_once']:.3f}x once in all\""
+fi
 # The relays' CPU is this host's too: what they took is time the run lost.
 if ((RELAY_MS > 0)); then
   echo "info: the relays took $(for ((i = 1; i <= DEVICES; i++)); do ip netns pids $id-dev$i; done \
@@ -306,8 +340,15 @@ later = sorted(live["step_seconds"][1:])
 median = later[len(later) // 2] if len(later) % 2 else (later[len(later) // 2 - 1] + later[len(later) // 2]) / 2
 worst_ok = True
 parts = []
+# Behind relays the live bytes_down is what left the PS (to the relays);
+# the simulator's bytes_down is what reached the devices, and what left
+# the PS is ps_bytes_down_per_step.
+sim_down = sim["ps_bytes_down_per_step"] * sim["steps"] if "relays" in sim else sim["bytes_down"]
+if "relays" in sim:
+    parts.append(f"PS egress over once per relay live {live['bytes_down_over_once_per_holder']:.3f} "
+                 f"sim {sim['ps_egress_over_relay_unique']:.3f}")
 for key, l, s, tol in [("step_seconds", median, sim["mean_step_seconds"], step_tol),
-                       ("bytes_down", live["bytes_down"], sim["bytes_down"], bytes_tol),
+                       ("bytes_down", live["bytes_down"], sim_down, bytes_tol),
                        ("bytes_up", live["bytes_up"], sim["bytes_up"], bytes_tol)]:
     r = s / l - 1 if l else float("inf")
     worst_ok &= abs(r) <= tol
