@@ -7,6 +7,7 @@
 #include "schema/errors.hpp"
 #include "schema/messages.hpp"
 #include "schema/tile_codec.hpp"
+#include "training/process_memory.hpp"
 
 namespace cleave {
 
@@ -229,10 +230,11 @@ std::string describe(const relay_counters& c, const relay_traffic& t, size_t dev
   return fmt::format(
     "{} devices ({} joined, {} dropped); from the ps {:.1f} MB, to devices {:.1f} MB, from devices {:.1f} MB, "
     "to the ps {:.1f} MB; store: {} blocks in ({:.1f} MB), {} served ({:.1f} MB), {} named, misses {} answered "
-    "and {} sent up, hit rate {:.3f}; {} tasks waited for their blocks, {} in vain",
+    "and {} sent up, hit rate {:.3f}; {} tasks waited for their blocks, {} in vain; peak RSS {:.0f} MiB",
     devices, t.devices_joined, t.devices_dropped, t.from_ps / mb, t.to_devices / mb, t.from_devices / mb,
     t.to_ps / mb, c.blocks_in, c.bytes_in / mb, c.blocks_served, c.bytes_served / mb, c.blocks_named,
-    c.misses_answered, c.misses_up, c.hit_rate(), c.tasks_parked, c.tasks_expired);
+    c.misses_answered, c.misses_up, c.hit_rate(), c.tasks_parked, c.tasks_expired,
+    static_cast<double>(peak_rss_bytes()) / (1 << 20));
 }
 
 caf::behavior relay_actor(relay_ptr self, relay_options opts) {
