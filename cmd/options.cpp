@@ -357,7 +357,8 @@ caf::expected<train_options> to_train_options(const cleave_config& c) {
 
 caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_endpoint_list(const std::string& text,
                                                                                  const std::string& flag,
-                                                                                 size_t most) {
+                                                                                 size_t most,
+                                                                                 const std::string& what) {
   std::vector<std::pair<std::string, uint16_t>> out;
   size_t at = 0;
   while (at <= text.size()) {
@@ -366,14 +367,14 @@ caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_endpoint_list
     if (!one) return one.error();
     if (one->second == 0) return fail(flag + ": '" + text.substr(at, comma - at) + "' needs a port above 0");
     out.push_back(*one);
-    if (out.size() > most) return fail(flag + ": more than " + std::to_string(most) + " addresses");
+    if (out.size() > most) return fail(flag + ": more than " + std::to_string(most) + " " + what);
     at = comma + 1;
   }
   return out;
 }
 
 caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_shard_list(const std::string& text) {
-  return parse_endpoint_list(text, "--shards", static_cast<size_t>(cleave_config::max_ps_shards));
+  return parse_endpoint_list(text, "--shards", static_cast<size_t>(cleave_config::max_ps_shards), "shards");
 }
 
 }  // namespace cleave

@@ -163,10 +163,11 @@ caf::expected<train_options> to_train_options(const cleave_config& cfg);
 
 
 // host:port,host:port,...: every entry a host and a port above 0, at most
-// `most` of them; errors name `flag`.
+// `most` of them; errors name `flag`, and what the entries are.
 caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_endpoint_list(const std::string& text,
                                                                                  const std::string& flag,
-                                                                                 size_t most);
+                                                                                 size_t most,
+                                                                                 const std::string& what);
 
 // --shards=host:port,host:port,...: at most cleave_config::max_ps_shards.
 caf::expected<std::vector<std::pair<std::string, uint16_t>>> parse_shard_list(const std::string& text);

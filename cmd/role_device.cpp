@@ -130,7 +130,7 @@ int run_device(cleave_config& cfg, int threads) {
   }
   // Where to join: the ps's edge or a relay's, or several, tried in turn.
   constexpr size_t most_endpoints = 64;
-  auto endpoints = parse_endpoint_list(cfg.connect, "--connect", most_endpoints);
+  auto endpoints = parse_endpoint_list(cfg.connect, "--connect", most_endpoints, "addresses");
   if (!endpoints) return usage_error(describe(endpoints.error()));
   size_t next_endpoint = 0;
   auto profile = device_profile_of(cfg);

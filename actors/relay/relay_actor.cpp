@@ -21,6 +21,9 @@ using report_atom = caf::atom_constant<caf::atom("rly_rep")>;
 using credit_promise = caf::typed_response_promise<std::vector<char>>;
 
 constexpr auto sweep_interval = std::chrono::milliseconds(500);
+// Frames a device may send before its connection to the ps is up: its
+// join and a few heartbeats.
+constexpr size_t max_waiting_frames = 16;
 
 double seconds_of(caf::timestamp t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
@@ -172,7 +175,14 @@ caf::result<std::vector<char>> from_device(relay_ptr self, bulk_frame& f) {
       return std::move(f.payload);
   }
   if (!seat.upstream) {
-    seat.waiting.push_back({f.kind, f.tag, std::move(f.payload)});
+    // Nothing but its join has gone up yet, so the ps has welcomed nobody:
+    // a device has no answer to send, and its heartbeats can wait (a few).
+    if (f.kind != edge_heartbeat) {
+      close_device(self, f.conn, std::string("a ") + to_string(static_cast<edge_kind>(f.kind)) +
+                                   " frame before the ps welcomed it");
+      return std::move(f.payload);
+    }
+    if (seat.waiting.size() < max_waiting_frames) seat.waiting.push_back({f.kind, f.tag, std::move(f.payload)});
     return std::vector<char>{};
   }
   auto done = self->make_response_promise<std::vector<char>>();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # deploy/docker-compose.yml on a real Docker engine: the image is built from
-# deploy/Dockerfile, the compose file is brought up (detector, planner, ps and
-# the phone, edge, laptop and vm device containers), and
+# deploy/Dockerfile, the compose file is brought up (detector, planner, ps,
+# the phone, edge, laptop and vm device containers, and a relay with a
+# laptop device behind it), and
 #   1. the device containers compute tiles (the phone's first may come later);
 #   2. one device container is killed (`docker kill`, so it stays down) and
 #      training goes on without it;
@@ -172,7 +173,7 @@ container() {
     --filter "label=com.docker.compose.container-number=${2:-1}" --format '{{.Names}}'
 }
 ps_c=$(container ps)
-devices=(device-phone device-edge device-laptop device-vm)
+devices=(device-phone device-edge device-laptop device-vm device-relayed)
 # tiles_by_container SOURCE: a JSON {container: {"ids": [...], "tiles": n},
 # "step": s} from SOURCE, a report or "api" for the console's live
 # /api/state. A device logs the id it joined as; the ps logs the new id of a
@@ -292,6 +293,8 @@ PY
 echo "$verdict" | sed '$d'
 [[ $(echo "$verdict" | tail -1) == ok ]] && echo "ok: the compose deployment trains to step $steps with tiles on every device container, through a killed device and a scale-up" \
   || fail "$(echo "$verdict" | tail -1)"
+relay_line=$(docker logs "$(container relay)" 2>&1 | grep -o "relay relay: .*" | tail -1)
+[[ $relay_line == *"(1 joined"* ]] && phase "the relay: $relay_line" || fail "the relay's device did not join through it: $relay_line"
 sleep 2
 for c in "${names[@]}" "$newcomer"; do
   [[ $c == "$victim" ]] && continue

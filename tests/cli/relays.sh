@@ -4,7 +4,9 @@
 # the in-process fleet's trajectory bit for bit, and the bytes leaving the
 # ps are at most 1.5x what they would be if every operand left it once per
 # relay. (2) kill -9 of one relay mid-training: training finishes with the
-# undisturbed losses, and its devices rejoin through the ps itself. (3) With
+# undisturbed losses, and its devices rejoin through the ps itself; then the
+# other relay hangs (SIGSTOP): the detector declares its devices dead and
+# training still finishes undisturbed on the four that rejoined. (3) With
 # TLS: the relay shows the ps a server certificate of the job's CA and
 # admits only devices with the CA's certificates; a relay whose name is not
 # its certificate's is refused.
@@ -23,7 +25,8 @@ wait_for() {  # wait_for SECONDS COMMAND...: polls until COMMAND succeeds
 
 # relayed NAME DEVICE_FLAGS TRAIN_FLAGS...: a ps, relays r1 and r2, 4 devices
 # behind each; each device falls back to the ps itself when its relay is lost.
-# Sets ps, relay_pids; returns once the devices are started.
+# Sets ps, relay_pids, device_pids (behind r1, then r2); returns once the
+# devices are started.
 relayed() {
   local name=$1 devflags=$2; shift 2
   "$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices=8 "${cost[@]}" "$@" \
@@ -31,7 +34,7 @@ relayed() {
   ps=$!
   local port; port=$(wait_port "$WORK/$name-ps.log")
   [[ -n $port ]] || { fail "$name: the ps did not start: $(tail -3 "$WORK/$name-ps.log")"; return 1; }
-  relay_pids=()
+  relay_pids=() device_pids=()
   local r
   for r in 1 2; do
     "$CLEAVE" --role=relay --connect="127.0.0.1:$port" --listen=127.0.0.1:0 --relay-name="r$r" \
@@ -42,6 +45,7 @@ relayed() {
     for i in 1 2 3 4; do
       "$CLEAVE" --role=device --connect="127.0.0.1:$rport,127.0.0.1:$port" --profile=vm --threads=1 \
         --log-level=info $devflags > "$WORK/$name-dev$r$i.log" 2>&1 &
+      device_pids+=($!)
     done
   done
 }
@@ -82,27 +86,34 @@ for model in mlp gpt; do
   grep -q "[1-9][0-9]* served" "$WORK/$model-relay1.log" || fail "$model: relay r1 served no block from its store"
 done
 
-# 2. kill -9 of relay r1 mid-training.
-gpt_long=("${gpt[@]}" --steps=80)
+# 2. kill -9 of relay r1 mid-training, then SIGSTOP of relay r2.
+gpt_long=("${gpt[@]}" --steps=100)
 "$CLEAVE" --role=all --devices=8 --profile=vm --unpaced-devices "${cost[@]}" "${gpt_long[@]}" --log-level=warn \
   --report="$WORK/killed-ref.json" || fail "in-process run failed"
 if relayed killed "--reconnect-seconds=30" "${gpt_long[@]}"; then
   wait_for 60 grep -q "training gpt" "$WORK/killed-ps.log" || fail "training did not start"
   sleep 3
   kill -9 "${relay_pids[0]}"
+  rejoined() { (($(grep -l "reconnected to 127.0.0.1" "$WORK"/killed-dev1*.log 2>/dev/null | wc -l) == 4)); }
+  wait_for 30 rejoined || fail "the killed relay's devices did not rejoin the ps within 30 s"
+  kill -STOP "${relay_pids[1]}"
+  timeout 300 tail --pid=$ps -f /dev/null
+  # Behind the hung relay its devices never heard the run end: let it go, and stop them.
+  kill -CONT "${relay_pids[1]}"
+  kill -9 "${device_pids[@]:4}" 2>/dev/null
   finish_run killed
   verdict=$(same_trajectory "$WORK/killed-ref.json" "$WORK/killed.json")
-  [[ $verdict == equal ]] && echo "ok: a relay killed mid-training leaves the trajectory undisturbed" \
+  [[ $verdict == equal ]] && echo "ok: a relay killed and another hung mid-training leave the trajectory undisturbed" \
     || fail "relay killed: $verdict"
-  grep -q "is dead" "$WORK/killed-ps.log" || fail "the ps never saw the relay's devices die"
-  rejoined=$(grep -l "reconnected to 127.0.0.1" "$WORK"/killed-dev1*.log | wc -l)
-  ((rejoined == 4)) && echo "ok: the killed relay's 4 devices rejoined through the ps" \
-    || fail "$rejoined of the killed relay's 4 devices rejoined"
+  dead=$(grep -c "is dead" "$WORK/killed-ps.log")
+  ((dead >= 8)) && echo "ok: the ps saw both relays' devices die ($dead deaths)" \
+    || fail "the ps saw $dead devices die, expected the 8 behind the killed and the hung relay"
+  rejoined && echo "ok: the killed relay's 4 devices rejoined through the ps"
   python3 - "$WORK/killed.json" <<'PY' || fail "relay killed: the report"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert len(d["losses"]) == 80, len(d["losses"])
-assert d["failures_detected"] >= 4, d["failures_detected"]
+assert len(d["losses"]) == 100, len(d["losses"])
+assert d["failures_detected"] >= 8, d["failures_detected"]
 print(f"  {d['failures_detected']} failures detected, {d['tiles_reassigned']} tiles reassigned", file=sys.stderr)
 PY
 fi
