@@ -122,10 +122,13 @@ caf::result<std::vector<char>> from_device(relay_ptr self, bulk_frame& f) {
     }
     auto join = relayed_join(self, f.conn, f);
     if (!join) {
+      // Closed once the refusal is in the socket's buffer, as the ps's edge does.
       const auto why = describe(join.error());
-      auto reason = encode_refusal(why);
-      send_down(self, f.conn, edge_refused, 0, std::move(reason));
-      close_device(self, f.conn, why);
+      const uint64_t conn = f.conn;
+      self->request(st.listener, caf::infinite, bulk_send_atom::value, conn, static_cast<uint16_t>(edge_refused),
+                    uint64_t{0}, encode_refusal(why))
+        .then([=](std::vector<char>&) { close_device(self, conn, why); },
+              [=](caf::error&) { close_device(self, conn, why); });
       return std::move(f.payload);
     }
     seat.joined = true;

@@ -9,7 +9,8 @@
 # training still finishes undisturbed on the four that rejoined. (3) With
 # TLS: the relay shows the ps a server certificate of the job's CA and
 # admits only devices with the CA's certificates; a relay whose name is not
-# its certificate's is refused.
+# its certificate's is refused. (4) A device whose join names a relay is
+# refused at the relay's door, with the reason.
 source "$(dirname "$0")/lib.sh"
 
 # vm devices and a slow PS make the planner spread every product over all
@@ -85,6 +86,36 @@ for model in mlp gpt; do
   grep -q "store: [1-9][0-9]* blocks in" "$WORK/$model-relay1.log" || fail "$model: relay r1 kept no block"
   grep -q "[1-9][0-9]* served" "$WORK/$model-relay1.log" || fail "$model: relay r1 served no block from its store"
 done
+
+# 4. A join that names a relay, sent by hand: refused with the reason, then closed.
+"$CLEAVE" --role=ps --listen=127.0.0.1:0 --min-devices=1 "${mlp[@]}" > "$WORK/forged-ps.log" 2>&1 &
+forged_ps=$!
+fport=$(wait_port "$WORK/forged-ps.log")
+"$CLEAVE" --role=relay --connect="127.0.0.1:$fport" --listen=127.0.0.1:0 > "$WORK/forged-relay.log" 2>&1 &
+forged_relay=$!
+rport=$(wait_port "$WORK/forged-relay.log")
+verdict=$(python3 - "$rport" "$CLI_DIR/../../schema/messages.hpp" <<'PY'
+import re, socket, struct, sys
+version = int(re.search(r"message_schema_version = (\d+);", open(sys.argv[2]).read()).group(1))
+def header(kind, length): return struct.pack("<IHHQQ", 0x46564C43, 1, kind, length, 0)
+hello = header(0xFF00, 16) + struct.pack("<QQ", 1 << 26, 256 << 20)
+name = b"liar"
+join = (struct.pack("<IH", version, len(name)) + name + struct.pack("<dQddd", 1e10, 1 << 30, 1e7, 1e7, 0.01)
+        + struct.pack("<HH", 0, 0) + struct.pack("<H", 1) + b"x" + struct.pack("<Qdddd", 1 << 20, 1e9, 1e9, 1e9, 0.0))
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(hello + header(1, len(join)) + join)
+s.settimeout(10)
+got = b""
+while True:
+    chunk = s.recv(4096)
+    if not chunk: break
+    got += chunk
+print("refused" if b"a device may not name a relay" in got else f"no refusal in {len(got)} bytes")
+PY
+)
+[[ $verdict == refused ]] && echo "ok: a device's join that names a relay is refused at the relay, with the reason" \
+  || fail "a join naming a relay: $verdict"
+kill -9 $forged_relay $forged_ps; wait $forged_relay $forged_ps 2>/dev/null
 
 # 2. kill -9 of relay r1 mid-training, then SIGSTOP of relay r2.
 gpt_long=("${gpt[@]}" --steps=100)
