@@ -25,10 +25,10 @@ void log_edge_counters(caf::actor_system& sys, const caf::actor& gateway) {
   self->request(gateway, std::chrono::seconds(2), caf::get_atom::value)
     .receive(
       [](const edge_counters& c) {
-        spdlog::info("edge: {} connections, {} devices admitted, {} refused at the join, {} handshake and "
-                     "{} idle timeouts, {} frames throttled, {} dropped for flooding, {} for misbehaving, "
-                     "{} certificates issued",
-                     c.connections, c.admitted, c.refused, c.handshake_timeouts, c.idle_timeouts,
+        spdlog::info("edge: {} connections ({} of relays), {} devices admitted, {} refused at the join, {} "
+                     "handshake and {} idle timeouts, {} frames throttled, {} dropped for flooding, {} for "
+                     "misbehaving, {} certificates issued",
+                     c.connections, c.relays, c.admitted, c.refused, c.handshake_timeouts, c.idle_timeouts,
                      c.throttled_frames, c.dropped_flooding, c.dropped_misbehaving, c.certificates_issued);
       },
       [](caf::error&) {});

@@ -1,7 +1,8 @@
 // --role=relay: a relay between the ps and devices (actors/relay). Devices
-// join its --listen edge as they would the ps's; it reaches the ps's edge at
-// --connect, once per device, and keeps the operand blocks it passes down
-// in a store of --relay-memory bytes. Runs until SIGINT or SIGTERM.
+// join its --listen edge as they would the ps's; it holds one connection to
+// the ps's edge at --connect for all of them, and keeps the operand blocks
+// it passes down in a store of --relay-memory bytes. Runs until SIGINT or
+// SIGTERM, or until the ps refuses it.
 
 #include <unistd.h>
 
@@ -57,7 +58,11 @@ int run_relay(cleave_config& cfg) {
   ro.idle_timeout = eo.idle_timeout;
   ro.rate = eo.rate;
   auto channel_opts = edge_channel_options(eo, bo);
+  channel_opts.first_data_kinds = {edge_join};  // devices only: a relay is not behind a relay
+  ro.max_tile_bytes = eo.max_tile_bytes;
+  // Toward the ps: its devices' frames, routed, share one window.
   ro.upstream.max_payload = channel_opts.max_payload;
+  ro.upstream.receive_window = 2 * transport::frame_cost(channel_opts.max_payload);
   // Its name for the ps: given, or this host and its port.
   std::string name = cfg.relay_name;
   auto relay = sys.spawn(relay_actor, ro);
@@ -80,12 +85,16 @@ int run_relay(cleave_config& cfg) {
   caf::scoped_actor self{sys};
   self->monitor(relay);
   bool down = false;
+  caf::error why;
   while (!down && !stop_requested())
-    self->receive([&](const caf::down_msg&) { down = true; }, caf::after(std::chrono::milliseconds(50)) >> [] {});
+    self->receive([&](const caf::down_msg& msg) { down = true; why = msg.reason; },
+                  caf::after(std::chrono::milliseconds(50)) >> [] {});
   if (!down) {
     self->send_exit(relay, caf::exit_reason::user_shutdown);
     self->wait_for(relay);
+    return 0;
   }
+  if (why && why != caf::exit_reason::user_shutdown) return runtime_error(describe(why));
   return 0;
 }
 

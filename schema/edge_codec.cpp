@@ -1,7 +1,9 @@
 #include "schema/edge_codec.hpp"
 
+#include <algorithm>
+
+#include "schema/edge_relay_codec.hpp"
 #include "schema/errors.hpp"
-#include "schema/fleet_relays.hpp"
 #include "schema/modellet_codec.hpp"
 #include "schema/tile_codec.hpp"
 #include "schema/wire.hpp"
@@ -29,6 +31,9 @@ const char* to_string(edge_kind k) {
     case edge_ml_copy: return "ml_copy";
     case edge_ml_state: return "ml_state";
     case edge_ml_error: return "ml_error";
+    case edge_relay_hello: return "relay_hello";
+    case edge_routed: return "routed";
+    case edge_closed: return "closed";
   }
   return "unknown";
 }
@@ -40,9 +45,7 @@ wire::fields_of<M, device_profile> wire_fields(M& p, Io& io) {
 
 template <class M, class Io>
 wire::fields_of<M, edge_join_msg> wire_fields(M& m, Io& io) {
-  return io(m.schema_version, m.profile, wire::text(m.token, max_token_bytes), wire::text(m.csr, max_request_bytes),
-            wire::tail([&m] { return !m.relay.empty(); }, wire::text(m.relay.name, max_relay_name), m.relay.store_bytes,
-                       m.relay.downlink, m.relay.uplink, m.relay.fanout, m.relay.latency));
+  return io(m.schema_version, m.profile, wire::text(m.token, max_token_bytes), wire::text(m.csr, max_request_bytes));
 }
 
 // The shard edges and their proof are a tail the v1 welcome has not.
@@ -62,7 +65,6 @@ uint64_t largest_join() {
   m.profile.name.assign(max_profile_name, 'x');
   m.token.assign(max_token_bytes, 'x');
   m.csr.assign(max_request_bytes, 'x');
-  m.relay.name.assign(max_relay_name, 'x');
   return wire::size_of(m);
 }
 
@@ -72,6 +74,12 @@ uint64_t largest_welcome() {
   m.shard_edges.assign(max_shard_edges, std::string(max_edge_address_bytes, 'x'));
   m.proof.assign(max_proof_bytes, 'x');
   return wire::size_of(m);
+}
+
+uint64_t largest_relay_hello() {
+  edge_relay_hello_msg m;
+  m.seat.name.assign(max_relay_name, 'x');
+  return encode(m).size();
 }
 
 }  // namespace
@@ -95,9 +103,19 @@ uint64_t edge_payload_cap(uint16_t kind, uint64_t max_tile_bytes) {
     case edge_ml_update: return encode(ml_update_msg{}).size();
     case edge_ml_done: return encode_ml_done(0).size();
     case edge_heartbeat: return heartbeat_payload_bytes;
+    case edge_relay_hello: return largest_relay_hello();
+    case edge_closed: return wire::max_text_bytes(max_reason_bytes);
+    case edge_routed: {
+      uint64_t largest = 0;
+      for (uint16_t k = edge_join; k <= edge_closed; ++k)
+        if (routable(k)) largest = std::max(largest, edge_payload_cap(k, max_tile_bytes));
+      return largest + edge_route_bytes;
+    }
     default: return 0;  // run_over, leave and unknown kinds
   }
 }
+
+bool routable(uint16_t kind) { return (kind >= edge_join && kind <= edge_ml_error) || kind == edge_closed; }
 
 std::vector<char> encode_heartbeat(uint64_t peak_rss_bytes) { return wire::encode(peak_rss_bytes); }
 
@@ -113,10 +131,7 @@ caf::expected<uint64_t> decode_heartbeat(const char* data, size_t size) {
 std::vector<char> encode(const edge_join_msg& m) { return wire::encode(m); }
 
 caf::expected<edge_join_msg> decode_join(const char* data, size_t size) {
-  auto m = wire::read_whole<edge_join_msg>(data, size, "join frame");
-  if (!m || m->relay.empty()) return m;
-  if (auto err = validate(relay_profile_of(m->relay))) return fail("join frame: " + describe(err));
-  return m;
+  return wire::read_whole<edge_join_msg>(data, size, "join frame");
 }
 
 std::vector<char> encode(const edge_welcome_msg& m) { return wire::encode(m); }

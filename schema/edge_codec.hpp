@@ -61,7 +61,16 @@ enum edge_kind : uint16_t {
   edge_ml_copy = 17,
   edge_ml_state = 18,
   edge_ml_error = 19,
+  // A relay's connection (edge_relay_codec.hpp): its hello, its devices'
+  // frames, and the ps's word that it dropped one of them.
+  edge_relay_hello = 20,
+  edge_routed = 21,
+  edge_closed = 22,
 };
+
+// Whether a frame of this kind may travel inside a routed frame: a device's
+// own kinds, and edge_closed.
+bool routable(uint16_t kind);
 
 const char* to_string(edge_kind k);
 
@@ -89,12 +98,6 @@ struct edge_join_msg {
   device_profile profile;
   std::string token;  // a one-time join token, when the job uses them
   std::string csr;    // with a token: the request the ps signs (PEM)
-  // Set by a relay (actors/relay) on the joins it forwards: the device sits
-  // behind it, and the relay keeps every operand block it passes on in a
-  // store, so the ps sends a block once per relay and names it after. The
-  // relay's name, store and links; sent only by relays (a join without them
-  // is the v1 join, byte for byte).
-  relay_seat relay;
 };
 
 struct edge_welcome_msg {

@@ -24,19 +24,20 @@
 #include "actors/transport/frame.hpp"
 #include "kernels/random.hpp"
 #include "schema/edge_codec.hpp"
+#include "schema/edge_relay_codec.hpp"
 #include "schema/tile_codec.hpp"
-#include "tests/raw_client.hpp"
-#include "tests/runtime_fixture.hpp"
+#include "tests/edge_fixture.hpp"
 
 using namespace cleave;
 using namespace std::chrono_literals;
+using namespace cleave::edge_testing;
 
 namespace {
 
 // ---------------------------------------------------------------- pure parts
 
 TEST(edge_codec, join_round_trip_and_caps) {
-  edge_join_msg j{message_schema_version, *preset_profile("phone"), "tok-123", "-----BEGIN CERTIFICATE REQUEST-----", {}};
+  edge_join_msg j{message_schema_version, *preset_profile("phone"), "tok-123", "-----BEGIN CERTIFICATE REQUEST-----"};
   auto b = encode(j);
   EXPECT_LE(b.size(), edge_payload_cap(edge_join, 0));
   auto back = decode_join(b.data(), b.size());
@@ -55,31 +56,70 @@ TEST(edge_codec, join_round_trip_and_caps) {
   EXPECT_FALSE(decode_join(forged.data(), forged.size()));
 }
 
-TEST(edge_codec, a_relayed_join_names_a_relay_with_a_store) {
-  edge_join_msg j{message_schema_version, *preset_profile("phone"), "", "",
-                  relay_seat{"city-1", uint64_t{1} << 30, 1.25e9, 1.25e9, 1.25e10, 0.005}};
-  auto b = encode(j);
-  EXPECT_LE(b.size(), edge_payload_cap(edge_join, 0));
-  auto back = decode_join(b.data(), b.size());
+TEST(edge_codec, a_relay_hello_names_a_relay_with_a_store) {
+  edge_relay_hello_msg h{message_schema_version, relay_seat{"city-1", uint64_t{1} << 30, 1.25e9, 1.25e9, 1.25e10, 0.005}};
+  auto b = encode(h);
+  EXPECT_LE(b.size(), edge_payload_cap(edge_relay_hello, 0));
+  auto back = decode_relay_hello(b.data(), b.size());
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->relay.name, "city-1");
-  EXPECT_EQ(back->relay.store_bytes, uint64_t{1} << 30);
-  EXPECT_EQ(back->relay.fanout, 1.25e10);
+  EXPECT_EQ(back->seat.name, "city-1");
+  EXPECT_EQ(back->seat.store_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(back->seat.fanout, 1.25e10);
+  for (size_t cut = 0; cut < b.size(); ++cut) EXPECT_FALSE(decode_relay_hello(b.data(), cut)) << cut;
   // A relay's seat is checked as a fleet file's relay is.
   for (auto spoil : {+[](relay_seat& r) { r.store_bytes = 0; }, +[](relay_seat& r) { r.downlink = 0; },
                      +[](relay_seat& r) { r.fanout = std::nan(""); }, +[](relay_seat& r) { r.latency = -1; }}) {
-    auto bad = j;
-    spoil(bad.relay);
+    auto bad = h;
+    spoil(bad.seat);
     b = encode(bad);
-    auto refused = decode_join(b.data(), b.size());
+    auto refused = decode_relay_hello(b.data(), b.size());
     ASSERT_FALSE(refused);
-    EXPECT_NE(describe(refused.error()).find("join frame: relay 'city-1'"), std::string::npos) << describe(refused.error());
+    EXPECT_NE(describe(refused.error()).find("relay hello: relay 'city-1'"), std::string::npos) << describe(refused.error());
   }
-  j.relay.name = std::string(max_relay_name + 1, 'x');
-  b = encode(j);
-  back = decode_join(b.data(), b.size());
+  auto nameless = h;
+  nameless.seat.name.clear();
+  b = encode(nameless);
+  EXPECT_FALSE(decode_relay_hello(b.data(), b.size())) << "a relay without a name";
+  h.seat.name = std::string(max_relay_name + 1, 'x');
+  b = encode(h);
+  back = decode_relay_hello(b.data(), b.size());
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->relay.name.size(), max_relay_name) << "a name is cut to its cap";
+  EXPECT_EQ(back->seat.name.size(), max_relay_name) << "a name is cut to its cap";
+}
+
+TEST(edge_codec, a_route_travels_after_the_payload_and_is_checked) {
+  std::vector<char> payload(100, 'p');
+  append_route(payload, {7, edge_result, 0x1122334455667788ull});
+  ASSERT_EQ(payload.size(), 100 + edge_route_bytes);
+  auto route = take_route(payload, 1 << 20);
+  ASSERT_TRUE(route) << describe(route.error());
+  EXPECT_EQ(route->session, 7u);
+  EXPECT_EQ(route->kind, edge_result);
+  EXPECT_EQ(route->tag, 0x1122334455667788ull);
+  EXPECT_EQ(payload, std::vector<char>(100, 'p')) << "the payload is left as the device's frame's own";
+
+  auto refused = [](std::vector<char> p, const std::string& why) {
+    auto r = take_route(p, 1 << 20);
+    ASSERT_FALSE(r) << why;
+    EXPECT_NE(describe(r.error()).find(why), std::string::npos) << describe(r.error());
+  };
+  refused(std::vector<char>(edge_route_bytes - 1), "shorter than its route");
+  auto routed = [](size_t bytes, edge_route r) {
+    std::vector<char> p(bytes);
+    append_route(p, r);
+    return p;
+  };
+  refused(routed(0, {0, edge_heartbeat, 0}), "session 0");
+  for (uint16_t inner : {uint16_t{edge_routed}, uint16_t{edge_relay_hello}, uint16_t{0}, uint16_t{99}})
+    refused(routed(0, {1, inner, 0}), "a frame of kind " + std::to_string(inner) + " inside");
+  refused(routed(9, {1, edge_heartbeat, 0}), "a heartbeat frame of 9 bytes, over its cap of 8");
+  refused(routed(1, {1, edge_leave, 0}), "a leave frame of 1 bytes");
+  refused(routed((1 << 20) + 1, {1, edge_task, 0}), "a task frame of 1048577 bytes");
+  auto spoiled = routed(0, {1, edge_leave, 0});
+  spoiled[6] = 1;  // the reserved u16
+  refused(spoiled, "a malformed route");
+  EXPECT_TRUE(routable(edge_closed));
+  EXPECT_EQ(edge_payload_cap(edge_routed, 1 << 20), (uint64_t{1} << 20) + edge_route_bytes);
 }
 
 TEST(edge_codec, welcome_and_refusal) {
@@ -143,115 +183,12 @@ TEST(rate_limiter, a_device_within_its_rate_always_passes) {
 
 // ------------------------------------------------------------- the gateway
 
-struct config : caf::actor_system_config {
-  config() {
-    add_cleave_message_types(*this);
-    add_planner_message_types(*this);
-    add_gateway_message_types(*this);
-    transport::add_transport_message_types(*this);
-    load<caf::io::middleman>();
-  }
-};
-
-class edge : public ::testing::Test {
- protected:
-  void SetUp() override {
-    detector = sys.spawn(detector_actor, detector_options{});
-    planner = sys.spawn(planner_actor, runtime_testing::splitting_planner(), detector);
-  }
-  void open(edge_options eo = {}) {
-    auto p = planner;
-    eo.planner = [p] { return p; };
-    gateway = sys.spawn(edge_gateway, eo);
-    auto lst = transport::spawn_bulk_listener(sys, 0, gateway, edge_channel_options(eo));
-    ASSERT_TRUE(lst) << sys.render(lst.error());
-    listener = lst->channel;
-    port = lst->port;
-  }
-  void TearDown() override {
-    for (auto& a : {listener, gateway, planner, caf::actor_cast<caf::actor>(detector)})
-      if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
-  }
-  // A device as a device process runs one: its actor behind an edge link.
-  caf::actor remote_device() {
-    edge_link_options lo;
-    lo.host = "127.0.0.1";
-    lo.port = port;
-    auto link = connect_edge(sys, lo);
-    EXPECT_TRUE(link);
-    device_options o;
-    o.profile = *preset_profile("fast");
-    o.paced = false;
-    auto dev = sys.spawn(device_actor, o, *link);
-    devices.push_back(dev);
-    return *link;
-  }
-  size_t fleet_size() {
-    caf::scoped_actor self{sys};
-    size_t n = 0;
-    self->request(planner, 5s, caf::get_atom::value)
-      .receive([&](uint64_t, bool, std::vector<fleet_member>& m, std::vector<int32_t>&,
-                   std::vector<int32_t>&) { n = m.size(); },
-               [](caf::error&) {});
-    return n;
-  }
-  bool wait_for(const std::function<bool()>& ok, std::chrono::milliseconds limit = 10s) {
-    for (auto end = std::chrono::steady_clock::now() + limit; std::chrono::steady_clock::now() < end;) {
-      if (ok()) return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return ok();
-  }
-  edge_counters counters() {
-    caf::scoped_actor self{sys};
-    edge_counters c;
-    self->request(gateway, 5s, caf::get_atom::value).receive([&](edge_counters& got) { c = got; },
-                                                              [](caf::error&) {});
-    return c;
-  }
-
-  config cfg;
-  caf::actor_system sys{cfg};
-  detector_handle detector;
-  caf::actor planner, gateway, listener;
-  uint16_t port = 0;
-  std::vector<caf::actor> devices;
-};
-
 tensor random_matrix(int64_t r, int64_t c, uint64_t seed) {
   tensor t(r, c);
   rng g(seed);
   fill_normal(t, 1.0, g);
   return t;
 }
-
-// A raw peer that speaks the channel's framing by hand.
-struct peer : cleave::testing::raw_client {
-  explicit peer(uint16_t port) : raw_client(port, 5) {
-    auto h = transport::encode_header({transport::kind_hello, transport::hello_payload_size, 0});
-    auto p = transport::encode_hello(transport::hello{uint64_t{1} << 30, transport::default_max_payload});
-    write_all(h.data(), h.size());
-    write_all(p.data(), p.size());
-  }
-  void frame(uint16_t kind, const std::vector<char>& payload) {
-    auto h = transport::encode_header({kind, payload.size(), 0});
-    write_all(h.data(), h.size());
-    write_all(payload.data(), payload.size());
-  }
-  // The next frame that is not the channel's own; kind 0 when the server closed.
-  std::pair<uint16_t, std::vector<char>> next() {
-    for (;;) {
-      std::array<char, transport::frame_header_size> h{};
-      if (!read_exact(h.data(), h.size())) return {0, {}};
-      auto hdr = transport::decode_header(h.data(), h.size(), transport::default_max_payload);
-      if (!hdr) return {0, {}};
-      std::vector<char> payload(hdr->length);
-      if (!read_exact(payload.data(), payload.size())) return {0, {}};
-      if (hdr->kind < transport::first_reserved_kind) return {hdr->kind, std::move(payload)};
-    }
-  }
-  void join() { frame(edge_join, encode(edge_join_msg{message_schema_version, *preset_profile("fast"), "", ""})); }
-};
 
 TEST_F(edge, a_device_process_joins_and_its_tiles_equal_the_local_product) {
   open();

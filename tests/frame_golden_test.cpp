@@ -18,6 +18,7 @@
 
 #include "actors/transport/frame.hpp"
 #include "schema/edge_codec.hpp"
+#include "schema/edge_relay_codec.hpp"
 #include "schema/errors.hpp"
 #include "schema/modellet_codec.hpp"
 #include "schema/shard_checkpoint_file.hpp"
@@ -120,12 +121,16 @@ TEST(frame_golden, edge_join_welcome_refusal) {
   EXPECT_EQ(hex(encode(j)), join);
   round_trips(join, decode_join, [](const edge_join_msg& m) { return encode(m); });
 
-  // A join a relay forwards: the v1 join, then the relay's name and store.
-  j.relay = relay_seat{"r1", 1 << 20, 1.0, 2.0, 4.0, 0.5};
-  const std::string relayed = join + "02007231" + "0000100000000000" + "000000000000f03f" + "0000000000000040" +
-                              "0000000000001040" + "000000000000e03f";
-  EXPECT_EQ(hex(encode(j)), relayed);
-  round_trips(relayed, decode_join, [](const edge_join_msg& m) { return encode(m); });
+  // A relay's hello: the schema version, then its name, store and links.
+  const std::string relay_hello = "08000000" "02007231" "0000100000000000" "000000000000f03f" "0000000000000040" +
+                                  std::string{"0000000000001040"} + "000000000000e03f";
+  EXPECT_EQ(hex(encode(edge_relay_hello_msg{8, relay_seat{"r1", 1 << 20, 1.0, 2.0, 4.0, 0.5}})), relay_hello);
+  round_trips(relay_hello, decode_relay_hello, [](const edge_relay_hello_msg& m) { return encode(m); });
+
+  // A routed frame's payload: the device's frame's own, then its route.
+  std::vector<char> routed{'a', 'b'};
+  append_route(routed, {0x01020304u, edge_result, 0x0a0b0c0d0e0f1011ull});
+  EXPECT_EQ(hex(routed), "6162" "04030201" "0600" "0000" "11100f0e0d0c0b0a");
 
   const std::string welcome_v1 = "07000000000000000000d03f040063657274";
   EXPECT_EQ(hex(encode(edge_welcome_msg{7, 0.25, "cert", {}, ""})), welcome_v1);

@@ -135,7 +135,7 @@ caf::behavior edge_link(link_ptr self, edge_link_options opts) {
       st.joining = self->make_response_promise();
       st.welcomed = false;
       send_frame(self, edge_join,
-                 encode(edge_join_msg{req.schema_version, req.profile, st.opts.token, st.opts.csr, {}}));
+                 encode(edge_join_msg{req.schema_version, req.profile, st.opts.token, st.opts.csr}));
       return st.joining;
     },
     [=](heartbeat_atom, int32_t) { send_frame(self, edge_heartbeat, encode_heartbeat(heartbeat_peak_rss())); },

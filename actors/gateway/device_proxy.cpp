@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/transport/bulk_channel.hpp"
+#include "schema/edge_relay_codec.hpp"
 #include "schema/errors.hpp"
 #include "schema/tile_codec.hpp"
 
@@ -16,10 +17,22 @@ namespace {
 
 using proxy_ptr = caf::stateful_actor<device_proxy_state>*;
 
+// A buffer for a frame's payload of `bytes`, with room after it for the
+// route a relay session's frames carry.
+bulk_buffer frame_buffer(proxy_ptr self, size_t bytes) {
+  return bulk_buffer(bytes + (self->state.opts.session != 0 ? edge_route_bytes : 0));
+}
+
+// A frame in a buffer from frame_buffer.
 void send_frame(proxy_ptr self, edge_kind kind, bulk_buffer buf, uint64_t tag = 0) {
   auto& o = self->state.opts;
-  self->request(o.channel, caf::infinite, bulk_send_atom::value, o.conn, static_cast<uint16_t>(kind),
-                tag, std::move(buf))
+  uint16_t wire_kind = kind;
+  if (o.session != 0) {
+    write_route({o.session, kind, tag}, buf.payload() + buf.size() - edge_route_bytes);
+    wire_kind = edge_routed;
+    tag = 0;
+  }
+  self->request(o.channel, caf::infinite, bulk_send_atom::value, o.conn, wire_kind, tag, std::move(buf))
     .then([](bulk_buffer&) {},
           [=](caf::error& err) {
             spdlog::debug("edge: send to device {} failed: {}", self->state.id, describe(err));
@@ -27,7 +40,7 @@ void send_frame(proxy_ptr self, edge_kind kind, bulk_buffer buf, uint64_t tag = 
 }
 
 void send_small(proxy_ptr self, edge_kind kind, const std::vector<char>& payload) {
-  bulk_buffer buf(payload.size());
+  auto buf = frame_buffer(self, payload.size());
   std::copy(payload.begin(), payload.end(), buf.payload());
   send_frame(self, kind, std::move(buf));
 }
@@ -68,7 +81,7 @@ void join_planner(proxy_ptr self, bool first) {
     st.planner = planner;
     watch(self, planner);  // a restarted planner is joined again (the down handler)
   }
-  join_request req{st.join.schema_version, st.join.profile, -1, st.join.relay};
+  join_request req{st.join.schema_version, st.join.profile, -1, st.opts.relay};
   self->request(st.planner, std::chrono::seconds(30), join_atom::value, req)
     .then(
       [=](welcome_atom, int32_t id, caf::actor detector) {
@@ -191,7 +204,7 @@ caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_
       if (st.pending.size() >= st.opts.max_pending) st.pending.erase(st.pending.begin());
       st.pending[task.key] = pending_tile{caf::actor_cast<caf::actor>(self->current_sender()), m, n,
                                           task.a.key, task.b.key};
-      bulk_buffer buf(encoded_size(task));
+      auto buf = frame_buffer(self, encoded_size(task));
       encode(task, buf.payload());
       send_frame(self, edge_task, std::move(buf));
     },
@@ -206,7 +219,7 @@ caf::behavior device_proxy(caf::stateful_actor<device_proxy_state>* self, proxy_
       const uint64_t tag = (++st.modellet_seq << 32) | static_cast<uint32_t>(slot);
       auto promise = self->make_response_promise();
       pending.emplace(tag, promise);
-      bulk_buffer buf(payload.size());
+      auto buf = frame_buffer(self, payload.size());
       std::copy(payload.begin(), payload.end(), buf.payload());
       send_frame(self, static_cast<edge_kind>(kind), std::move(buf), tag);
       return caf::result<uint16_t, std::vector<char>>(caf::delegated<uint16_t, std::vector<char>>());

@@ -26,11 +26,14 @@
 
 #include "actors/gateway/device_proxy_protocol.hpp"
 #include "schema/edge_codec.hpp"
+#include "schema/fleet_member.hpp"
 
 namespace cleave {
 
 struct proxy_options {
   uint64_t conn = 0;                    // the device's connection on `channel`
+  uint32_t session = 0;                 // nonzero: a session of a relay's connection `conn`
+  relay_seat relay;                     // the relay it is behind, if any
   caf::actor channel;                   // the edge listener's broker
   caf::actor gateway;                   // the proxy speaks for its connection: it ends with it
   std::function<caf::actor()> planner;  // the current planner (it may restart)

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "schema/edge_codec.hpp"
+#include "schema/edge_relay_codec.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {
@@ -22,14 +23,18 @@ double seconds_since_epoch(caf::timestamp t) {
   return std::chrono::duration_cast<seconds_d>(t.time_since_epoch()).count();
 }
 
-// Forgets a connection, and ends its proxy (if it has one still) with `why`.
+void end_proxy(gateway_ptr self, const caf::actor& proxy, const std::string& why) {
+  self->state.seat_of_proxy.erase(proxy.address());
+  self->send_exit(proxy, fail(why));
+}
+
+// Forgets a connection, and ends its proxies (a device's, or a relay's
+// devices') with `why`.
 void forget(gateway_ptr self, std::map<uint64_t, edge_connection>::iterator it, const std::string& why) {
-  auto& st = self->state;
-  if (auto& proxy = it->second.proxy) {
-    st.conn_of_proxy.erase(proxy.address());
-    self->send_exit(proxy, fail(why));
-  }
-  st.conns.erase(it);
+  auto& c = it->second;
+  if (c.proxy) end_proxy(self, c.proxy, why);
+  for (auto& [session, s] : c.sessions) end_proxy(self, s.proxy, why);
+  self->state.conns.erase(it);
 }
 
 // Closes a connection the gateway gives up on, counted under `counter` (if
@@ -65,58 +70,192 @@ caf::expected<std::string> redeem(gateway_ptr self, const edge_connection& c, co
   return cert;
 }
 
-// The first frame of a connection: a join, or the connection is refused.
-void admit(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame& f) {
+// A frame from the gateway to a device behind a relay: its payload, then its route.
+void send_routed(gateway_ptr self, uint64_t conn, uint32_t session, edge_kind kind, const std::vector<char>& payload) {
+  bulk_buffer buf(payload.size() + edge_route_bytes);
+  std::copy(payload.begin(), payload.end(), buf.payload());
+  write_route({session, kind, 0}, buf.payload() + payload.size());
+  self->request(self->state.channel, caf::infinite, bulk_send_atom::value, conn, static_cast<uint16_t>(edge_routed),
+                uint64_t{0}, std::move(buf))
+    .then([](bulk_buffer&) {}, [](caf::error&) {});
+}
+
+// Refuses a connection's first frame with the reason, then closes it once
+// the refusal is in the socket's buffer.
+void refuse_conn(gateway_ptr self, uint64_t conn, const std::string& peer, const std::string& why) {
   auto& st = self->state;
-  auto refuse = [&](const std::string& why) {
-    spdlog::warn("edge: refusing {}: {}", c.peer, why);
-    ++st.counters.refused;
-    auto reason = encode_refusal(why);
-    bulk_buffer buf(reason.size());
-    std::copy(reason.begin(), reason.end(), buf.payload());
-    // Closed once the refusal is in the socket's buffer.
-    self->request(st.channel, caf::infinite, bulk_send_atom::value, conn,
-                  static_cast<uint16_t>(edge_refused), uint64_t{0}, std::move(buf))
-      .then([=](bulk_buffer&) { self->send(self->state.channel, bulk_closed_atom::value, conn); },
-            [](caf::error&) {});
-  };
-  if (f.kind != edge_join)
-    return refuse(std::string{"the first frame must be a join, not "}
-                  + to_string(static_cast<edge_kind>(f.kind)));
+  spdlog::warn("edge: refusing {}: {}", peer, why);
+  ++st.counters.refused;
+  auto reason = encode_refusal(why);
+  bulk_buffer buf(reason.size());
+  std::copy(reason.begin(), reason.end(), buf.payload());
+  self->request(st.channel, caf::infinite, bulk_send_atom::value, conn, static_cast<uint16_t>(edge_refused),
+                uint64_t{0}, std::move(buf))
+    .then([=](bulk_buffer&) { self->send(self->state.channel, bulk_closed_atom::value, conn); },
+          [](caf::error&) {});
+}
+
+// A device's join, from its own connection or a relay's session: refused
+// with the reason, or decoded.
+caf::expected<edge_join_msg> checked_join(gateway_ptr self, const bulk_frame& f) {
   auto join = decode_join(f.payload.data(), f.payload.size());
-  if (!join) return refuse(describe(join.error()));
+  if (!join) return join.error();
   if (join->schema_version != message_schema_version)
-    return refuse("schema version " + std::to_string(join->schema_version) + " is not "
-                  + std::to_string(message_schema_version));
-  if (auto err = validate(join->profile)) return refuse(describe(err));
-  // Under TLS a relay's joins come over connections with its own
-  // certificate, a server certificate of the job's CA (a device's could not
-  // dial out as a relay's must): the name they give is the name in it.
-  if (!join->relay.empty() && c.certified && join->relay.name != c.certificate_name)
-    return refuse("a join through relay '" + join->relay.name + "' came with the certificate of '" + c.certificate_name + "'");
-  if (st.opts.admit_join)
-    if (auto err = st.opts.admit_join(*join)) return refuse(describe(err));
-  std::string certificate;
-  if (st.opts.tokens && !c.certified) {
-    auto issued = redeem(self, c, *join);
-    if (!issued) return refuse(describe(issued.error()));
-    certificate = std::move(*issued);
-  }
+    return fail("schema version " + std::to_string(join->schema_version) + " is not "
+                + std::to_string(message_schema_version));
+  if (auto err = validate(join->profile)) return err;
+  if (self->state.opts.admit_join)
+    if (auto err = self->state.opts.admit_join(*join)) return err;
+  return join;
+}
+
+// A proxy for the device admitted on `seat`, behind `relay` if any.
+caf::actor spawn_proxy(gateway_ptr self, proxy_seat seat, const std::string& peer, edge_join_msg join,
+                       std::string certificate, const relay_seat& relay) {
+  auto& st = self->state;
   proxy_options po;
   po.certificate = std::move(certificate);
-  po.conn = conn;
+  po.conn = seat.conn;
+  po.session = seat.session;
+  po.relay = relay;
   po.channel = st.channel;
   po.gateway = caf::actor{self};
   po.planner = st.opts.planner;
   po.heartbeat_seconds = st.opts.heartbeat_seconds;
   po.max_strikes = st.opts.max_strikes;
-  po.peer = c.peer;
+  po.peer = peer;
   po.shard_edges = st.opts.shard_edges;
   po.prove = st.opts.prove;
-  c.proxy = self->spawn(device_proxy, std::move(po), std::move(*join));
-  self->monitor(c.proxy);
-  st.conn_of_proxy[c.proxy.address()] = conn;
+  auto proxy = self->spawn(device_proxy, std::move(po), std::move(join));
+  self->monitor(proxy);
+  st.seat_of_proxy[proxy.address()] = seat;
   ++st.counters.admitted;
+  return proxy;
+}
+
+// A relay's hello: the connection becomes the relay's, or is refused.
+void admit_relay(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame& f) {
+  auto& st = self->state;
+  auto hello = decode_relay_hello(f.payload.data(), f.payload.size());
+  if (!hello) return refuse_conn(self, conn, c.peer, describe(hello.error()));
+  const auto& name = hello->seat.name;
+  if (hello->schema_version != message_schema_version)
+    return refuse_conn(self, conn, c.peer, "schema version " + std::to_string(hello->schema_version) + " is not "
+                                            + std::to_string(message_schema_version));
+  // Under TLS a relay shows a server certificate of the job's CA (a
+  // device's could not dial out as a relay's must), and its name is the one in it.
+  if (st.opts.tokens && !c.certified)
+    return refuse_conn(self, conn, c.peer, "a relay must present its certificate");
+  if (c.certified && name != c.certificate_name)
+    return refuse_conn(self, conn, c.peer, "relay '" + name + "' came with the certificate of '" + c.certificate_name + "'");
+  for (const auto& [other, oc] : st.conns)
+    if (oc.relay.name == name)
+      return refuse_conn(self, conn, c.peer, "a relay named '" + name + "' is connected already");
+  c.relay = hello->seat;
+  ++st.counters.relays;
+  spdlog::info("edge: relay '{}' connected from {}", name, c.peer);
+}
+
+// The first frame of a connection: a join, a relay's hello, or the
+// connection is refused.
+void admit(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame& f) {
+  auto& st = self->state;
+  if (f.kind == edge_relay_hello) return admit_relay(self, conn, c, f);
+  if (f.kind != edge_join)
+    return refuse_conn(self, conn, c.peer, std::string{"the first frame must be a join, not "}
+                                            + to_string(static_cast<edge_kind>(f.kind)));
+  auto join = checked_join(self, f);
+  if (!join) return refuse_conn(self, conn, c.peer, describe(join.error()));
+  std::string certificate;
+  if (st.opts.tokens && !c.certified) {
+    auto issued = redeem(self, c, *join);
+    if (!issued) return refuse_conn(self, conn, c.peer, describe(issued.error()));
+    certificate = std::move(*issued);
+  }
+  c.proxy = spawn_proxy(self, {conn, 0}, c.peer, std::move(*join), std::move(certificate), {});
+}
+
+// Ends a relay's session: its proxy exits, and the relay is told to close
+// its device's connection.
+void close_session(gateway_ptr self, uint64_t conn, edge_connection& c, uint32_t session, const std::string& why,
+                   uint64_t edge_counters::*counter) {
+  auto it = c.sessions.find(session);
+  if (it == c.sessions.end()) return;
+  spdlog::warn("edge: dropping device session {} of relay '{}': {}", session, c.relay.name, why);
+  if (counter != nullptr) ++(self->state.counters.*counter);
+  send_routed(self, conn, session, edge_closed, encode_refusal(why));
+  end_proxy(self, it->second.proxy, "dropped: " + why);
+  c.sessions.erase(it);
+}
+
+// A frame on a relay's connection: its own heartbeat, or one of its devices'.
+caf::result<std::vector<char>> from_relay(gateway_ptr self, edge_connection& c, bulk_frame& f) {
+  auto& st = self->state;
+  const uint64_t conn = f.conn;
+  if (f.kind == edge_heartbeat) return std::move(f.payload);  // the relay's own: it is alive
+  if (f.kind != edge_routed) {
+    close_conn(self, conn, std::string{"a relay sent a "} + to_string(static_cast<edge_kind>(f.kind)) + " frame",
+               &edge_counters::dropped_misbehaving);
+    return std::move(f.payload);
+  }
+  auto route = take_route(f.payload, st.opts.max_tile_bytes);
+  if (!route) {
+    close_conn(self, conn, describe(route.error()), &edge_counters::dropped_misbehaving);
+    return std::vector<char>{};
+  }
+  auto it = c.sessions.find(route->session);
+  if (route->kind == edge_join) {
+    const auto peer = "session " + std::to_string(route->session) + " of relay '" + c.relay.name + "'";
+    if (it != c.sessions.end()) {
+      close_session(self, conn, c, route->session, "a second join", &edge_counters::dropped_misbehaving);
+      return std::move(f.payload);
+    }
+    auto refuse = [&](const std::string& why) {
+      spdlog::warn("edge: refusing {}: {}", peer, why);
+      ++st.counters.refused;
+      send_routed(self, conn, route->session, edge_refused, encode_refusal(why));
+      send_routed(self, conn, route->session, edge_closed, encode_refusal(why));
+    };
+    if (c.sessions.size() >= st.opts.max_relay_sessions) {
+      refuse("the relay holds " + std::to_string(c.sessions.size()) + " devices, as many as the ps admits through one");
+      return std::move(f.payload);
+    }
+    auto join = checked_join(self, f);
+    if (!join) {
+      refuse(describe(join.error()));
+      return std::move(f.payload);
+    }
+    // Its certificate, if any, was checked at the relay's door.
+    auto proxy = spawn_proxy(self, {conn, route->session}, peer, std::move(*join), {}, c.relay);
+    c.sessions.emplace(route->session, relay_session{proxy, caf::make_timestamp()});
+    return std::move(f.payload);
+  }
+  if (it == c.sessions.end()) return std::move(f.payload);  // a session closed meanwhile
+  auto& session = it->second;
+  session.last_frame = caf::make_timestamp();
+  switch (route->kind) {
+    case edge_leave:
+      spdlog::info("edge: device session {} of relay '{}' left", route->session, c.relay.name);
+      end_proxy(self, session.proxy, "it left");
+      c.sessions.erase(it);
+      return std::move(f.payload);
+    case edge_heartbeat: {
+      auto peak = decode_heartbeat(f.payload.data(), f.payload.size());
+      if (!peak)
+        close_session(self, conn, c, route->session, describe(peak.error()), &edge_counters::dropped_misbehaving);
+      else
+        self->send(session.proxy, heartbeat_atom::value, f.received_ns, *peak);
+      return std::move(f.payload);
+    }
+    default: break;
+  }
+  f.kind = route->kind;
+  f.tag = route->tag;
+  auto rp = self->make_response_promise<std::vector<char>>();
+  self->request(session.proxy, caf::infinite, bulk_frame_atom::value, std::move(f))
+    .then([=](std::vector<char>& buf) mutable { rp.deliver(std::move(buf)); },
+          [=](caf::error&) mutable { rp.deliver(std::vector<char>{}); });
+  return rp;
 }
 
 void sweep(gateway_ptr self) {
@@ -124,9 +263,9 @@ void sweep(gateway_ptr self) {
   const auto now = caf::make_timestamp();
   std::vector<std::pair<uint64_t, bool>> late;  // conn, still in its handshake
   for (const auto& [conn, c] : st.conns) {
-    if (!c.proxy && now - c.opened > st.opts.handshake_timeout)
+    if (!c.admitted() && now - c.opened > st.opts.handshake_timeout)
       late.emplace_back(conn, true);
-    else if (c.proxy && now - c.last_frame > st.opts.idle_timeout)
+    else if (c.admitted() && now - c.last_frame > st.opts.idle_timeout)
       late.emplace_back(conn, false);
   }
   for (auto [conn, handshake] : late) {
@@ -134,6 +273,13 @@ void sweep(gateway_ptr self) {
       close_conn(self, conn, "no join within the handshake timeout", &edge_counters::handshake_timeouts);
     else
       close_conn(self, conn, "silent past the idle timeout", &edge_counters::idle_timeouts);
+  }
+  for (auto& [conn, c] : st.conns) {
+    std::vector<uint32_t> silent;
+    for (const auto& [session, sc] : c.sessions)
+      if (now - sc.last_frame > st.opts.idle_timeout) silent.push_back(session);
+    for (auto session : silent)
+      close_session(self, conn, c, session, "silent past the idle timeout", &edge_counters::idle_timeouts);
   }
   self->delayed_send(self, sweep_interval, tick_atom::value);
 }
@@ -145,27 +291,42 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
   self->delayed_send(self, sweep_interval, tick_atom::value);
   self->set_down_handler([=](const caf::down_msg& msg) {
     auto& st = self->state;
-    auto it = st.conn_of_proxy.find(msg.source);
-    if (it == st.conn_of_proxy.end()) return;
-    const uint64_t conn = it->second;
-    st.conn_of_proxy.erase(it);
-    if (auto c = st.conns.find(conn); c != st.conns.end()) {
-      c->second.proxy = nullptr;  // gone already
-      // The proxy ends for strikes (device_proxy.hpp), a refused join, or a
-      // planner that never came back; only the first is the device's doing.
-      const auto why = describe(msg.reason);
-      auto counter = why.find(proxy_strike_reason) != std::string::npos ? &edge_counters::dropped_misbehaving
-                     : why.rfind(proxy_refusal_reason, 0) == 0      ? &edge_counters::refused
-                                                                    : nullptr;
-      close_conn(self, conn, "its proxy ended: " + why, counter);
+    auto it = st.seat_of_proxy.find(msg.source);
+    if (it == st.seat_of_proxy.end()) return;
+    const auto seat = it->second;
+    st.seat_of_proxy.erase(it);
+    auto c = st.conns.find(seat.conn);
+    if (c == st.conns.end()) return;
+    // The proxy ends for strikes (device_proxy.hpp), a refused join, or a
+    // planner that never came back; only the first is the device's doing.
+    const auto why = describe(msg.reason);
+    auto counter = why.find(proxy_strike_reason) != std::string::npos ? &edge_counters::dropped_misbehaving
+                   : why.rfind(proxy_refusal_reason, 0) == 0      ? &edge_counters::refused
+                                                                  : nullptr;
+    if (seat.session != 0) {
+      if (auto s = c->second.sessions.find(seat.session); s != c->second.sessions.end()) {
+        s->second.proxy = nullptr;  // gone already
+        c->second.sessions.erase(s);
+        if (counter != nullptr) ++(st.counters.*counter);
+        spdlog::warn("edge: dropping device session {} of relay '{}': its proxy ended: {}", seat.session,
+                     c->second.relay.name, why);
+        send_routed(self, seat.conn, seat.session, edge_closed, encode_refusal("its proxy ended: " + why));
+      }
+      return;
     }
+    c->second.proxy = nullptr;  // gone already
+    close_conn(self, seat.conn, "its proxy ended: " + why, counter);
   });
   return {
     [=](bulk_opened_atom, caf::actor channel, uint64_t conn, const std::string& peer) {
       auto& st = self->state;
       st.channel = std::move(channel);
       const auto now = caf::make_timestamp();
-      st.conns[conn] = edge_connection{peer, now, now, {}, rate_limiter{st.opts.rate, seconds_since_epoch(now)}, false, {}};
+      edge_connection c;
+      c.peer = peer;
+      c.opened = c.last_frame = now;
+      c.limiter = rate_limiter{st.opts.rate, seconds_since_epoch(now)};
+      st.conns.insert_or_assign(conn, std::move(c));
       ++st.counters.connections;
       spdlog::debug("edge: connection {} from {}", conn, peer);
     },
@@ -181,7 +342,10 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
       auto& st = self->state;
       auto it = st.conns.find(conn);
       if (it == st.conns.end()) return;
-      if (it->second.proxy)
+      if (!it->second.relay.empty())
+        spdlog::info("edge: relay '{}' ({}) closed with {} devices: {}", it->second.relay.name, it->second.peer,
+                     it->second.sessions.size(), reason);
+      else if (it->second.proxy)
         spdlog::info("edge: device connection {} ({}) closed: {}", conn, it->second.peer, reason);
       forget(self, it, "its connection closed: " + reason);
     },
@@ -192,6 +356,7 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
       auto& c = it->second;
       const auto now = caf::make_timestamp();
       c.last_frame = now;
+      if (!c.relay.empty()) return from_relay(self, c, f);
       // Results and misses answer tasks the ps sent, so the tasks bound them
       // (the proxy strikes any other); the rate limit is for what a device
       // sends of its own accord.
@@ -204,7 +369,7 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
                    &edge_counters::dropped_flooding);
         return std::move(f.payload);
       }
-      if (!c.proxy) {
+      if (!c.admitted()) {
         admit(self, f.conn, c, f);
         return std::move(f.payload);
       }
@@ -269,13 +434,13 @@ uint64_t edge_read_chunk_bytes(size_t max_connections) {
 
 bulk_options edge_channel_options(const edge_options& opts, bulk_options base) {
   const uint64_t tile_cap = opts.max_tile_bytes;
-  base.max_payload = tile_cap;
+  base.max_payload = edge_payload_cap(edge_routed, tile_cap);
   base.max_connections = opts.max_connections;
   base.chunk_bytes = opts.read_chunk_bytes > 0 ? opts.read_chunk_bytes : edge_read_chunk_bytes(opts.max_connections);
   base.tls_read_bytes = std::min<uint64_t>(base.tls_read_bytes, base.chunk_bytes);
   base.lazy_credit_bytes = edge_lazy_credit_bytes;
-  base.receive_window = std::max(base.receive_window, frame_cost(tile_cap) + edge_lazy_credit_bytes);
-  base.first_data_kind = edge_join;
+  base.receive_window = std::max(base.receive_window, frame_cost(base.max_payload) + edge_lazy_credit_bytes);
+  base.first_data_kinds = {edge_join, edge_relay_hello};
   base.max_payload_for_kind = [tile_cap](uint16_t kind) { return edge_payload_cap(kind, tile_cap); };
   return base;
 }

@@ -18,6 +18,16 @@
 //     rate it is dropped. Answers are bounded by the tasks its proxy issued;
 //   - frames its proxy refuses are strikes, and too many drop it.
 // Every drop is logged with its reason and counted (edge_counters).
+//
+// A relay (actors/relay) holds one connection for all its devices: its first
+// frame is a hello naming it (under TLS, the name in its certificate), and
+// every frame after is one of its devices' (schema/edge_relay_codec.hpp). Each
+// device is a session of that connection with a proxy of its own, admitted
+// by its join as a direct device is; it ends with a leave from the relay, or
+// the gateway sends the relay an edge_closed with the reason. A relay is
+// trusted like a PS shard: its devices met the rate limit and the caps at the
+// relay's own door, so their frames are not rate-limited again here; idle
+// sessions, refused frames and quarantines are handled as for direct devices.
 
 #include <cstdint>
 #include <functional>
@@ -54,6 +64,8 @@ struct edge_options {
   // Connections the edge holds open at once (devices, and peers that have
   // not joined yet); more are closed on accept (--max-devices).
   size_t max_connections = 256;
+  // Devices one relay connection may hold (each costs a proxy, not a socket).
+  size_t max_relay_sessions = 4096;
   // Large frames are read in pieces of this size, so a header that claims
   // much and sends little pins at most this much per connection (the
   // channel's max_connections of them at most). 0: edge_read_chunk_bytes.
@@ -71,14 +83,29 @@ struct edge_options {
   std::function<caf::error(const edge_join_msg&)> admit_join;
 };
 
+// A device behind a relay, on the relay's connection.
+struct relay_session {
+  caf::actor proxy;
+  caf::timestamp last_frame;
+};
+
 struct edge_connection {
   std::string peer;
   caf::timestamp opened;
   caf::timestamp last_frame;
-  caf::actor proxy;  // null until the join frame
+  caf::actor proxy;  // a device's: null until the join frame
   rate_limiter limiter;
   bool certified = false;  // TLS: it presented a certificate the CA signed
   std::string certificate_name;  // ... and the name in it
+  relay_seat relay;  // a relay's: set by its hello
+  std::map<uint32_t, relay_session> sessions;  // a relay's devices
+  bool admitted() const { return proxy || !relay.empty(); }
+};
+
+// Whom a proxy speaks for: a connection, or a session of a relay's.
+struct proxy_seat {
+  uint64_t conn = 0;
+  uint32_t session = 0;  // 0: the connection is the device's own
 };
 
 // A frame's credit held back from a throttled device.
@@ -93,7 +120,7 @@ struct edge_gateway_state {
   edge_options opts;
   caf::actor channel;
   std::map<uint64_t, edge_connection> conns;
-  std::map<caf::actor_addr, uint64_t> conn_of_proxy;
+  std::map<caf::actor_addr, proxy_seat> seat_of_proxy;
   edge_counters counters;
   std::map<uint64_t, held_credit> held;
   uint64_t next_held = 0;

@@ -32,13 +32,14 @@ struct edge_counters {
   uint64_t dropped_flooding = 0;   // past the rate limit
   uint64_t dropped_misbehaving = 0;  // past the strikes, or a protocol violation
   uint64_t certificates_issued = 0;  // for join tokens
+  uint64_t relays = 0;             // relay connections admitted (their devices count in admitted)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, edge_counters& x) {
   return f(caf::meta::type_name("edge_counters"), x.connections, x.admitted, x.refused,
            x.handshake_timeouts, x.idle_timeouts, x.throttled_frames, x.dropped_flooding,
-           x.dropped_misbehaving, x.certificates_issued);
+           x.dropped_misbehaving, x.certificates_issued, x.relays);
 }
 
 void add_gateway_message_types(caf::actor_system_config& cfg);

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "schema/edge_codec.hpp"
+#include "schema/edge_relay_codec.hpp"
 #include "schema/errors.hpp"
 #include "schema/messages.hpp"
 #include "schema/tile_codec.hpp"
@@ -17,13 +18,12 @@ namespace {
 
 using relay_ptr = caf::stateful_actor<relay_state>*;
 using upstream_atom = caf::atom_constant<caf::atom("rly_up")>;
+using dial_atom = caf::atom_constant<caf::atom("rly_dial")>;
+using keepalive_atom = caf::atom_constant<caf::atom("rly_keep")>;
 using report_atom = caf::atom_constant<caf::atom("rly_rep")>;
 using credit_promise = caf::typed_response_promise<std::vector<char>>;
 
 constexpr auto sweep_interval = std::chrono::milliseconds(500);
-// Frames a device may send before its connection to the ps is up: its
-// join and a few heartbeats.
-constexpr size_t max_waiting_frames = 16;
 
 double seconds_of(caf::timestamp t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
@@ -35,18 +35,6 @@ void close_device(relay_ptr self, uint64_t conn, const std::string& why) {
   spdlog::warn("relay: dropping device connection {} ({}): {}", conn, it->second.peer, why);
   ++st.traffic.devices_dropped;
   self->send(st.listener, bulk_closed_atom::value, conn);
-}
-
-void forget_seat(relay_ptr self, uint64_t conn) {
-  auto& st = self->state;
-  auto it = st.seats.find(conn);
-  if (it == st.seats.end()) return;
-  if (it->second.upstream) {
-    st.seat_of_upstream.erase(it->second.upstream.address());
-    self->send_exit(it->second.upstream, caf::exit_reason::user_shutdown);
-  }
-  st.books.drop(conn);
-  st.seats.erase(it);
 }
 
 // A frame to the device on `conn`; `done` (if any) is answered when it is in
@@ -64,11 +52,27 @@ void send_down(relay_ptr self, uint64_t conn, uint16_t kind, uint64_t tag, Paylo
           });
 }
 
-// A frame of the device on `conn` to the ps, through its own connection.
-void send_up(relay_ptr self, relay_seat_state& seat, uint16_t kind, uint64_t tag, std::vector<char> payload,
+// Refuses a device's join with the reason, and closes its connection once
+// the refusal is in the socket's buffer, as the ps's edge does.
+void refuse_device(relay_ptr self, uint64_t conn, const std::string& why) {
+  self->request(self->state.listener, caf::infinite, bulk_send_atom::value, conn, static_cast<uint16_t>(edge_refused),
+                uint64_t{0}, encode_refusal(why))
+    .then([=](std::vector<char>&) { close_device(self, conn, why); },
+          [=](caf::error&) { close_device(self, conn, why); });
+}
+
+// A frame of the device in `session` to the ps, routed on the relay's connection.
+void send_up(relay_ptr self, uint32_t session, uint16_t kind, uint64_t tag, std::vector<char> payload,
              credit_promise done = {}) {
-  self->state.traffic.to_ps += payload.size();
-  self->request(seat.upstream, caf::infinite, bulk_send_atom::value, kind, tag, std::move(payload))
+  auto& st = self->state;
+  if (!st.upstream) {
+    if (done.pending()) done.deliver(std::vector<char>{});
+    return;
+  }
+  append_route(payload, {session, kind, tag});
+  st.traffic.to_ps += payload.size();
+  self->request(st.upstream, caf::infinite, bulk_send_atom::value, static_cast<uint16_t>(edge_routed), uint64_t{0},
+                std::move(payload))
     .then([=](std::vector<char>& back) mutable { if (done.pending()) done.deliver(std::move(back)); },
           [=](caf::error& err) mutable {
             spdlog::debug("relay: a frame to the ps failed: {}", describe(err));
@@ -82,29 +86,47 @@ void send_task_down(relay_ptr self, uint64_t conn, const tile_task& task, credit
   send_down(self, conn, edge_task, 0, std::move(buf), std::move(done));
 }
 
-// The device's join, as the ps is to see it: the relay's name and store.
-caf::expected<std::vector<char>> relayed_join(relay_ptr self, uint64_t conn, const bulk_frame& f) {
-  auto join = decode_join(f.payload.data(), f.payload.size());
-  if (!join) return join.error();
-  if (!join->relay.empty()) return fail("a device may not name a relay");
-  if (auto err = validate(join->profile)) return err;
-  join->relay = self->state.opts.seat;
-  self->state.books.admit(conn, default_cache_bytes(join->profile.memory_bytes));
-  return encode(*join);
-}
-
-// Dials the ps for the device on `conn`, off the relay's thread (the TCP
-// connect blocks); the relay hears back (upstream_atom, conn, channel).
-void dial_ps(relay_ptr self, uint64_t conn) {
+// Dials the ps off the relay's thread (the TCP connect blocks); the relay
+// hears back (upstream_atom, channel, why).
+void dial_ps(relay_ptr self) {
   auto relay = caf::actor{self};
   auto opts = self->state.opts;
   self->home_system().spawn<caf::detached>([=](caf::blocking_actor* dialer) {
     auto ch = connect_bulk(dialer->home_system(), opts.ps_host, opts.ps_port, relay, opts.upstream);
     if (ch)
-      dialer->send(relay, upstream_atom::value, conn, *ch, std::string{});
+      dialer->send(relay, upstream_atom::value, *ch, std::string{});
     else
-      dialer->send(relay, upstream_atom::value, conn, caf::actor{}, describe(ch.error()));
+      dialer->send(relay, upstream_atom::value, caf::actor{}, describe(ch.error()));
   });
+}
+
+// The ps is gone: so are the sessions of the relay's devices, whose
+// connections close (each tries its next address), and the relay dials again.
+void lose_ps(relay_ptr self, const std::string& why) {
+  auto& st = self->state;
+  spdlog::warn("relay '{}': lost the ps ({}); closing its {} devices' connections and dialling again",
+               st.opts.seat.name, why, st.seats.size());
+  if (st.upstream) self->send_exit(st.upstream, caf::exit_reason::user_shutdown);
+  st.upstream = nullptr;
+  for (const auto& [conn, seat] : st.seats) close_device(self, conn, "the relay lost the ps");
+  self->delayed_send(self, st.opts.redial, dial_atom::value);
+}
+
+// A device's join: it goes up as its session's first frame.
+void join_up(relay_ptr self, uint64_t conn, relay_seat_state& seat, bulk_frame& f) {
+  auto& st = self->state;
+  if (seat.session != 0) return close_device(self, conn, "a second join");
+  if (!st.upstream) return refuse_device(self, conn, "the relay has no connection to the ps now; try again later");
+  auto join = decode_join(f.payload.data(), f.payload.size());
+  if (!join) return refuse_device(self, conn, describe(join.error()));
+  if (auto err = validate(join->profile)) return refuse_device(self, conn, describe(err));
+  do
+    ++st.last_session;
+  while (st.last_session == 0 || st.conn_of_session.count(st.last_session) != 0);
+  seat.session = st.last_session;
+  st.conn_of_session[seat.session] = conn;
+  st.books.admit(conn, default_cache_bytes(join->profile.memory_bytes));
+  send_up(self, seat.session, edge_join, f.tag, std::move(f.payload));
 }
 
 // A frame from a device.
@@ -116,26 +138,10 @@ caf::result<std::vector<char>> from_device(relay_ptr self, bulk_frame& f) {
   seat.last_frame = caf::make_timestamp();
   st.traffic.from_devices += f.payload.size();
   if (f.kind == edge_join) {
-    if (seat.joined) {
-      close_device(self, f.conn, "a second join");
-      return std::move(f.payload);
-    }
-    auto join = relayed_join(self, f.conn, f);
-    if (!join) {
-      // Closed once the refusal is in the socket's buffer, as the ps's edge does.
-      const auto why = describe(join.error());
-      const uint64_t conn = f.conn;
-      self->request(st.listener, caf::infinite, bulk_send_atom::value, conn, static_cast<uint16_t>(edge_refused),
-                    uint64_t{0}, encode_refusal(why))
-        .then([=](std::vector<char>&) { close_device(self, conn, why); },
-              [=](caf::error&) { close_device(self, conn, why); });
-      return std::move(f.payload);
-    }
-    seat.joined = true;
-    seat.waiting.push_back({edge_join, f.tag, std::move(*join)});
-    dial_ps(self, f.conn);
+    join_up(self, f.conn, seat, f);
     return std::vector<char>{};
   }
+  if (seat.session == 0) return std::move(f.payload);  // refused, closing
   switch (f.kind) {
     case edge_heartbeat:
     case edge_leave: {
@@ -177,42 +183,58 @@ caf::result<std::vector<char>> from_device(relay_ptr self, bulk_frame& f) {
       close_device(self, f.conn, std::string("a frame a device does not send: ") + to_string(static_cast<edge_kind>(f.kind)));
       return std::move(f.payload);
   }
-  if (!seat.upstream) {
-    // Nothing but its join has gone up yet, so the ps has welcomed nobody:
-    // a device has no answer to send, and its heartbeats can wait (a few).
-    if (f.kind != edge_heartbeat) {
-      close_device(self, f.conn, std::string("a ") + to_string(static_cast<edge_kind>(f.kind)) +
-                                   " frame before the ps welcomed it");
-      return std::move(f.payload);
-    }
-    if (seat.waiting.size() < max_waiting_frames) seat.waiting.push_back({f.kind, f.tag, std::move(f.payload)});
-    return std::vector<char>{};
-  }
   auto done = self->make_response_promise<std::vector<char>>();
-  send_up(self, seat, f.kind, f.tag, std::move(f.payload), done);
+  send_up(self, seat.session, f.kind, f.tag, std::move(f.payload), done);
   return done;
 }
 
-// A frame from the ps to the device on `conn`.
-caf::result<std::vector<char>> from_ps(relay_ptr self, uint64_t conn, bulk_frame& f) {
+// A routed frame from the ps to one of the relay's devices.
+caf::result<std::vector<char>> from_ps(relay_ptr self, bulk_frame& f) {
   auto& st = self->state;
   st.traffic.from_ps += f.payload.size();
-  if (f.kind == edge_task) {
-    auto task = decode_task(f.payload.data(), f.payload.size());
-    if (!task) {
-      spdlog::warn("relay: a task frame from the ps is malformed: {}", describe(task.error()));
+  if (f.kind == edge_refused) {
+    auto why = decode_refusal(f.payload.data(), f.payload.size());
+    const auto reason = why ? *why : describe(why.error());
+    spdlog::error("relay '{}': the ps refused it: {}", st.opts.seat.name, reason);
+    self->quit(fail("the ps refused this relay: " + reason));
+    return std::move(f.payload);
+  }
+  if (f.kind != edge_routed) {
+    spdlog::warn("relay: the ps sent a {} frame outside any session", to_string(static_cast<edge_kind>(f.kind)));
+    return std::move(f.payload);
+  }
+  auto route = take_route(f.payload, st.opts.max_tile_bytes);
+  if (!route) {
+    spdlog::warn("relay: a frame from the ps: {}", describe(route.error()));
+    return std::move(f.payload);
+  }
+  auto session = st.conn_of_session.find(route->session);
+  if (session == st.conn_of_session.end()) return std::move(f.payload);  // the device left meanwhile
+  const uint64_t conn = session->second;
+  switch (route->kind) {
+    case edge_closed: {
+      auto why = decode_refusal(f.payload.data(), f.payload.size());
+      close_device(self, conn, "the ps closed its session: " + (why ? *why : describe(why.error())));
       return std::move(f.payload);
     }
-    auto ready = st.books.pass_down(conn, std::move(*task), seconds_of(caf::make_timestamp()));
-    for (auto& [device, released] : st.books.released()) send_task_down(self, device, released);
-    if (!ready) return std::move(f.payload);  // parked until its block comes
-    auto done = self->make_response_promise<std::vector<char>>();
-    send_task_down(self, conn, *ready, done);
-    return done;
+    case edge_task: {
+      auto task = decode_task(f.payload.data(), f.payload.size());
+      if (!task) {
+        spdlog::warn("relay: a task frame from the ps is malformed: {}", describe(task.error()));
+        return std::move(f.payload);
+      }
+      auto ready = st.books.pass_down(conn, std::move(*task), seconds_of(caf::make_timestamp()));
+      for (auto& [device, released] : st.books.released()) send_task_down(self, device, released);
+      if (!ready) return std::move(f.payload);  // parked until its block comes
+      auto done = self->make_response_promise<std::vector<char>>();
+      send_task_down(self, conn, *ready, done);
+      return done;
+    }
+    case edge_welcome: ++st.traffic.devices_joined; break;
+    default: break;
   }
-  if (f.kind == edge_welcome) ++st.traffic.devices_joined;
   auto done = self->make_response_promise<std::vector<char>>();
-  send_down(self, conn, f.kind, f.tag, std::move(f.payload), done);
+  send_down(self, conn, route->kind, route->tag, std::move(f.payload), done);
   return done;
 }
 
@@ -221,9 +243,9 @@ void sweep(relay_ptr self) {
   const auto now = caf::make_timestamp();
   std::vector<std::pair<uint64_t, std::string>> late;
   for (const auto& [conn, seat] : st.seats) {
-    if (!seat.joined && now - seat.opened > st.opts.handshake_timeout)
+    if (seat.session == 0 && now - seat.opened > st.opts.handshake_timeout)
       late.emplace_back(conn, "no join in time");
-    else if (seat.joined && now - seat.last_frame > st.opts.idle_timeout)
+    else if (seat.session != 0 && now - seat.last_frame > st.opts.idle_timeout)
       late.emplace_back(conn, "silent for too long");
   }
   for (const auto& [conn, why] : late) close_device(self, conn, why);
@@ -254,6 +276,7 @@ caf::behavior relay_actor(relay_ptr self, relay_options opts) {
   self->state.opts = std::move(opts);
   self->state.books = relay_books(self->state.opts.seat.store_bytes);
   self->delayed_send(self, sweep_interval, tick_atom::value);
+  self->delayed_send(self, self->state.opts.keepalive, keepalive_atom::value);
   if (self->state.opts.report_seconds > 0)
     self->delayed_send(self, std::chrono::duration_cast<caf::timespan>(
                                std::chrono::duration<double>(self->state.opts.report_seconds)),
@@ -267,10 +290,27 @@ caf::behavior relay_actor(relay_ptr self, relay_options opts) {
     [=](relay_listener_atom, caf::actor listener) {
       self->state.listener = std::move(listener);
       self->link_to(self->state.listener);
+      dial_ps(self);
+    },
+    [=](dial_atom) {
+      if (!self->state.upstream) dial_ps(self);
+    },
+    [=](upstream_atom, caf::actor channel, const std::string& why) {
+      auto& st = self->state;
+      if (!channel) {
+        spdlog::warn("relay '{}': cannot reach the ps: {}", st.opts.seat.name, why);
+        self->delayed_send(self, st.opts.redial, dial_atom::value);
+        return;
+      }
+      st.upstream = channel;
+      self->request(channel, caf::infinite, bulk_send_atom::value, static_cast<uint16_t>(edge_relay_hello), uint64_t{0},
+                    encode(edge_relay_hello_msg{message_schema_version, st.opts.seat}))
+        .then([](std::vector<char>&) {}, [](caf::error&) {});
+      spdlog::info("relay '{}': connected to the ps at {}:{}", st.opts.seat.name, st.opts.ps_host, st.opts.ps_port);
     },
     [=](bulk_opened_atom, caf::actor channel, uint64_t conn, const std::string& peer) {
       auto& st = self->state;
-      if (channel != st.listener) return;  // a connection to the ps, known from its dial
+      if (channel != st.listener) return;  // the connection to the ps, known from its dial
       const auto now = caf::make_timestamp();
       relay_seat_state seat;
       seat.peer = peer;
@@ -281,45 +321,37 @@ caf::behavior relay_actor(relay_ptr self, relay_options opts) {
     [=](bulk_peer_atom, uint64_t, const std::string& name) {
       spdlog::debug("relay: a peer presented the certificate '{}'", name);
     },
-    [=](upstream_atom, uint64_t conn, caf::actor channel, const std::string& why) {
-      auto& st = self->state;
-      auto it = st.seats.find(conn);
-      if (!channel) {
-        if (it != st.seats.end()) close_device(self, conn, "cannot reach the ps: " + why);
-        return;
-      }
-      if (it == st.seats.end()) {  // the device left while the relay dialled
-        self->send_exit(channel, caf::exit_reason::user_shutdown);
-        return;
-      }
-      auto& seat = it->second;
-      seat.upstream = channel;
-      st.seat_of_upstream[channel.address()] = conn;
-      for (auto& w : seat.waiting) send_up(self, seat, w.kind, w.tag, std::move(w.payload));
-      seat.waiting.clear();
-    },
     [=](bulk_frame_atom, bulk_frame& f) -> caf::result<std::vector<char>> {
       auto& st = self->state;
       const auto from = self->current_sender();
       if (from == st.listener.address()) return from_device(self, f);
-      auto up = st.seat_of_upstream.find(caf::actor_cast<caf::actor_addr>(from));
-      if (up == st.seat_of_upstream.end()) return std::move(f.payload);  // a device gone meanwhile
-      return from_ps(self, up->second, f);
+      if (!st.upstream || from != st.upstream.address()) return std::move(f.payload);  // a connection since lost
+      return from_ps(self, f);
     },
     [=](bulk_closed_atom, uint64_t conn, const std::string& reason) {
       auto& st = self->state;
       const auto from = self->current_sender();
       if (from == st.listener.address()) {
         spdlog::debug("relay: device connection {} closed: {}", conn, reason);
-        forget_seat(self, conn);
+        auto it = st.seats.find(conn);
+        if (it == st.seats.end()) return;
+        if (const uint32_t session = it->second.session; session != 0) {
+          send_up(self, session, edge_leave, 0, {});
+          st.conn_of_session.erase(session);
+        }
+        st.books.drop(conn);
+        st.seats.erase(it);
         return;
       }
-      auto up = st.seat_of_upstream.find(caf::actor_cast<caf::actor_addr>(from));
-      if (up == st.seat_of_upstream.end()) return;
-      const uint64_t device = up->second;
-      st.seat_of_upstream.erase(up);
-      spdlog::info("relay: the ps closed device connection {}'s link: {}", device, reason);
-      self->send(st.listener, bulk_closed_atom::value, device);
+      if (st.upstream && from == st.upstream.address()) lose_ps(self, reason);
+    },
+    [=](keepalive_atom) {
+      auto& st = self->state;
+      if (st.upstream)
+        self->request(st.upstream, caf::infinite, bulk_send_atom::value, static_cast<uint16_t>(edge_heartbeat),
+                      uint64_t{0}, std::vector<char>{})
+          .then([](std::vector<char>&) {}, [](caf::error&) {});
+      self->delayed_send(self, st.opts.keepalive, keepalive_atom::value);
     },
     [=](tick_atom) { sweep(self); },
     [=](report_atom) {

@@ -1,25 +1,27 @@
 #pragma once
 // A relay (--role=relay): an edge server, regional VM or gateway between the
-// ps and its devices. Devices join the relay's edge as they would the ps's;
-// for each, the relay opens a connection to the ps's edge and passes the
-// device's frames up and the ps's down. Its join carries the relay's name
-// and store size, so the ps sends each operand block to the relay once a
-// step and names it to the relay's other devices, and the relay fills the
-// values in from its store (relay_books.hpp). The ps's egress then falls
-// from once per device to once per relay.
+// ps and its devices. Devices join the relay's edge as they would the ps's.
+// The relay holds one connection to the ps's edge for all of them: it opens
+// with a hello naming the relay and declaring its store and links, and
+// carries each device's frames as a session of its own
+// (schema/edge_relay_codec.hpp). The ps sends each operand block to the relay
+// once a step and names it to the relay's other devices; the relay fills the
+// values in from its store (relay_books.hpp). The ps's egress then falls from
+// once per device to once per relay, and the ps holds one socket per relay.
 //
 // Trust: the relay is trusted like a ps shard (it could drop or delay
 // frames, never make a wrong result pass: the ps checks every result). The
 // devices behind it are strangers, held to the ps's own edge rules at the
 // relay's door: each frame kind's payload cap before anything is read, a
 // join first and within handshake_timeout, idle_timeout, a rate limit on
-// unsolicited frames, a connection cap; and at the ps's door again, since
-// every device has its own connection there.
+// unsolicited frames, a connection cap. The ps checks each device's join
+// again and judges its answers as a direct device's.
 //
-// Churn: a relay that dies closes its devices' connections at both ends.
-// The ps's detector declares those devices dead and moves their tiles; the
-// devices rejoin through another relay or the ps itself (--connect takes a
-// list), as after any lost ps.
+// Churn: a relay that dies closes its devices' connections, and the ps ends
+// their sessions with the relay's connection. The ps's detector declares
+// those devices dead and moves their tiles; the devices rejoin through
+// another relay or the ps itself (--connect takes a list). A relay that
+// loses the ps closes its devices' connections and dials again.
 
 #include <chrono>
 #include <cstdint>
@@ -37,7 +39,7 @@
 namespace cleave {
 
 struct relay_options {
-  // What its devices' joins tell the ps: its name (unique per job), its
+  // What the relay tells the ps in its hello: its name (unique per job), its
   // store (--relay-memory) and its links.
   relay_seat seat;
   std::string ps_host;
@@ -46,9 +48,13 @@ struct relay_options {
   caf::timespan handshake_timeout = std::chrono::seconds(10);
   caf::timespan idle_timeout = std::chrono::seconds(30);
   rate_limit_options rate;
+  uint64_t max_tile_bytes = uint64_t{64} << 20;  // the largest task or result
   // A task parked for a block on its way (relay_books.hpp) goes on without
   // it after this long: the block never came, and the device's miss tells the ps.
   double park_seconds = 10;
+  // Its own heartbeat toward the ps, so a relay without devices is not idle there.
+  caf::timespan keepalive = std::chrono::seconds(5);
+  caf::timespan redial = std::chrono::seconds(1);  // after the ps was lost or not reached
   double report_seconds = 0;  // logs its counters this often (0: never)
 };
 
@@ -58,28 +64,23 @@ struct relay_traffic {
   uint64_t devices_joined = 0, devices_dropped = 0;
 };
 
-struct relay_frame {
-  uint16_t kind = 0;
-  uint64_t tag = 0;
-  std::vector<char> payload;
-};
-
+// A device at the relay's door.
 struct relay_seat_state {
   std::string peer;
   caf::timestamp opened;
   caf::timestamp last_frame;
-  bool joined = false;   // its join went up to the ps
-  caf::actor upstream;   // its own connection to the ps, once open
-  std::vector<relay_frame> waiting;  // frames that came before that connection
+  uint32_t session = 0;  // its session toward the ps: nonzero once its join went up
   rate_limiter limiter;
 };
 
 struct relay_state {
   relay_options opts;
   caf::actor listener;  // the devices' side
+  caf::actor upstream;  // the connection to the ps, once open
   relay_books books{0};
   std::map<uint64_t, relay_seat_state> seats;  // by the device's connection
-  std::map<caf::actor_addr, uint64_t> seat_of_upstream;
+  std::map<uint32_t, uint64_t> conn_of_session;
+  uint32_t last_session = 0;
   relay_traffic traffic;
   static inline const char* name = "cleave.relay";
 };
@@ -88,8 +89,9 @@ using relay_listener_atom = caf::atom_constant<caf::atom("rly_lsn")>;
 using relay_named_atom = caf::atom_constant<caf::atom("rly_name")>;
 
 // Send it (relay_named_atom, name) and then (relay_listener_atom, listener)
-// once its listener is up (a name may follow from the listener's port). It logs
-// its counters every opts.report_seconds and when it ends.
+// once its listener is up (a name may follow from the listener's port); it
+// then dials the ps. It logs its counters every opts.report_seconds and when
+// it ends, and ends with the reason if the ps refuses it.
 caf::behavior relay_actor(caf::stateful_actor<relay_state>* self, relay_options opts);
 
 // The relay's line in a log: devices, bytes each way, its store's work.

@@ -134,11 +134,9 @@ void on_header(bulk_broker* self, connection& c, std::vector<char>& buf) {
     }
   }
   if (!c.hello_received) return drop(self, c, "data frame before hello", true);
-  if (opts.first_data_kind != 0 && !c.data_seen && h->kind != opts.first_data_kind)
-    return drop(self, c,
-                "the first frame must be of kind " + std::to_string(opts.first_data_kind) + ", not "
-                  + std::to_string(h->kind),
-                true);
+  if (const auto& first = opts.first_data_kinds;
+      !first.empty() && !c.data_seen && std::find(first.begin(), first.end(), h->kind) == first.end())
+    return drop(self, c, "the first frame may not be of kind " + std::to_string(h->kind), true);
   c.data_seen = true;
   if (opts.max_payload_for_kind) {
     auto cap = std::min(opts.max_payload, opts.max_payload_for_kind(h->kind));

@@ -148,10 +148,10 @@ struct bulk_options {
   // for the channel's control kinds (>= first_reserved_kind). Called on the
   // broker's thread: keep it cheap and non-blocking.
   std::function<uint64_t(uint16_t kind)> max_payload_for_kind;
-  // Nonzero: a connection's first data frame must be of this kind (the
-  // device edge's join), so a peer nobody admitted yet can send only that
-  // kind's few bytes.
-  uint16_t first_data_kind = 0;
+  // Not empty: a connection's first data frame must be of one of these
+  // kinds (the device edge's join or a relay's hello), so a peer nobody
+  // admitted yet can send only those kinds' few bytes.
+  std::vector<uint16_t> first_data_kinds;
   // Receive window advertised to the peer (bytes of payload + 4 KiB per frame
   // delivered to the sink and not yet replied to).
   uint64_t receive_window = uint64_t{64} << 20;
