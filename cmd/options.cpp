@@ -128,6 +128,7 @@ cleave_config::cleave_config() {
     .add(relay_fanout, "relay-fanout", "--role=relay (what it declares), and plan and simulate with --relays: bytes/s each way between a relay and all its devices (default 1.25e10)")
     .add(relay_memory, "relay-memory", "--role=relay, and plan and simulate with --relays: bytes of each relay's operand store, least recently used out (default 6.4e10)")
     .add(relay_name, "relay-name", "--role=relay: its name for the ps, unique in the job (default HOST:PORT)")
+    .add(relay_join_tokens, "relay-join-tokens", "--role=relay with TLS: admit devices without a certificate whose join carries a one-time join token, which the ps (--join-tokens) trades for a certificate")
     .add(relay_latency, "relay-latency", "--role=plan and simulate with --relays: seconds one way between the PS and a relay (default 0.005)")
     .add(ps_link_model, "ps-link-model", "--role=simulate: fair (the PS link shared by every transfer in flight, default) or scheduled (the PS sends in order, each at its device's downlink)")
     .add(recovery, "recovery", "--role=simulate --system=asteroid: replay (pipeline replay, default) or restart (from the last checkpoint)");

@@ -147,6 +147,7 @@ class cleave_config : public caf::actor_system_config {
   double relay_memory = 6.4e10;   // bytes of each relay's operand store
   double relay_latency = 0.005;   // seconds one way between the PS and a relay
   std::string relay_name;         // --role=relay: how the ps knows it (default HOST:PORT)
+  bool relay_join_tokens = false;  // --role=relay with TLS: devices without a certificate may bring a join token
   std::string recovery = "replay";  // asteroid: replay (pipeline replay) or restart (from a checkpoint)
   bool vocab_given = false;         // --vocab on the command line (simulate: OPT's 50272 otherwise)
 };

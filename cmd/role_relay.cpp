@@ -51,9 +51,14 @@ int run_relay(cleave_config& cfg) {
   eo.max_connections = static_cast<size_t>(cfg.max_devices);
   transport::bulk_options bo;
   bo.bind_address = at->first;
-  auto server_tls = edge_tls(cfg, transport::tls_side::server);
+  if (cfg.relay_join_tokens && !cfg.tls())
+    return usage_error("--relay-join-tokens needs TLS (--tls-cert, --tls-key, --tls-ca): without it every device is "
+                       "admitted already");
+  auto server_tls = edge_tls(cfg, transport::tls_side::server, !cfg.relay_join_tokens);
   if (!server_tls) return usage_error("TLS for the relay's devices: " + describe(server_tls.error()));
   bo.tls = *server_tls;
+  ro.tls = bo.tls != nullptr;
+  ro.join_tokens = cfg.relay_join_tokens;
   ro.handshake_timeout = eo.handshake_timeout;
   ro.idle_timeout = eo.idle_timeout;
   ro.rate = eo.rate;

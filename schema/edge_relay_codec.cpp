@@ -22,10 +22,7 @@ caf::expected<edge_relay_hello_msg> decode_relay_hello(const char* data, size_t 
   return m;
 }
 
-void write_route(const edge_route& r, char* out) {
-  const uint16_t zero = 0;
-  wire::write(out, r.session, r.kind, zero, r.tag);
-}
+void write_route(const edge_route& r, char* out) { wire::write(out, r.session, r.kind, r.flags, r.tag); }
 
 void append_route(std::vector<char>& payload, const edge_route& r) {
   const size_t at = payload.size();
@@ -38,9 +35,10 @@ caf::expected<edge_route> take_route(std::vector<char>& payload, uint64_t max_ti
     return fail("routed frame: " + std::to_string(payload.size()) + " bytes, shorter than its route");
   const size_t own = payload.size() - edge_route_bytes;
   edge_route r;
-  uint16_t zero = 0;
-  if (!wire::decode_exact(payload.data() + own, edge_route_bytes, r.session, r.kind, zero, r.tag) || zero != 0)
+  if (!wire::decode_exact(payload.data() + own, edge_route_bytes, r.session, r.kind, r.flags, r.tag))
     return fail("routed frame: a malformed route");
+  if (r.flags != 0 && (r.flags != route_uncertified || r.kind != edge_join))
+    return fail("routed frame: flags " + std::to_string(r.flags) + " on a " + to_string(static_cast<edge_kind>(r.kind)));
   if (r.session == 0) return fail("routed frame: session 0");
   if (!routable(r.kind)) return fail("routed frame: a frame of kind " + std::to_string(r.kind) + " inside");
   if (const uint64_t cap = edge_payload_cap(r.kind, max_tile_bytes); own > cap)

@@ -10,7 +10,10 @@
 // appending to a buffer it owns and strips it by shrinking one: a task or a
 // result of tens of megabytes is never moved to make room.
 //
-//   route (16 bytes, little-endian): u32 session, u16 kind, u16 zero, u64 tag
+//   route (16 bytes, little-endian): u32 session, u16 kind, u16 flags, u64 tag
+//
+// The one flag, route_uncertified, goes with a join only: the device showed
+// the relay no certificate, so its join must carry a token the ps redeems.
 //
 // A session is opened by its device's join and ends with a leave (from the
 // relay: the device is gone) or an edge_closed (from the ps: the device is
@@ -41,7 +44,10 @@ struct edge_route {
   uint32_t session = 0;
   uint16_t kind = 0;  // the device's frame's own kind
   uint64_t tag = 0;
+  uint16_t flags = 0;
 };
+
+inline constexpr uint16_t route_uncertified = 1;
 
 inline constexpr size_t edge_route_bytes = 16;
 
@@ -51,8 +57,9 @@ void write_route(const edge_route& r, char* out);
 void append_route(std::vector<char>& payload, const edge_route& r);
 // Strips the route off a routed frame's payload, which is left as the
 // device's frame's own. Refused: a payload shorter than a route, session 0,
-// a kind that is not a device's frame (a route in a route, a hello), and a
-// payload over its own kind's cap (edge_payload_cap with max_tile_bytes).
+// a kind that is not a device's frame (a route in a route, a hello), flags
+// other than route_uncertified on a join, and a payload over its own kind's
+// cap (edge_payload_cap with max_tile_bytes).
 caf::expected<edge_route> take_route(std::vector<char>& payload, uint64_t max_tile_bytes);
 
 }  // namespace cleave

@@ -39,8 +39,8 @@ struct relay_peer : peer {
   relay_peer(uint16_t port, const std::string& name) : peer(port) {
     frame(edge_relay_hello, encode(edge_relay_hello_msg{message_schema_version, seat_named(name)}));
   }
-  void routed(uint32_t session, uint16_t kind, std::vector<char> payload = {}, uint64_t tag = 0) {
-    append_route(payload, {session, kind, tag});
+  void routed(uint32_t session, uint16_t kind, std::vector<char> payload = {}, uint64_t tag = 0, uint16_t flags = 0) {
+    append_route(payload, {session, kind, tag, flags});
     frame(edge_routed, payload);
   }
   routed_frame next_routed() {
@@ -153,6 +153,17 @@ TEST_F(edge_relay, a_sessions_join_is_checked_and_a_bad_one_closes_only_it) {
   r.routed(77, edge_heartbeat, encode_heartbeat(1));
   r.routed(8, edge_join, join_payload());
   EXPECT_EQ(r.next_of(8).route.kind, edge_welcome);
+}
+
+TEST_F(edge_relay, a_device_without_a_certificate_needs_a_ps_that_takes_join_tokens) {
+  open();
+  relay_peer r(port, "r1");
+  r.routed(1, edge_join, join_payload(), 0, route_uncertified);
+  auto refused = r.next_of(1);
+  EXPECT_EQ(refused.route.kind, edge_refused);
+  EXPECT_NE(reason_of(refused).find("it takes no join tokens"), std::string::npos) << reason_of(refused);
+  EXPECT_EQ(r.next_of(1).route.kind, edge_closed);
+  EXPECT_EQ(fleet_size(), 0u);
 }
 
 TEST_F(edge_relay, a_session_past_its_strikes_is_closed_and_the_relay_kept) {

@@ -115,9 +115,12 @@ TEST(edge_codec, a_route_travels_after_the_payload_and_is_checked) {
   refused(routed(9, {1, edge_heartbeat, 0}), "a heartbeat frame of 9 bytes, over its cap of 8");
   refused(routed(1, {1, edge_leave, 0}), "a leave frame of 1 bytes");
   refused(routed((1 << 20) + 1, {1, edge_task, 0}), "a task frame of 1048577 bytes");
-  auto spoiled = routed(0, {1, edge_leave, 0});
-  spoiled[6] = 1;  // the reserved u16
-  refused(spoiled, "a malformed route");
+  refused(routed(0, {1, edge_leave, 0, route_uncertified}), "flags 1 on a leave");
+  refused(routed(0, {1, edge_join, 0, 2}), "flags 2 on a join");
+  auto uncertified = routed(0, {1, edge_join, 0, route_uncertified});
+  auto join = take_route(uncertified, 1 << 20);
+  ASSERT_TRUE(join);
+  EXPECT_EQ(join->flags, route_uncertified);
   EXPECT_TRUE(routable(edge_closed));
   EXPECT_EQ(edge_payload_cap(edge_routed, 1 << 20), (uint64_t{1} << 20) + edge_route_bytes);
 }

@@ -50,7 +50,7 @@ void close_conn(gateway_ptr self, uint64_t conn, const std::string& why, uint64_
 }
 
 // A device without a certificate trades a join token for one.
-caf::expected<std::string> redeem(gateway_ptr self, const edge_connection& c, const edge_join_msg& join) {
+caf::expected<std::string> redeem(gateway_ptr self, const std::string& peer, const edge_join_msg& join) {
   auto& st = self->state;
   if (join.token.empty())
     return fail("this ps admits a device by a certificate the job's CA signed or by a one-time join "
@@ -65,7 +65,7 @@ caf::expected<std::string> redeem(gateway_ptr self, const edge_connection& c, co
   }
   if (!*used) return fail("an unknown or already used join token");
   ++st.counters.certificates_issued;
-  spdlog::info("edge: issued a certificate to the device at {} for a join token ({} left)", c.peer,
+  spdlog::info("edge: issued a certificate to the device at {} for a join token ({} left)", peer,
                st.opts.tokens->left());
   return cert;
 }
@@ -168,7 +168,7 @@ void admit(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame
   if (!join) return refuse_conn(self, conn, c.peer, describe(join.error()));
   std::string certificate;
   if (st.opts.tokens && !c.certified) {
-    auto issued = redeem(self, c, *join);
+    auto issued = redeem(self, c.peer, *join);
     if (!issued) return refuse_conn(self, conn, c.peer, describe(issued.error()));
     certificate = std::move(*issued);
   }
@@ -225,8 +225,22 @@ caf::result<std::vector<char>> from_relay(gateway_ptr self, edge_connection& c, 
       refuse(describe(join.error()));
       return std::move(f.payload);
     }
-    // Its certificate, if any, was checked at the relay's door.
-    auto proxy = spawn_proxy(self, {conn, route->session}, peer, std::move(*join), {}, c.relay);
+    // Its certificate was checked at the relay's door; a device that showed
+    // none there trades a join token for one here.
+    std::string certificate;
+    if (route->flags & route_uncertified) {
+      if (!st.opts.tokens) {
+        refuse("this ps admits no device without a certificate: it takes no join tokens");
+        return std::move(f.payload);
+      }
+      auto issued = redeem(self, peer, *join);
+      if (!issued) {
+        refuse(describe(issued.error()));
+        return std::move(f.payload);
+      }
+      certificate = std::move(*issued);
+    }
+    auto proxy = spawn_proxy(self, {conn, route->session}, peer, std::move(*join), std::move(certificate), c.relay);
     c.sessions.emplace(route->session, relay_session{proxy, caf::make_timestamp()});
     return std::move(f.payload);
   }

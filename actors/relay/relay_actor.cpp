@@ -63,13 +63,13 @@ void refuse_device(relay_ptr self, uint64_t conn, const std::string& why) {
 
 // A frame of the device in `session` to the ps, routed on the relay's connection.
 void send_up(relay_ptr self, uint32_t session, uint16_t kind, uint64_t tag, std::vector<char> payload,
-             credit_promise done = {}) {
+             credit_promise done = {}, uint16_t flags = 0) {
   auto& st = self->state;
   if (!st.upstream) {
     if (done.pending()) done.deliver(std::vector<char>{});
     return;
   }
-  append_route(payload, {session, kind, tag});
+  append_route(payload, {session, kind, tag, flags});
   st.traffic.to_ps += payload.size();
   self->request(st.upstream, caf::infinite, bulk_send_atom::value, static_cast<uint16_t>(edge_routed), uint64_t{0},
                 std::move(payload))
@@ -120,13 +120,19 @@ void join_up(relay_ptr self, uint64_t conn, relay_seat_state& seat, bulk_frame& 
   auto join = decode_join(f.payload.data(), f.payload.size());
   if (!join) return refuse_device(self, conn, describe(join.error()));
   if (auto err = validate(join->profile)) return refuse_device(self, conn, describe(err));
+  // Under TLS a device without a certificate got this far only if the relay
+  // takes join tokens; its join must carry one, and the ps redeems it.
+  const bool uncertified = st.opts.tls && !seat.certified;
+  if (uncertified && join->token.empty())
+    return refuse_device(self, conn, "this relay admits a device by a certificate the job's CA signed or by a "
+                                     "one-time join token; it presented neither");
   do
     ++st.last_session;
   while (st.last_session == 0 || st.conn_of_session.count(st.last_session) != 0);
   seat.session = st.last_session;
   st.conn_of_session[seat.session] = conn;
   st.books.admit(conn, default_cache_bytes(join->profile.memory_bytes));
-  send_up(self, seat.session, edge_join, f.tag, std::move(f.payload));
+  send_up(self, seat.session, edge_join, f.tag, std::move(f.payload), {}, uncertified ? route_uncertified : 0);
 }
 
 // A frame from a device.
@@ -318,8 +324,9 @@ caf::behavior relay_actor(relay_ptr self, relay_options opts) {
       seat.limiter = rate_limiter(st.opts.rate, seconds_of(now));
       st.seats.insert_or_assign(conn, std::move(seat));
     },
-    [=](bulk_peer_atom, uint64_t, const std::string& name) {
+    [=](bulk_peer_atom, uint64_t conn, const std::string& name) {
       spdlog::debug("relay: a peer presented the certificate '{}'", name);
+      if (auto it = self->state.seats.find(conn); it != self->state.seats.end()) it->second.certified = !name.empty();
     },
     [=](bulk_frame_atom, bulk_frame& f) -> caf::result<std::vector<char>> {
       auto& st = self->state;

@@ -49,6 +49,11 @@ struct relay_options {
   caf::timespan idle_timeout = std::chrono::seconds(30);
   rate_limit_options rate;
   uint64_t max_tile_bytes = uint64_t{64} << 20;  // the largest task or result
+  // Its devices' edge runs TLS. With `join_tokens` too, a device may come
+  // without a certificate if its join carries a one-time token, which the
+  // ps redeems (--relay-join-tokens).
+  bool tls = false;
+  bool join_tokens = false;
   // A task parked for a block on its way (relay_books.hpp) goes on without
   // it after this long: the block never came, and the device's miss tells the ps.
   double park_seconds = 10;
@@ -70,6 +75,7 @@ struct relay_seat_state {
   caf::timestamp opened;
   caf::timestamp last_frame;
   uint32_t session = 0;  // its session toward the ps: nonzero once its join went up
+  bool certified = false;  // TLS: it showed a certificate of the job's CA
   rate_limiter limiter;
 };
 

@@ -8,8 +8,8 @@
 # other relay hangs (SIGSTOP): the detector declares its devices dead and
 # training still finishes undisturbed on the four that rejoined. (3) With
 # TLS: the relay shows the ps a server certificate of the job's CA and
-# admits only devices with the CA's certificates; a relay whose name is not
-# its certificate's is refused. (4) A device whose join carries a relay's
+# admits only devices with the CA's certificates, or with a join token the
+# ps trades for one; a relay whose name is not its certificate's is refused. (4) A device whose join carries a relay's
 # seat is refused at the relay's door, with the reason. Each relay holds one
 # connection to the ps for all its devices.
 source "$(dirname "$0")/lib.sh"
@@ -163,8 +163,10 @@ tls() { echo "--tls-cert=ca/$1.pem --tls-key=ca/$1.key --tls-ca=ca/ca.pem"; }
 short=(--model=mlp --steps=20 --threads=1 --progress-seconds=60)
 "$CLEAVE" --role=all --devices=2 --profile=vm --unpaced-devices "${cost[@]}" "${short[@]}" --log-level=warn \
   --report=tls-ref.json || fail "in-process run failed"
-"$CLEAVE" --role=ps --listen=127.0.0.1:0 $(tls ps) --min-devices=2 "${cost[@]}" "${short[@]}" \
-  --report=tls.json > tls-ps.log 2>&1 &
+bash "$ca_sh" tokens ca 1 > /dev/null
+token=$(grep -v '^#' ca/tokens | head -1)
+"$CLEAVE" --role=ps --listen=127.0.0.1:0 $(tls ps) --tls-ca-key=ca/ca.key --join-tokens=ca/tokens --min-devices=2 \
+  "${cost[@]}" "${short[@]}" --report=tls.json > tls-ps.log 2>&1 &
 ps=$!
 port=$(wait_port tls-ps.log)
 # A relay that calls itself by another name than its certificate's is turned away.
@@ -177,17 +179,24 @@ grep -q "came with the certificate of 'relay1'" impostor.log \
   && echo "ok: a relay named otherwise than its certificate is refused, and ends" \
   || fail "the impostor relay: $(tail -2 impostor.log)"
 "$CLEAVE" --role=relay --connect="127.0.0.1:$port" --listen=127.0.0.1:0 $(tls relay1) --relay-name=relay1 \
-  > tls-relay.log 2>&1 &
+  --relay-join-tokens > tls-relay.log 2>&1 &
 relay_pids=($!)
 rport=$(wait_port tls-relay.log)
 # A device without a certificate is refused at the relay's door.
 "$CLEAVE" --role=device --connect="127.0.0.1:$rport" --profile=vm --reconnect-seconds=0 > plain-dev.log 2>&1 \
   && fail "a device without TLS joined through the relay"
-for d in dev1 dev2; do
-  "$CLEAVE" --role=device --connect="127.0.0.1:$rport" $(tls $d) --profile=vm --threads=1 --reconnect-seconds=0 \
-    > "tls-$d.log" 2>&1 &
-done
+mkdir -p enrolled
+# One device with its certificate, one that trades a join token through the relay for one.
+"$CLEAVE" --role=device --connect="127.0.0.1:$rport" $(tls dev1) --profile=vm --threads=1 --reconnect-seconds=0 \
+  > tls-dev1.log 2>&1 &
+"$CLEAVE" --role=device --connect="127.0.0.1:$rport" --tls-cert=enrolled/new.pem --tls-key=enrolled/new.key \
+  --tls-ca=ca/ca.pem --join-token="$token" --device-name=behind-relay --profile=vm --threads=1 \
+  --reconnect-seconds=0 > tls-dev2.log 2>&1 &
 finish_run tls
+openssl x509 -in enrolled/new.pem -noout -subject 2>/dev/null | grep -q "behind-relay" \
+  && grep -q "issued a certificate" tls-ps.log \
+  && echo "ok: a device without a certificate traded a join token for one through the relay" \
+  || fail "the join token through the relay: $(tail -2 tls-dev2.log)"
 verdict=$(same_trajectory tls-ref.json tls.json)
 [[ $verdict == equal ]] && echo "ok: TLS from devices to the relay and from the relay to the ps; the trajectory is the in-process one" \
   || fail "TLS through a relay: $verdict"
