@@ -18,20 +18,20 @@ bool usable(const planner_state& st, int32_t id) {
   return st.suspected.count(id) == 0 && st.draining.count(id) == 0;
 }
 
-// Each usable device as the cost model sees it, with the relay it joined through.
-std::vector<device_view> views(const planner_state& st) {
-  const auto tier = live_relays(st.alive);
-  std::vector<device_view> out;
-  for (const auto& [id, m] : st.alive)
-    if (usable(st, id)) out.push_back(device_view{id, m.profile, 0, 0, tier.relay_of(m)});
-  return out;
-}
+// What a plan is made of: each usable device as the cost model sees it, and
+// the cost model, both with the relays the fleet's devices joined through.
+struct planning_input {
+  std::vector<device_view> devices;
+  planner_config cost;
+};
 
-// The cost model, with the relays the fleet's devices joined through.
-planner_config cost(const planner_state& st) {
-  planner_config cfg = st.opts.cost;
-  if (cfg.relays.empty()) cfg.relays = live_relays(st.alive).relays;
-  return cfg;
+planning_input planning(const planner_state& st) {
+  planning_input in{{}, st.opts.cost};
+  const auto tier = live_relays(st.alive);
+  for (const auto& [id, m] : st.alive)
+    if (usable(st, id)) in.devices.push_back(device_view{id, m.profile, 0, 0, tier.relay_of(m)});
+  if (in.cost.relays.empty()) in.cost.relays = tier.relays;
+  return in;
 }
 
 // members(st).size() without copying the members: asked on every join and
@@ -51,10 +51,10 @@ std::vector<fleet_member> members(const planner_state& st) {
 }
 
 // Keeps `p` as the current plan of its shape and hands it out.
-plan remembered(planner_state& st, plan p) {
+plan remembered(planner_state& st, const planning_input& in, plan p) {
   const auto& g = p.problem;
   if (st.opts.cost.paced_ps_link && !p.local && !p.tiles.empty()) {
-    const auto share = fair_share(views(st), cost(st), g.sharers);
+    const auto share = fair_share(in.devices, in.cost, g.sharers);
     p.predicted_seconds =
       std::max(p.predicted_seconds, ps_link_seconds(p, share.devices, share.cfg));
   }
@@ -210,21 +210,22 @@ caf::behavior planner_actor(caf::stateful_actor<planner_state>* self, planner_op
               std::vector<int32_t>(st.draining.begin(), st.draining.end())};
     },
     [=](plan_atom, const gemm_problem& g) {
-      return remembered(self->state, make_plan(g, views(self->state), cost(self->state)));
+      auto in = planning(self->state);
+      return remembered(self->state, in, make_plan(g, in.devices, in.cost));
     },
     [=](replace_atom, const plan& p, const std::vector<int32_t>& ids) {
-      auto alive = views(self->state);
+      const auto in = planning(self->state);
+      auto alive = in.devices;
       alive.erase(std::remove_if(alive.begin(), alive.end(),
                                  [&](const device_view& v) {
                                    return std::find(ids.begin(), ids.end(), v.id) == ids.end();
                                  }),
                   alive.end());
-      return remembered(self->state, replace_plan(p, alive, cost(self->state)));
+      return remembered(self->state, in, replace_plan(p, alive, in.cost));
     },
     [=](mirror_atom, const plan& forward, gemm_role role, const gemm_problem& g) {
-      auto& st = self->state;
-      auto alive = views(st);
-      return remembered(st, backward_plan(forward, role, g, alive, cost(st)).p);
+      auto in = planning(self->state);
+      return remembered(self->state, in, backward_plan(forward, role, g, in.devices, in.cost).p);
     },
   };
 }
