@@ -76,7 +76,7 @@ inline caf::behavior sink_fun(caf::event_based_actor* self, std::shared_ptr<coll
       col->closed.emplace_back(conn, reason);
       col->cv.notify_all();
     },
-    [=](bulk_peer_atom, uint64_t conn, const std::string& name) {
+    [=](bulk_peer_atom, uint64_t conn, const std::string& name, bool) {
       std::lock_guard<std::mutex> lk(col->mx);
       col->peers.emplace_back(conn, name);
       col->cv.notify_all();

@@ -146,7 +146,7 @@ caf::behavior edge_link(link_ptr self, edge_link_options opts) {
       return std::move(f.payload);
     },
     [=](bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
-    [=](bulk_peer_atom, uint64_t, const std::string& name) {
+    [=](bulk_peer_atom, uint64_t, const std::string& name, bool) {
       spdlog::debug("edge link: the ps presented the certificate '{}'", name);
     },
     [=](bulk_closed_atom, uint64_t, const std::string& reason) {

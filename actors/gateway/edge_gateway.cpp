@@ -142,10 +142,13 @@ void admit_relay(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk
   if (hello->schema_version != message_schema_version)
     return refuse_conn(self, conn, c.peer, "schema version " + std::to_string(hello->schema_version) + " is not "
                                             + std::to_string(message_schema_version));
-  // Under TLS a relay shows a server certificate of the job's CA (a
-  // device's could not dial out as a relay's must), and its name is the one in it.
+  // Under TLS a relay shows a server certificate of the job's CA, not a
+  // client-only device's, and its name is the one in it.
   if (st.opts.tokens && !c.certified)
     return refuse_conn(self, conn, c.peer, "a relay must present its certificate");
+  if (c.certified && !c.certificate_serves)
+    return refuse_conn(self, conn, c.peer, "relay '" + name + "' came with a device's certificate, not a server "
+                                            "certificate of the job's CA");
   if (c.certified && name != c.certificate_name)
     return refuse_conn(self, conn, c.peer, "relay '" + name + "' came with the certificate of '" + c.certificate_name + "'");
   for (const auto& [other, oc] : st.conns)
@@ -344,12 +347,13 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
       ++st.counters.connections;
       spdlog::debug("edge: connection {} from {}", conn, peer);
     },
-    [=](bulk_peer_atom, uint64_t conn, const std::string& name) {
+    [=](bulk_peer_atom, uint64_t conn, const std::string& name, bool may_serve) {
       // TLS: the device's certificate, verified against the job's CA (and CRL).
       if (auto it = self->state.conns.find(conn); it != self->state.conns.end() && !name.empty()) {
         it->second.peer = "'" + name + "' at " + it->second.peer;
         it->second.certified = true;
         it->second.certificate_name = name;
+        it->second.certificate_serves = may_serve;
       }
     },
     [=](bulk_closed_atom, uint64_t conn, const std::string& reason) {

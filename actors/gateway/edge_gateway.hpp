@@ -97,6 +97,7 @@ struct edge_connection {
   rate_limiter limiter;
   bool certified = false;  // TLS: it presented a certificate the CA signed
   std::string certificate_name;  // ... and the name in it
+  bool certificate_serves = false;  // ... a server certificate, as a relay's must be
   relay_seat relay;  // a relay's: set by its hello
   std::map<uint32_t, relay_session> sessions;  // a relay's devices
   bool admitted() const { return proxy || !relay.empty(); }

@@ -3,7 +3,7 @@
 // edge's listener (actors/transport/bulk_channel.hpp), so most of what it
 // receives is the channel's sink vocabulary:
 //   (bulk_opened_atom, channel, conn, peer)   a device connected
-//   (bulk_peer_atom, conn, name)              its certificate's name (TLS)
+//   (bulk_peer_atom, conn, name, may_serve)   its certificate's name, and whether it is a server's (TLS)
 //   (bulk_closed_atom, conn, reason)          its connection closed
 //   (bulk_frame_atom, bulk_frame)          -> std::vector<char>: a frame; the answer returns
 //                                             the buffer (and the frame's credit) to the channel

@@ -324,7 +324,7 @@ caf::behavior relay_actor(relay_ptr self, relay_options opts) {
       seat.limiter = rate_limiter(st.opts.rate, seconds_of(now));
       st.seats.insert_or_assign(conn, std::move(seat));
     },
-    [=](bulk_peer_atom, uint64_t conn, const std::string& name) {
+    [=](bulk_peer_atom, uint64_t conn, const std::string& name, bool) {
       spdlog::debug("relay: a peer presented the certificate '{}'", name);
       if (auto it = self->state.seats.find(conn); it != self->state.seats.end()) it->second.certified = !name.empty();
     },

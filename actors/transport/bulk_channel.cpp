@@ -209,9 +209,10 @@ void announce(bulk_broker* self, connection& c) {
   self->send(st.sink, bulk_opened_atom::value, caf::actor_cast<caf::actor>(self), c.id, c.peer);
   if (c.io.is_tls()) {
     // Announced from the handshake's result: nothing is on the pool before it.
-    auto name = c.io.tls()->pipe.session().peer_name();
+    const auto& session = c.io.tls()->pipe.session();
+    auto name = session.peer_name();
     spdlog::debug("bulk channel: connection {} ({}): TLS peer '{}'", c.id, c.peer, name);
-    self->send(st.sink, bulk_peer_atom::value, c.id, std::move(name));
+    self->send(st.sink, bulk_peer_atom::value, c.id, std::move(name), session.peer_may_serve());
   }
 }
 

@@ -17,11 +17,12 @@
 //       only once its handshake has completed and the peer's certificate is
 //       verified; a connection refused at the handshake is never opened (the
 //       sink sees only its bulk_closed, with the reason).
-//   (bulk_peer_atom, uint64_t conn, std::string name)
+//   (bulk_peer_atom, uint64_t conn, std::string name, bool may_serve)
 //       TLS only, right after bulk_opened: the subject CN of the peer's
 //       verified certificate (empty if the peer presented none, which only a
-//       listener with require_peer_cert == false admits). Sinks of TLS
-//       channels must handle it.
+//       listener with require_peer_cert == false admits), and whether it may
+//       act as a TLS server (a server certificate, not a client-only one).
+//       Sinks of TLS channels must handle it.
 //   (bulk_frame_atom, bulk_frame)   sent as a request
 //       one frame. The payload arrives zero-copy (the broker's read buffer is
 //       moved into the message). The sink's reply returns window credit to

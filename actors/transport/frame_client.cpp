@@ -11,7 +11,7 @@ namespace {
 caf::behavior frame_sink(caf::event_based_actor*, std::shared_ptr<frame_client::inbox> box) {
   return {
     [=](bulk_opened_atom, const caf::actor&, uint64_t, const std::string&) {},
-    [=](bulk_peer_atom, uint64_t, const std::string&) {},
+    [=](bulk_peer_atom, uint64_t, const std::string&, bool) {},
     [=](bulk_frame_atom, bulk_frame& f) {  // replying at once returns the window's credit
       std::lock_guard<std::mutex> lk(box->mx);
       box->frames.push_back(std::move(f));

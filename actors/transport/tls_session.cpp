@@ -392,6 +392,12 @@ std::string tls_session::peer_name() const {
   return common_name(SSL_get0_peer_certificate(ssl_));
 }
 
+bool tls_session::peer_may_serve() const {
+  if (!done_ || !ssl_ || SSL_get_verify_result(ssl_) != X509_V_OK) return false;
+  auto cert = SSL_get0_peer_certificate(ssl_);
+  return cert != nullptr && X509_check_purpose(cert, X509_PURPOSE_SSL_SERVER, 0) == 1;
+}
+
 caf::error tls_session::failure(int ret, const char* what) {
   failed_ = true;
   int code = SSL_get_error(ssl_, ret);

@@ -121,6 +121,9 @@ class tls_session {
   bool handshake_done() const;
   // Subject CN of the verified peer certificate, empty if none.
   std::string peer_name() const;
+  // Whether that certificate may act as a TLS server (a server certificate
+  // of the CA, not a client-only device's: deploy/ca.sh).
+  bool peer_may_serve() const;
 
   // For the BIO callbacks only: where ciphertext goes, where it comes from.
   std::vector<char>* sink() const { return sink_; }

@@ -178,6 +178,28 @@ wait $impostor && fail "the impostor relay ran on"
 grep -q "came with the certificate of 'relay1'" impostor.log \
   && echo "ok: a relay named otherwise than its certificate is refused, and ends" \
   || fail "the impostor relay: $(tail -2 impostor.log)"
+# So is a relay hello over a device's (client-only) certificate, even under
+# the name in it (by hand: --role=relay refuses to start with one).
+verdict=$(python3 - "$port" "$CLI_DIR/../../schema/messages.hpp" <<'PY'
+import re, socket, ssl, struct, sys
+version = int(re.search(r"message_schema_version = (\d+);", open(sys.argv[2]).read()).group(1))
+def frame(kind, payload): return struct.pack("<IHHQQ", 0x46564C43, 1, kind, len(payload), 0) + payload
+ctx = ssl.create_default_context(cafile="ca/ca.pem")
+ctx.load_cert_chain("ca/dev2.pem", "ca/dev2.key")
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="localhost")
+name = b"dev2"
+hello = struct.pack("<IH", version, len(name)) + name + struct.pack("<Qdddd", 1 << 30, 1e9, 1e9, 1e10, 0.005)
+s.sendall(frame(0xFF00, struct.pack("<QQ", 1 << 26, 256 << 20)) + frame(20, hello))
+s.settimeout(10)
+got = b""
+try:
+    while chunk := s.recv(4096): got += chunk
+except (ssl.SSLError, OSError): pass
+print("refused" if b"came with a device's certificate" in got else f"no refusal in {len(got)} bytes")
+PY
+)
+[[ $verdict == refused ]] && echo "ok: a relay hello over a device's certificate is refused" \
+  || fail "a relay hello over a device's certificate: $verdict"
 "$CLEAVE" --role=relay --connect="127.0.0.1:$port" --listen=127.0.0.1:0 $(tls relay1) --relay-name=relay1 \
   --relay-join-tokens > tls-relay.log 2>&1 &
 relay_pids=($!)

@@ -68,7 +68,7 @@ caf::behavior shard_server(caf::stateful_actor<shard_server_state>* self, std::s
       self->state.channel = channel;
       spdlog::info("ps-shard: connection {} from {}", conn, peer);
     },
-    [=](bulk_peer_atom, uint64_t, const std::string&) {},
+    [=](bulk_peer_atom, uint64_t, const std::string&, bool) {},
     [=](bulk_frame_atom, bulk_frame& f) -> std::vector<char> {
       auto& st = self->state;
       if (!st.watch.admits(f.conn)) {
