@@ -21,6 +21,7 @@
 #include "actors/planner/planner_actor.hpp"
 #include "actors/transport/frame.hpp"
 #include "schema/edge_codec.hpp"
+#include "schema/tile_codec.hpp"
 #include "tests/raw_client.hpp"
 #include "tests/runtime_fixture.hpp"
 
@@ -130,5 +131,16 @@ struct peer : cleave::testing::raw_client {
   }
   void join() { frame(edge_join, encode(edge_join_msg{message_schema_version, *preset_profile("fast"), "", ""})); }
 };
+
+// A 4x4 result for tile `tile` of step 1's first product: one no task asked for.
+inline std::vector<char> forged_result(uint32_t tile) {
+  tile_result forged;
+  forged.rows = forged.cols = 4;
+  forged.data.assign(16, 1.0f);
+  forged.key = tile_key{1, 0, tile};
+  std::vector<char> b(encoded_size(forged));
+  encode(forged, b.data());
+  return b;
+}
 
 }  // namespace cleave::edge_testing

@@ -174,15 +174,7 @@ TEST_F(edge_relay, a_session_past_its_strikes_is_closed_and_the_relay_kept) {
   r.routed(1, edge_join, join_payload());
   r.routed(2, edge_join, join_payload());
   ASSERT_TRUE(wait_for([&] { return fleet_size() == 2; }));
-  tile_result forged;
-  forged.rows = forged.cols = 4;
-  forged.data.assign(16, 1.0f);
-  for (uint32_t t = 0; t < 10; ++t) {
-    forged.key = tile_key{1, 0, t};
-    std::vector<char> b(encoded_size(forged));
-    encode(forged, b.data());
-    r.routed(1, edge_result, b);
-  }
+  for (uint32_t t = 0; t < 10; ++t) r.routed(1, edge_result, forged_result(t));
   routed_frame f;
   do f = r.next_of(1);
   while (f.kind == edge_routed && f.route.kind != edge_closed);

@@ -268,15 +268,7 @@ TEST_F(edge, results_for_tasks_never_sent_drop_the_device) {
   p.join();
   ASSERT_EQ(p.next().first, edge_welcome);
   ASSERT_TRUE(wait_for([&] { return fleet_size() == 1; }));
-  tile_result forged;
-  forged.rows = forged.cols = 4;
-  forged.data.assign(16, 1.0f);
-  for (uint32_t t = 0; t < 20; ++t) {
-    forged.key = tile_key{1, 0, t};
-    std::vector<char> b(encoded_size(forged));
-    encode(forged, b.data());
-    p.frame(edge_result, b);
-  }
+  for (uint32_t t = 0; t < 20; ++t) p.frame(edge_result, forged_result(t));
   EXPECT_TRUE(p.sees_close());
   EXPECT_TRUE(wait_for([&] { return fleet_size() == 0; }));
   EXPECT_EQ(counters().dropped_misbehaving, 1u);
