@@ -2,6 +2,9 @@
 // fleet file's relays, a relay's store and fetches, the planner's ledger,
 // and the simulator counting each block once per relay on the PS's link.
 
+#include <map>
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #include "actors/planner/grid_search.hpp"
@@ -231,6 +234,37 @@ TEST(planner, relays_let_a_plan_send_the_ps_less) {
   ASSERT_FALSE(relayed.local);
   EXPECT_LT(relayed.bytes_down, direct.bytes_down);
   EXPECT_LT(relayed.predicted_seconds, direct.predicted_seconds);
+}
+
+// A live fleet's ids follow the order its devices joined in, which
+// interleaves the relays; the simulator's follow the fleet file's runs. Both
+// must plan alike: the same grid, and each relay the same tiles.
+TEST(planner, a_plan_does_not_depend_on_how_ids_interleave_the_relays) {
+  gemm_problem g;
+  g.m = 512;
+  g.n = 256;
+  g.k = 1024;
+  planner_config cfg;
+  cfg.ps_flops = 5e8;
+  cfg.ps_egress = cfg.ps_ingress = 2.4e7;
+  cfg.pipelined_devices = true;
+  for (const char* name : {"a", "b"}) {
+    cfg.relays.push_back(relay(1.2e8, 2'000'000'000));
+    cfg.relays.back().name = name;
+    cfg.relays.back().fanout = 1.2e8;
+  }
+  auto plan_for = [&](const std::vector<int32_t>& relay_of) {
+    std::vector<device_view> devices;
+    for (int32_t i = 0; i < 6; ++i)
+      devices.push_back(device_view{i, profile(3e10, 1.2e7, 4.8e6, 1e-4), 0, 0, relay_of[static_cast<size_t>(i)]});
+    const plan p = make_plan(g, devices, cfg);
+    std::map<int32_t, size_t> tiles_of_relay;
+    for (const auto& a : p.tiles) ++tiles_of_relay[relay_of[static_cast<size_t>(a.device)]];
+    return std::make_tuple(p.grid_m, p.grid_n, p.grid_k, p.predicted_seconds, tiles_of_relay);
+  };
+  const auto runs = plan_for({0, 0, 0, 1, 1, 1});
+  EXPECT_EQ(plan_for({1, 0, 0, 0, 1, 1}), runs);
+  EXPECT_EQ(plan_for({0, 1, 0, 1, 0, 1}), runs);
 }
 
 TEST(planner, a_spread_prefix_takes_devices_evenly_from_every_relay) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace cleave {
 
@@ -56,9 +57,13 @@ device_selection select_devices(const gemm_problem& g, const std::vector<device_
     const auto& v = out.ranked[i];
     keys.emplace_back(v.ready_at + predict_tile(reference, g.element_bytes, g.result_element_bytes, v.profile, false, false).seconds, i);
   }
+  // Ties go by relay, then id: equally fast devices of one relay stand
+  // together, however the fleet's ids interleave the relays (a live fleet's
+  // ids follow the order its devices joined in).
   std::sort(keys.begin(), keys.end(), [&](const auto& x, const auto& y) {
-    return x.first < y.first ||
-           (x.first == y.first && out.ranked[x.second].id < out.ranked[y.second].id);
+    const auto& a = out.ranked[x.second];
+    const auto& b = out.ranked[y.second];
+    return x.first < y.first || (x.first == y.first && std::tie(a.relay, a.id) < std::tie(b.relay, b.id));
   });
   std::vector<device_view> ranked;
   ranked.reserve(keys.size());

@@ -429,7 +429,8 @@ plan search_grids(const gemm_problem& g, const std::vector<device_view>& devices
     return local_plan(g, local_seconds, plan_bound::threshold,
                       fmt("%.3g FLOPs below the split threshold %.3g", total, cfg.min_split_flops));
 
-  // Usable devices, by id: the order ties are broken in.
+  // Usable devices, by relay and id: the order ties are broken in, the same
+  // however a fleet's ids interleave its relays.
   std::vector<dev> devs;
   devs.reserve(devices.size());
   for (const auto& v : devices) {
@@ -438,7 +439,7 @@ plan search_grids(const gemm_problem& g, const std::vector<device_view>& devices
     devs.emplace_back(v.id, v.profile, std::max(0.0, v.ready_at), relayed ? v.relay : -1);
   }
   std::stable_sort(devs.begin(), devs.end(),
-                   [](const dev& x, const dev& y) { return x.id < y.id; });
+                   [](const dev& x, const dev& y) { return std::tie(x.relay, x.id) < std::tie(y.relay, y.id); });
   if (devs.empty()) return local_plan(g, local_seconds, plan_bound::no_device, "no usable device");
 
   grid_search search(g, devs, cfg);
