@@ -55,16 +55,21 @@ def main():
     ap.add_argument("--anchors", default=os.path.join(repo, "../shared/anchors/cloud-gpu.md"))
     ap.add_argument("--devices", default="256,1024,4096,16384")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated, of " + ", ".join(MODELS))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     counts = [int(x) for x in a.devices.split(",")]
+    models = [m for m in a.models.split(",") if m]
+    unknown = [m for m in models if m not in MODELS]
+    if unknown:
+        ap.error(f"unknown model(s) {unknown}; known: {MODELS}")
     pool = futures.ThreadPoolExecutor(a.jobs)
     cleave = {(m, link, r, n): pool.submit(
                   run, a.cleave, a.out, "cleave", m, n, LINKS[link] + ([f"--relays={r}"] if r else []))
-              for m in MODELS for link in LINKS for r in RELAYS for n in counts
+              for m in models for link in LINKS for r in RELAYS for n in counts
               if r <= n and (r == 0 or n <= RELAYED_UP_TO[m])}
     base = {(s, m, n): pool.submit(run, a.cleave, a.out, s, m, n)
-            for s in BASELINES for m in MODELS for n in counts}
+            for s in BASELINES for m in models for n in counts}
     summary = {"cleave": {}, "baselines": {}, "h100_seconds": h100_steps(a.anchors)}
     for (m, link, r, n), job in cleave.items():
         summary["cleave"].setdefault(m, {}).setdefault(link, {}).setdefault(str(r), {})[str(n)] = \
@@ -73,7 +78,7 @@ def main():
         summary["baselines"].setdefault(s, {}).setdefault(m, {})[str(n)] = headline(job.result())
     # Speed-ups over each baseline at equal device counts (above 1: Cleave is faster).
     speedups = {}
-    for m in MODELS:
+    for m in models:
         for link in LINKS:
             for r in RELAYS:
                 for n in counts:
@@ -87,8 +92,8 @@ def main():
     with open(os.path.join(a.out, "relays.json"), "w") as f:
         json.dump(summary, f, indent=1, sort_keys=True)
 
-    fig, axes = plt.subplots(len(MODELS), len(LINKS), figsize=(11, 8), squeeze=False)
-    for i, m in enumerate(MODELS):
+    fig, axes = plt.subplots(len(models), len(LINKS), figsize=(11, 4 * len(models)), squeeze=False)
+    for i, m in enumerate(models):
         for j, link in enumerate(LINKS):
             ax = axes[i][j]
             for r in RELAYS:

@@ -21,6 +21,7 @@ redraws. Usage: sweep.py --cleave build/cmd/cleave --out bench/scale/out
 """
 import argparse
 import concurrent.futures as futures
+import functools
 import hashlib
 import json
 import os
@@ -55,12 +56,22 @@ def fleet_file(out, count):
     return path
 
 
+@functools.lru_cache(maxsize=None)
+def binary_id(cleave):
+    """The binary's content digest: a report is reused only from the same build."""
+    h = hashlib.sha1()
+    with open(cleave, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
 def run(cleave, out, system, shape, devices, extra=()):
-    """One simulation; returns its report (cached by the command line)."""
+    """One simulation; returns its report (cached by the binary and the command line)."""
     args = ["--role=simulate", f"--system={system}", "--model=gpt", f"--shape={shape}",
             "--batch=128", "--context=512", f"--fleet={fleet_file(out, devices)}"]
     args += (CLEAVE_FLAGS if system == "cleave" else []) + list(extra)
-    key = hashlib.sha1(" ".join(args).encode()).hexdigest()[:16]
+    key = hashlib.sha1((binary_id(cleave) + " " + " ".join(args)).encode()).hexdigest()[:16]
     report = os.path.join(out, "runs", key + ".json")
     if not os.path.exists(report):
         os.makedirs(os.path.dirname(report), exist_ok=True)
