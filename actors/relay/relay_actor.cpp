@@ -304,10 +304,13 @@ caf::behavior relay_actor(relay_ptr self, relay_options opts) {
     [=](upstream_atom, caf::actor channel, const std::string& why) {
       auto& st = self->state;
       if (!channel) {
-        spdlog::warn("relay '{}': cannot reach the ps: {}", st.opts.seat.name, why);
+        // Said once, then every 60 tries: a relay outlives its ps's runs.
+        if (st.failed_dials++ % 60 == 0)
+          spdlog::warn("relay '{}': cannot reach the ps ({} tries so far): {}", st.opts.seat.name, st.failed_dials, why);
         self->delayed_send(self, st.opts.redial, dial_atom::value);
         return;
       }
+      st.failed_dials = 0;
       st.upstream = channel;
       self->request(channel, caf::infinite, bulk_send_atom::value, static_cast<uint16_t>(edge_relay_hello), uint64_t{0},
                     encode(edge_relay_hello_msg{message_schema_version, st.opts.seat}))

@@ -83,6 +83,7 @@ struct relay_state {
   relay_options opts;
   caf::actor listener;  // the devices' side
   caf::actor upstream;  // the connection to the ps, once open
+  uint64_t failed_dials = 0;  // in a row
   relay_books books{0};
   std::map<uint64_t, relay_seat_state> seats;  // by the device's connection
   std::map<uint32_t, uint64_t> conn_of_session;
