@@ -126,13 +126,13 @@ TEST(edge_codec, a_route_travels_after_the_payload_and_is_checked) {
 }
 
 TEST(edge_codec, welcome_and_refusal) {
-  auto w = encode(edge_welcome_msg{7, 0.25, "cert"});
+  auto w = encode(edge_welcome_msg{7, 0.25, "cert", {}, ""});
   auto back = decode_welcome(w.data(), w.size());
   ASSERT_TRUE(back);
   EXPECT_EQ(back->device, 7);
   EXPECT_DOUBLE_EQ(back->heartbeat_seconds, 0.25);
   EXPECT_EQ(back->certificate, "cert");
-  auto bad = encode(edge_welcome_msg{7, -1, ""});
+  auto bad = encode(edge_welcome_msg{7, -1, "", {}, ""});
   EXPECT_FALSE(decode_welcome(bad.data(), bad.size()));
   auto r = encode_refusal(std::string(2000, 'x'));
   EXPECT_EQ(r.size(), 2 + max_reason_bytes) << "a reason is cut to its cap";

@@ -4,8 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/gateway/edge_admission.hpp"
+#include "actors/gateway/relay_sessions.hpp"
 #include "schema/edge_codec.hpp"
-#include "schema/edge_relay_codec.hpp"
 #include "schema/errors.hpp"
 
 namespace cleave {
@@ -14,149 +15,13 @@ using namespace transport;
 
 namespace {
 
-using gateway_ptr = caf::stateful_actor<edge_gateway_state>*;
+using namespace edge_detail;
 using seconds_d = std::chrono::duration<double>;
 
 constexpr auto sweep_interval = std::chrono::milliseconds(500);
 
 double seconds_since_epoch(caf::timestamp t) {
   return std::chrono::duration_cast<seconds_d>(t.time_since_epoch()).count();
-}
-
-void end_proxy(gateway_ptr self, const caf::actor& proxy, const std::string& why) {
-  self->state.seat_of_proxy.erase(proxy.address());
-  self->send_exit(proxy, fail(why));
-}
-
-// Forgets a connection, and ends its proxies (a device's, or a relay's
-// devices') with `why`.
-void forget(gateway_ptr self, std::map<uint64_t, edge_connection>::iterator it, const std::string& why) {
-  auto& c = it->second;
-  if (c.proxy) end_proxy(self, c.proxy, why);
-  for (auto& [session, s] : c.sessions) end_proxy(self, s.proxy, why);
-  self->state.conns.erase(it);
-}
-
-// Closes a connection the gateway gives up on, counted under `counter` (if
-// any). Frames of it still in flight find no connection and are ignored.
-void close_conn(gateway_ptr self, uint64_t conn, const std::string& why, uint64_t edge_counters::*counter) {
-  auto& st = self->state;
-  auto it = st.conns.find(conn);
-  if (it == st.conns.end()) return;
-  spdlog::warn("edge: dropping connection {} ({}): {}", conn, it->second.peer, why);
-  if (counter != nullptr) ++(st.counters.*counter);
-  if (st.channel) self->send(st.channel, bulk_closed_atom::value, conn);
-  forget(self, it, "dropped: " + why);
-}
-
-// A device without a certificate trades a join token for one.
-caf::expected<std::string> redeem(gateway_ptr self, const std::string& peer, const edge_join_msg& join) {
-  auto& st = self->state;
-  if (join.token.empty())
-    return fail("this ps admits a device by a certificate the job's CA signed or by a one-time join "
-                "token; it presented neither");
-  if (!st.opts.tokens->has(join.token)) return fail("an unknown or already used join token");
-  auto cert = st.opts.issuer->issue(join.csr, st.opts.certificate_days);
-  if (!cert) return cert.error();
-  auto used = st.opts.tokens->consume(join.token);
-  if (!used) {
-    spdlog::error("edge: cannot strike a used join token: {}", describe(used.error()));
-    return fail("the ps cannot record its tokens; try again later");
-  }
-  if (!*used) return fail("an unknown or already used join token");
-  ++st.counters.certificates_issued;
-  spdlog::info("edge: issued a certificate to the device at {} for a join token ({} left)", peer,
-               st.opts.tokens->left());
-  return cert;
-}
-
-// A frame from the gateway to a device behind a relay: its payload, then its route.
-void send_routed(gateway_ptr self, uint64_t conn, uint32_t session, edge_kind kind, const std::vector<char>& payload) {
-  bulk_buffer buf(payload.size() + edge_route_bytes);
-  std::copy(payload.begin(), payload.end(), buf.payload());
-  write_route({session, kind, 0}, buf.payload() + payload.size());
-  self->request(self->state.channel, caf::infinite, bulk_send_atom::value, conn, static_cast<uint16_t>(edge_routed),
-                uint64_t{0}, std::move(buf))
-    .then([](bulk_buffer&) {}, [](caf::error&) {});
-}
-
-// Refuses a connection's first frame with the reason, then closes it once
-// the refusal is in the socket's buffer.
-void refuse_conn(gateway_ptr self, uint64_t conn, const std::string& peer, const std::string& why) {
-  auto& st = self->state;
-  spdlog::warn("edge: refusing {}: {}", peer, why);
-  ++st.counters.refused;
-  auto reason = encode_refusal(why);
-  bulk_buffer buf(reason.size());
-  std::copy(reason.begin(), reason.end(), buf.payload());
-  self->request(st.channel, caf::infinite, bulk_send_atom::value, conn, static_cast<uint16_t>(edge_refused),
-                uint64_t{0}, std::move(buf))
-    .then([=](bulk_buffer&) { self->send(self->state.channel, bulk_closed_atom::value, conn); },
-          [](caf::error&) {});
-}
-
-// A device's join, from its own connection or a relay's session: refused
-// with the reason, or decoded.
-caf::expected<edge_join_msg> checked_join(gateway_ptr self, const bulk_frame& f) {
-  auto join = decode_join(f.payload.data(), f.payload.size());
-  if (!join) return join.error();
-  if (join->schema_version != message_schema_version)
-    return fail("schema version " + std::to_string(join->schema_version) + " is not "
-                + std::to_string(message_schema_version));
-  if (auto err = validate(join->profile)) return err;
-  if (self->state.opts.admit_join)
-    if (auto err = self->state.opts.admit_join(*join)) return err;
-  return join;
-}
-
-// A proxy for the device admitted on `seat`, behind `relay` if any.
-caf::actor spawn_proxy(gateway_ptr self, proxy_seat seat, const std::string& peer, edge_join_msg join,
-                       std::string certificate, const relay_seat& relay) {
-  auto& st = self->state;
-  proxy_options po;
-  po.certificate = std::move(certificate);
-  po.conn = seat.conn;
-  po.session = seat.session;
-  po.relay = relay;
-  po.channel = st.channel;
-  po.gateway = caf::actor{self};
-  po.planner = st.opts.planner;
-  po.heartbeat_seconds = st.opts.heartbeat_seconds;
-  po.max_strikes = st.opts.max_strikes;
-  po.peer = peer;
-  po.shard_edges = st.opts.shard_edges;
-  po.prove = st.opts.prove;
-  auto proxy = self->spawn(device_proxy, std::move(po), std::move(join));
-  self->monitor(proxy);
-  st.seat_of_proxy[proxy.address()] = seat;
-  ++st.counters.admitted;
-  return proxy;
-}
-
-// A relay's hello: the connection becomes the relay's, or is refused.
-void admit_relay(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame& f) {
-  auto& st = self->state;
-  auto hello = decode_relay_hello(f.payload.data(), f.payload.size());
-  if (!hello) return refuse_conn(self, conn, c.peer, describe(hello.error()));
-  const auto& name = hello->seat.name;
-  if (hello->schema_version != message_schema_version)
-    return refuse_conn(self, conn, c.peer, "schema version " + std::to_string(hello->schema_version) + " is not "
-                                            + std::to_string(message_schema_version));
-  // Under TLS a relay shows a server certificate of the job's CA, not a
-  // client-only device's, and its name is the one in it.
-  if (st.opts.tokens && !c.certified)
-    return refuse_conn(self, conn, c.peer, "a relay must present its certificate");
-  if (c.certified && !c.certificate_serves)
-    return refuse_conn(self, conn, c.peer, "relay '" + name + "' came with a device's certificate, not a server "
-                                            "certificate of the job's CA");
-  if (c.certified && name != c.certificate_name)
-    return refuse_conn(self, conn, c.peer, "relay '" + name + "' came with the certificate of '" + c.certificate_name + "'");
-  for (const auto& [other, oc] : st.conns)
-    if (oc.relay.name == name)
-      return refuse_conn(self, conn, c.peer, "a relay named '" + name + "' is connected already");
-  c.relay = hello->seat;
-  ++st.counters.relays;
-  spdlog::info("edge: relay '{}' connected from {}", name, c.peer);
 }
 
 // The first frame of a connection: a join, a relay's hello, or the
@@ -178,103 +43,6 @@ void admit(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame
   c.proxy = spawn_proxy(self, {conn, 0}, c.peer, std::move(*join), std::move(certificate), {});
 }
 
-// Ends a relay's session: its proxy exits, and the relay is told to close
-// its device's connection.
-void close_session(gateway_ptr self, uint64_t conn, edge_connection& c, uint32_t session, const std::string& why,
-                   uint64_t edge_counters::*counter) {
-  auto it = c.sessions.find(session);
-  if (it == c.sessions.end()) return;
-  spdlog::warn("edge: dropping device session {} of relay '{}': {}", session, c.relay.name, why);
-  if (counter != nullptr) ++(self->state.counters.*counter);
-  send_routed(self, conn, session, edge_closed, encode_refusal(why));
-  end_proxy(self, it->second.proxy, "dropped: " + why);
-  c.sessions.erase(it);
-}
-
-// A frame on a relay's connection: its own heartbeat, or one of its devices'.
-caf::result<std::vector<char>> from_relay(gateway_ptr self, edge_connection& c, bulk_frame& f) {
-  auto& st = self->state;
-  const uint64_t conn = f.conn;
-  if (f.kind == edge_heartbeat) return std::move(f.payload);  // the relay's own: it is alive
-  if (f.kind != edge_routed) {
-    close_conn(self, conn, std::string{"a relay sent a "} + to_string(static_cast<edge_kind>(f.kind)) + " frame",
-               &edge_counters::dropped_misbehaving);
-    return std::move(f.payload);
-  }
-  auto route = take_route(f.payload, st.opts.max_tile_bytes);
-  if (!route) {
-    close_conn(self, conn, describe(route.error()), &edge_counters::dropped_misbehaving);
-    return std::vector<char>{};
-  }
-  auto it = c.sessions.find(route->session);
-  if (route->kind == edge_join) {
-    const auto peer = "session " + std::to_string(route->session) + " of relay '" + c.relay.name + "'";
-    if (it != c.sessions.end()) {
-      close_session(self, conn, c, route->session, "a second join", &edge_counters::dropped_misbehaving);
-      return std::move(f.payload);
-    }
-    auto refuse = [&](const std::string& why) {
-      spdlog::warn("edge: refusing {}: {}", peer, why);
-      ++st.counters.refused;
-      send_routed(self, conn, route->session, edge_refused, encode_refusal(why));
-      send_routed(self, conn, route->session, edge_closed, encode_refusal(why));
-    };
-    if (c.sessions.size() >= st.opts.max_relay_sessions) {
-      refuse("the relay holds " + std::to_string(c.sessions.size()) + " devices, as many as the ps admits through one");
-      return std::move(f.payload);
-    }
-    auto join = checked_join(self, f);
-    if (!join) {
-      refuse(describe(join.error()));
-      return std::move(f.payload);
-    }
-    // Its certificate was checked at the relay's door; a device that showed
-    // none there trades a join token for one here.
-    std::string certificate;
-    if (route->flags & route_uncertified) {
-      if (!st.opts.tokens) {
-        refuse("this ps admits no device without a certificate: it takes no join tokens");
-        return std::move(f.payload);
-      }
-      auto issued = redeem(self, peer, *join);
-      if (!issued) {
-        refuse(describe(issued.error()));
-        return std::move(f.payload);
-      }
-      certificate = std::move(*issued);
-    }
-    auto proxy = spawn_proxy(self, {conn, route->session}, peer, std::move(*join), std::move(certificate), c.relay);
-    c.sessions.emplace(route->session, relay_session{proxy, caf::make_timestamp()});
-    return std::move(f.payload);
-  }
-  if (it == c.sessions.end()) return std::move(f.payload);  // a session closed meanwhile
-  auto& session = it->second;
-  session.last_frame = caf::make_timestamp();
-  switch (route->kind) {
-    case edge_leave:
-      spdlog::info("edge: device session {} of relay '{}' left", route->session, c.relay.name);
-      end_proxy(self, session.proxy, "it left");
-      c.sessions.erase(it);
-      return std::move(f.payload);
-    case edge_heartbeat: {
-      auto peak = decode_heartbeat(f.payload.data(), f.payload.size());
-      if (!peak)
-        close_session(self, conn, c, route->session, describe(peak.error()), &edge_counters::dropped_misbehaving);
-      else
-        self->send(session.proxy, heartbeat_atom::value, f.received_ns, *peak);
-      return std::move(f.payload);
-    }
-    default: break;
-  }
-  f.kind = route->kind;
-  f.tag = route->tag;
-  auto rp = self->make_response_promise<std::vector<char>>();
-  self->request(session.proxy, caf::infinite, bulk_frame_atom::value, std::move(f))
-    .then([=](std::vector<char>& buf) mutable { rp.deliver(std::move(buf)); },
-          [=](caf::error&) mutable { rp.deliver(std::vector<char>{}); });
-  return rp;
-}
-
 void sweep(gateway_ptr self) {
   auto& st = self->state;
   const auto now = caf::make_timestamp();
@@ -291,13 +59,7 @@ void sweep(gateway_ptr self) {
     else
       close_conn(self, conn, "silent past the idle timeout", &edge_counters::idle_timeouts);
   }
-  for (auto& [conn, c] : st.conns) {
-    std::vector<uint32_t> silent;
-    for (const auto& [session, sc] : c.sessions)
-      if (now - sc.last_frame > st.opts.idle_timeout) silent.push_back(session);
-    for (auto session : silent)
-      close_session(self, conn, c, session, "silent past the idle timeout", &edge_counters::idle_timeouts);
-  }
+  close_silent_sessions(self, now);
   self->delayed_send(self, sweep_interval, tick_atom::value);
 }
 
@@ -320,17 +82,8 @@ caf::behavior edge_gateway(caf::stateful_actor<edge_gateway_state>* self, edge_o
     auto counter = why.find(proxy_strike_reason) != std::string::npos ? &edge_counters::dropped_misbehaving
                    : why.rfind(proxy_refusal_reason, 0) == 0      ? &edge_counters::refused
                                                                   : nullptr;
-    if (seat.session != 0) {
-      if (auto s = c->second.sessions.find(seat.session); s != c->second.sessions.end()) {
-        s->second.proxy = nullptr;  // gone already
-        c->second.sessions.erase(s);
-        if (counter != nullptr) ++(st.counters.*counter);
-        spdlog::warn("edge: dropping device session {} of relay '{}': its proxy ended: {}", seat.session,
-                     c->second.relay.name, why);
-        send_routed(self, seat.conn, seat.session, edge_closed, encode_refusal("its proxy ended: " + why));
-      }
-      return;
-    }
+    if (seat.session != 0)
+      return close_session(self, seat.conn, c->second, seat.session, "its proxy ended: " + why, counter);
     c->second.proxy = nullptr;  // gone already
     close_conn(self, seat.conn, "its proxy ended: " + why, counter);
   });

@@ -27,7 +27,8 @@
 // the gateway sends the relay an edge_closed with the reason. A relay is
 // trusted like a PS shard: its devices met the rate limit and the caps at the
 // relay's own door, so their frames are not rate-limited again here; idle
-// sessions, refused frames and quarantines are handled as for direct devices.
+// sessions, refused frames and quarantines are handled as for direct devices
+// (relay_sessions.hpp; what both kinds of door share: edge_admission.hpp).
 
 #include <cstdint>
 #include <functional>
