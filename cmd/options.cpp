@@ -92,7 +92,7 @@ cleave_config::cleave_config() {
     .add(ps_memory_bandwidth, "ps-memory-bandwidth", "--role=plan and simulate: the PS's memory bandwidth in bytes/s, for its row-wise ops and optimizer (default 2e10)")
     .add(max_tiles_per_device, "max-tiles-per-device", "planner: most tiles of one GEMM per device (default 4)")
     .add(heartbeat, "heartbeat", "seconds between device heartbeats (default 0.1; longer past --heartbeat-rate)")
-    .add(max_devices, "max-devices", "--role=ps and ps-shard: connections the device edge holds at once, devices and peers not yet joined (default 256); more are refused on accept")
+    .add(max_devices, "max-devices", "--role=ps and ps-shard: connections the device edge holds at once, devices, relays and peers not yet joined, and the devices it admits, those behind relays counted too (default 256); more are refused; --role=relay: connections its own edge holds")
     .add(heartbeat_rate, "heartbeat-rate", "heartbeats/s the ps takes from a full edge: the interval is max(--heartbeat, --max-devices / this), at most 5 s (default 2560: 0.1 s up to 256 devices; 0: always --heartbeat)")
     .add(churn, "churn", "--role=all or simulate: churn schedule file (JSON, see docs/FAILURES.md)")
     .add(churn_rate, "churn-rate", "--role=all: random churn events per step; --role=simulate: per device-hour; drawn from --seed")

@@ -186,18 +186,36 @@ TEST_F(edge_relay, a_session_past_its_strikes_is_closed_and_the_relay_kept) {
   EXPECT_EQ(r.next_of(3).route.kind, edge_welcome);
 }
 
-TEST_F(edge_relay, a_relay_holds_at_most_its_cap_of_devices) {
+// --max-devices caps devices behind relays and on their own connections together.
+TEST_F(edge_relay, the_ps_admits_at_most_its_cap_of_devices_behind_relays_too) {
   edge_options eo;
-  eo.max_relay_sessions = 1;
+  eo.max_connections = 3;
   open(eo);
+  peer direct(port);
+  direct.join();
+  ASSERT_EQ(direct.next().first, edge_welcome);
   relay_peer r(port, "r1");
   r.routed(1, edge_join, join_payload());
   EXPECT_EQ(r.next_of(1).route.kind, edge_welcome);
   r.routed(2, edge_join, join_payload());
-  auto refused = r.next_of(2);
+  EXPECT_EQ(r.next_of(2).route.kind, edge_welcome);
+  r.routed(3, edge_join, join_payload());
+  auto refused = r.next_of(3);
   EXPECT_EQ(refused.route.kind, edge_refused);
-  EXPECT_NE(reason_of(refused).find("as many as the ps admits through one"), std::string::npos) << reason_of(refused);
-  EXPECT_EQ(r.next_of(2).route.kind, edge_closed);
+  EXPECT_NE(reason_of(refused).find("as many as it admits (--max-devices)"), std::string::npos) << reason_of(refused);
+  EXPECT_EQ(r.next_of(3).route.kind, edge_closed);
+  r.routed(2, edge_leave);
+  ASSERT_TRUE(wait_for([&] { return fleet_size() == 2; }));
+  r.routed(4, edge_join, join_payload());
+  EXPECT_EQ(r.next_of(4).route.kind, edge_welcome) << "a device that left makes room";
+  peer late(port);  // a socket is free (the cap's third), a place in the fleet is not
+  late.join();
+  auto [kind, payload] = late.next();
+  ASSERT_EQ(kind, edge_refused);
+  auto reason = decode_refusal(payload.data(), payload.size());
+  ASSERT_TRUE(reason);
+  EXPECT_NE(reason->find("as many as it admits (--max-devices)"), std::string::npos) << *reason;
+  EXPECT_EQ(fleet_size(), 3u);
 }
 
 TEST_F(edge_relay, a_silent_session_is_closed_while_its_relay_lives) {

@@ -62,11 +62,11 @@ struct edge_options {
   // admitted device can pin; nobody else gets past the join's few hundred
   // bytes.
   uint64_t max_tile_bytes = uint64_t{64} << 20;
-  // Connections the edge holds open at once (devices, and peers that have
-  // not joined yet); more are closed on accept (--max-devices).
+  // Connections the edge holds open at once (devices, relays, and peers that
+  // have not joined yet); more are closed on accept (--max-devices). It also
+  // caps the devices admitted, on their own connections and behind relays
+  // together: the heartbeat interval the welcome gives is sized for that many.
   size_t max_connections = 256;
-  // Devices one relay connection may hold (each costs a proxy, not a socket).
-  size_t max_relay_sessions = 4096;
   // Large frames are read in pieces of this size, so a header that claims
   // much and sends little pins at most this much per connection (the
   // channel's max_connections of them at most). 0: edge_read_chunk_bytes.

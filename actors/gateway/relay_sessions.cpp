@@ -88,8 +88,8 @@ caf::result<std::vector<char>> from_relay(gateway_ptr self, edge_connection& c, 
       send_routed(self, conn, route->session, edge_refused, encode_refusal(why));
       send_routed(self, conn, route->session, edge_closed, encode_refusal(why));
     };
-    if (c.sessions.size() >= st.opts.max_relay_sessions) {
-      refuse("the relay holds " + std::to_string(c.sessions.size()) + " devices, as many as the ps admits through one");
+    if (st.seat_of_proxy.size() >= st.opts.max_connections) {
+      refuse("the ps holds " + std::to_string(st.seat_of_proxy.size()) + " devices, as many as it admits (--max-devices)");
       return std::move(f.payload);
     }
     auto join = checked_join(self, f);
