@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <functional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -130,6 +131,13 @@ struct peer : cleave::testing::raw_client {
     }
   }
   void join() { frame(edge_join, encode(edge_join_msg{message_schema_version, *preset_profile("fast"), "", ""})); }
+  // The reason of the refusal that must come next; "" if something else came.
+  std::string next_refusal() {
+    auto [kind, payload] = next();
+    if (kind != edge_refused) return {};
+    auto reason = decode_refusal(payload.data(), payload.size());
+    return reason ? *reason : std::string{};
+  }
 };
 
 // A 4x4 result for tile `tile` of step 1's first product: one no task asked for.

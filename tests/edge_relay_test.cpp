@@ -120,11 +120,8 @@ TEST_F(edge_relay, a_relays_hello_is_checked_and_its_name_is_its_own) {
   first.routed(1, edge_join, join_payload());
   ASSERT_EQ(first.next_routed().route.kind, edge_welcome);
   relay_peer twin(port, "r1");
-  auto [kind, payload] = twin.next();
-  ASSERT_EQ(kind, edge_refused);
-  auto reason = decode_refusal(payload.data(), payload.size());
-  ASSERT_TRUE(reason);
-  EXPECT_NE(reason->find("a relay named 'r1' is connected already"), std::string::npos) << *reason;
+  const auto reason = twin.next_refusal();
+  EXPECT_NE(reason.find("a relay named 'r1' is connected already"), std::string::npos) << reason;
   EXPECT_TRUE(twin.sees_close());
   peer nameless(port);
   nameless.frame(edge_relay_hello, encode(edge_relay_hello_msg{message_schema_version, seat_named("")}));
@@ -210,11 +207,8 @@ TEST_F(edge_relay, the_ps_admits_at_most_its_cap_of_devices_behind_relays_too) {
   EXPECT_EQ(r.next_of(4).route.kind, edge_welcome) << "a device that left makes room";
   peer late(port);  // a socket is free (the cap's third), a place in the fleet is not
   late.join();
-  auto [kind, payload] = late.next();
-  ASSERT_EQ(kind, edge_refused);
-  auto reason = decode_refusal(payload.data(), payload.size());
-  ASSERT_TRUE(reason);
-  EXPECT_NE(reason->find("as many as it admits (--max-devices)"), std::string::npos) << *reason;
+  const auto reason = late.next_refusal();
+  EXPECT_NE(reason.find("as many as it admits (--max-devices)"), std::string::npos) << reason;
   EXPECT_EQ(fleet_size(), 3u);
 }
 
