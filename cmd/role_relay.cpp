@@ -58,7 +58,6 @@ int run_relay(cleave_config& cfg) {
   if (!server_tls) return usage_error("TLS for the relay's devices: " + describe(server_tls.error()));
   bo.tls = *server_tls;
   ro.tls = bo.tls != nullptr;
-  ro.join_tokens = cfg.relay_join_tokens;
   ro.handshake_timeout = eo.handshake_timeout;
   ro.idle_timeout = eo.idle_timeout;
   ro.rate = eo.rate;

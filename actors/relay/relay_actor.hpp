@@ -49,11 +49,10 @@ struct relay_options {
   caf::timespan idle_timeout = std::chrono::seconds(30);
   rate_limit_options rate;
   uint64_t max_tile_bytes = uint64_t{64} << 20;  // the largest task or result
-  // Its devices' edge runs TLS. With `join_tokens` too, a device may come
-  // without a certificate if its join carries a one-time token, which the
-  // ps redeems (--relay-join-tokens).
+  // Its devices' edge runs TLS. A device without a certificate gets past
+  // the handshake only when the listener takes join tokens
+  // (--relay-join-tokens); its join must then carry one, which the ps redeems.
   bool tls = false;
-  bool join_tokens = false;
   // A task parked for a block on its way (relay_books.hpp) goes on without
   // it after this long: the block never came, and the device's miss tells the ps.
   double park_seconds = 10;
