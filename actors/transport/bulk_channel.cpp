@@ -135,8 +135,11 @@ void on_header(bulk_broker* self, connection& c, std::vector<char>& buf) {
   }
   if (!c.hello_received) return drop(self, c, "data frame before hello", true);
   if (const auto& first = opts.first_data_kinds;
-      !first.empty() && !c.data_seen && std::find(first.begin(), first.end(), h->kind) == first.end())
-    return drop(self, c, "the first frame may not be of kind " + std::to_string(h->kind), true);
+      !first.empty() && !c.data_seen && std::find(first.begin(), first.end(), h->kind) == first.end()) {
+    std::string kinds;
+    for (auto k : first) kinds += (kinds.empty() ? "" : " or ") + std::to_string(k);
+    return drop(self, c, "the first frame must be of kind " + kinds + ", not " + std::to_string(h->kind), true);
+  }
   c.data_seen = true;
   if (opts.max_payload_for_kind) {
     auto cap = std::min(opts.max_payload, opts.max_payload_for_kind(h->kind));
