@@ -74,6 +74,9 @@ caf::expected<edge_join_msg> checked_join(gateway_ptr self, const bulk_frame& f)
   if (auto err = validate(join->profile)) return err;
   if (self->state.opts.admit_join)
     if (auto err = self->state.opts.admit_join(*join)) return err;
+  // Devices behind relays count with the direct ones (edge_options::max_connections).
+  if (const auto held = self->state.seat_of_proxy.size(); held >= self->state.opts.max_connections)
+    return fail("the ps holds " + std::to_string(held) + " devices, as many as it admits (--max-devices)");
   return join;
 }
 

@@ -37,7 +37,8 @@ caf::expected<std::string> redeem(gateway_ptr self, const std::string& peer, con
 void refuse_conn(gateway_ptr self, uint64_t conn, const std::string& peer, const std::string& why);
 
 // A device's join, from its own connection or a relay's session: decoded,
-// or the reason to refuse it.
+// or the reason to refuse it (its schema, its profile, the shard's own
+// rule, or a fleet at --max-devices).
 caf::expected<edge_join_msg> checked_join(gateway_ptr self, const transport::bulk_frame& f);
 
 // A proxy for the device admitted on `seat`, behind `relay` if any.

@@ -34,10 +34,6 @@ void admit(gateway_ptr self, uint64_t conn, edge_connection& c, const bulk_frame
                                             + to_string(static_cast<edge_kind>(f.kind)));
   auto join = checked_join(self, f);
   if (!join) return refuse_conn(self, conn, c.peer, describe(join.error()));
-  // Devices behind relays count too (edge_options::max_connections).
-  if (st.seat_of_proxy.size() >= st.opts.max_connections)
-    return refuse_conn(self, conn, c.peer, "the ps holds " + std::to_string(st.seat_of_proxy.size())
-                                            + " devices, as many as it admits (--max-devices)");
   std::string certificate;
   if (st.opts.tokens && !c.certified) {
     auto issued = redeem(self, c.peer, *join);

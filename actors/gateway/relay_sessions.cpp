@@ -88,10 +88,6 @@ caf::result<std::vector<char>> from_relay(gateway_ptr self, edge_connection& c, 
       send_routed(self, conn, route->session, edge_refused, encode_refusal(why));
       send_routed(self, conn, route->session, edge_closed, encode_refusal(why));
     };
-    if (st.seat_of_proxy.size() >= st.opts.max_connections) {
-      refuse("the ps holds " + std::to_string(st.seat_of_proxy.size()) + " devices, as many as it admits (--max-devices)");
-      return std::move(f.payload);
-    }
     auto join = checked_join(self, f);
     if (!join) {
       refuse(describe(join.error()));

@@ -194,13 +194,18 @@ caf::result<std::vector<char>> from_device(relay_ptr self, bulk_frame& f) {
   return done;
 }
 
+// The reason a refusal or a closed session's frame gives, or why it gives none.
+std::string reason_in(const bulk_frame& f) {
+  auto why = decode_refusal(f.payload.data(), f.payload.size());
+  return why ? *why : describe(why.error());
+}
+
 // A routed frame from the ps to one of the relay's devices.
 caf::result<std::vector<char>> from_ps(relay_ptr self, bulk_frame& f) {
   auto& st = self->state;
   st.traffic.from_ps += f.payload.size();
   if (f.kind == edge_refused) {
-    auto why = decode_refusal(f.payload.data(), f.payload.size());
-    const auto reason = why ? *why : describe(why.error());
+    const auto reason = reason_in(f);
     spdlog::error("relay '{}': the ps refused it: {}", st.opts.seat.name, reason);
     self->quit(fail("the ps refused this relay: " + reason));
     return std::move(f.payload);
@@ -219,8 +224,7 @@ caf::result<std::vector<char>> from_ps(relay_ptr self, bulk_frame& f) {
   const uint64_t conn = session->second;
   switch (route->kind) {
     case edge_closed: {
-      auto why = decode_refusal(f.payload.data(), f.payload.size());
-      close_device(self, conn, "the ps closed its session: " + (why ? *why : describe(why.error())));
+      close_device(self, conn, "the ps closed its session: " + reason_in(f));
       return std::move(f.payload);
     }
     case edge_task: {
