@@ -144,6 +144,14 @@ std::string gemm_instruction_sets() {
   return names;
 }
 
+std::string gemm_cpu_model() {
+#ifdef CLEAVE_CPU_MODEL
+  return CLEAVE_CPU_MODEL;
+#else
+  return "unknown";
+#endif
+}
+
 int compute_threads() {
   const int n = g_threads.load(std::memory_order_relaxed);
   return n > 0 ? n : omp_get_max_threads();

@@ -14,6 +14,7 @@ nlohmann::json make_report(const train_options& opts, const train_result& res, i
   j["devices"] = devices;
   j["threads"] = threads;
   j["simd"] = gemm_instruction_sets();
+  j["cpu_model"] = gemm_cpu_model();
   j["parameters"] = res.parameters;
   j["batch"] = opts.batch;
   j["seed"] = opts.seed;
