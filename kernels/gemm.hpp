@@ -114,13 +114,13 @@ inline constexpr gemm_cache_sizes gemm_blocking_caches{48 << 10, 2 << 20, 480 <<
 
 // The SIMD instruction sets the kernels were compiled for, sorted and space
 // separated ("avx avx2 fma"; empty for SSE2 only). With the blocking pinned
-// (gemm.cpp) and the thread count given, these, the CPU model and the
-// compiler decide a product's bits.
+// (gemm.cpp) and the thread count given, these and the compiler decide a
+// product's bits.
 std::string gemm_instruction_sets();
 // The CPU model the build compiled for, as the compiler resolved -march
 // ("znver3"; "x86-64" for a portable build). Two models with the same sets
-// gave other bits from the same code (tests/golden/), so golden bits hold
-// for one model.
+// trained to other bits from step 2 on (tests/cli/golden.sh), so golden
+// bits hold for one model.
 std::string gemm_cpu_model();
 
 }  // namespace cleave
