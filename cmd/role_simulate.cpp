@@ -63,8 +63,9 @@ caf::expected<sim_config> simulation_of(const cleave_config& cfg, const train_op
     return fail("--sim-ps-flops and --sim-ps-link must be >= 0 (0: as the planner is told)");
   sc.ps_in_fact.flops = cfg.sim_ps_flops;
   sc.ps_in_fact.link = cfg.sim_ps_link;
-  if (const auto why = refusal(cfg.sim_ps_ops); !why.empty()) return fail(why);
   sc.ps_ops = cfg.sim_ps_ops;
+  sc.ps_ops.memory_bandwidth = cfg.ps_memory_bandwidth;
+  if (const auto why = refusal(sc.ps_ops); !why.empty()) return fail(why);
   auto wire = parse_wire_precision(
       !cfg.wire.empty() ? cfg.wire : cfg.gpt_shape.rfind("opt-", 0) == 0 ? "bf16" : "fp32");
   if (!wire) return wire.error();

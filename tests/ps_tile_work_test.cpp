@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/planner/ps_tile_work.hpp"
+#include "kernels/row_parts.hpp"
 #include "actors/simulator/batch_sim.hpp"
 #include "tests/plan_fixtures.hpp"
 
@@ -99,6 +100,30 @@ TEST(ps_tile_work, a_bad_rate_is_refused_in_one_line_naming_its_flag) {
   r.op_seconds = -1;
   EXPECT_NE(refusal(r).find("--ps-op-seconds"), std::string::npos);
   EXPECT_NE(refusal(ps_op_rates::none()), "") << "none() is for the library, not a flag value";
+}
+
+TEST(ps_tile_work, a_large_pass_is_shared_among_the_threads_up_to_the_memory_bandwidth) {
+  auto r = round_rates();
+  const double big = row_parts_min_bytes, small = row_parts_min_bytes - 1;
+  EXPECT_DOUBLE_EQ(op_seconds(r, big, r.copy_rate), 1e-6 + big / 5e9) << "one thread";
+  r.threads = 4;
+  EXPECT_DOUBLE_EQ(op_seconds(r, big, r.copy_rate), 1e-6 + big / 2e10);
+  EXPECT_DOUBLE_EQ(op_seconds(r, small, r.copy_rate), 1e-6 + small / 5e9) << "stays on one thread";
+  r.memory_bandwidth = 1.2e10;
+  EXPECT_DOUBLE_EQ(op_seconds(r, big, r.copy_rate), 1e-6 + big / 1.2e10) << "the memory binds";
+  r.memory_bandwidth = 1e9;
+  EXPECT_DOUBLE_EQ(op_seconds(r, big, r.copy_rate), 1e-6 + big / 5e9) << "never below one thread";
+  // A plan of large tiles costs less on more threads: its issue and its results.
+  const plan p = grid_plan(2048, 2048, 2048, 2, 2, 1);
+  auto one = round_rates(), many = round_rates();
+  many.threads = 8;
+  const auto w1 = ps_plan_work(p, one, false), w8 = ps_plan_work(p, many, false);
+  EXPECT_LT(w8.total() - w8.prepare, 0.2 * (w1.total() - w1.prepare));
+  // The check's part over the operands stays on the PS's one thread, as live.
+  EXPECT_DOUBLE_EQ(w8.prepare, w1.prepare);
+  r = ps_op_rates{};
+  r.threads = 0;
+  EXPECT_EQ(refusal(r), "--ps-op-threads must be 1 to 4096");
 }
 
 // The simulator charges the work on the PS's thread: the GEMM ends later by

@@ -1,9 +1,12 @@
 #include "actors/planner/ps_tile_work.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
 #include <tuple>
+
+#include "kernels/row_parts.hpp"
 
 namespace cleave {
 
@@ -35,6 +38,12 @@ ps_op_rates ps_op_rates::none() {
   return r;
 }
 
+double op_seconds(const ps_op_rates& r, double bytes, double rate, bool shared) {
+  if (shared && bytes >= row_parts_min_bytes && r.threads > 1)
+    rate = std::max(rate, std::min(rate * r.threads, r.memory_bandwidth));
+  return r.op_seconds + bytes / rate;
+}
+
 bool ps_op_rates::is_none() const {
   return op_seconds == 0 && std::isinf(hash_rate) && std::isinf(copy_rate) && std::isinf(prepare_rate)
          && std::isinf(check_rate) && std::isinf(fold_rate);
@@ -51,6 +60,8 @@ std::string refusal(const ps_op_rates& r) {
   for (auto [rate, flag] : rates)
     if (!(rate > 0) || !std::isfinite(rate))
       return std::string(flag) + " must be a positive, finite number of bytes per second";
+  if (r.threads < 1 || r.threads > 4096) return "--ps-op-threads must be 1 to 4096";
+  if (!(r.memory_bandwidth > 0)) return "--ps-memory-bandwidth must be positive";
   return {};
 }
 
@@ -103,11 +114,11 @@ plan_ps_work ps_plan_work(const plan& p, const ps_op_rates& r, bool rounded) {
                     + (first_on_c ? 0.0 : op_seconds(r, c_bytes, r.fold_rate));
     // Tiles sharing A's block are checked as one group: op(A)·y once per
     // group, op(B)·r once per B block.
-    if (groups.insert(ab).second) out.prepare += op_seconds(r, a_bytes, r.prepare_rate);
+    if (groups.insert(ab).second) out.prepare += op_seconds(r, a_bytes, r.prepare_rate, false);
   }
   for (const auto& b : keyed_b) {
     const auto [k0, k1, n0, n1] = b;
-    out.prepare += op_seconds(r, elements(k1 - k0, n1 - n0) * float_bytes, r.prepare_rate);
+    out.prepare += op_seconds(r, elements(k1 - k0, n1 - n0) * float_bytes, r.prepare_rate, false);
   }
   return out;
 }

@@ -7,12 +7,14 @@
 // (row_sums::add) and folding a K-split partial into C (fold_tile). Each op
 // costs a fixed part per call plus the bytes it reads over its rate, at the
 // rates bench/ps_ops measures on the host running the live PS's own
-// kernels. One thread does all of it, so it adds up on the PS's serial
-// timeline; the simulator charges it there (batch_sim.hpp) rather than
-// folding it into --ps-memory-bandwidth, which prices the row-wise ops
-// alone. Pure: from a plan, no data.
+// kernels, on one thread. The PS's actor does all of it, one op after
+// another, so it adds up on the PS's serial timeline; the simulator charges
+// it there (batch_sim.hpp). A pass over a large block is shared among the
+// PS's threads as the live kernels share it (kernels/row_parts.hpp), up to
+// what the PS's memory can stream. Pure: from a plan, no data.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,12 @@ struct ps_op_rates {
   double prepare_rate;  // digest_b over a B block, expect over an A block
   double check_rate;    // row_sums::add over a result
   double fold_rate;     // fold_tile adding a result into C
+  // The threads a pass over a block of at least row_parts_min_bytes is
+  // shared among (the live PS's --threads), and the bytes/s they can read
+  // together: such a pass runs at min(rate x threads, memory_bandwidth), and
+  // never slower than one thread's rate.
+  int threads = 1;
+  double memory_bandwidth = std::numeric_limits<double>::infinity();
   // No work at all: every op free (the PS's links and devices alone).
   static ps_op_rates none();
   bool is_none() const;
@@ -40,10 +48,11 @@ struct ps_op_rates {
 // not negative; else the one line that says which flag is wrong.
 std::string refusal(const ps_op_rates& r);
 
-// One op: its fixed part and `bytes` at `rate`.
-inline double op_seconds(const ps_op_rates& r, double bytes, double rate) {
-  return r.op_seconds + bytes / rate;
-}
+// One op: its fixed part and `bytes` at `rate`, on r.threads for a large
+// pass. The check's part over the operands (prepare_rate) runs on the
+// PS's one thread whatever its size (`shared` false): it is done while the
+// devices work.
+double op_seconds(const ps_op_rates& r, double bytes, double rate, bool shared = true);
 
 // A split plan's PS work, as the live engine spends it.
 struct plan_ps_work {

@@ -68,6 +68,7 @@ expect_refusal "--ps-ingress" --fleet-preset=vm --devices=4 --ps-ingress=-1
 expect_refusal "--ps-check-rate must be a positive" --fleet-preset=vm --devices=4 --ps-check-rate=0
 expect_refusal "--ps-copy-rate must be a positive" --fleet-preset=vm --devices=4 --ps-copy-rate=-5
 expect_refusal "--ps-op-seconds must be finite" --fleet-preset=vm --devices=4 --ps-op-seconds=-1e-6
+expect_refusal "--ps-op-threads must be 1 to 4096" --fleet-preset=vm --devices=4 --ps-op-threads=0
 echo '{"events": [{"step": 0, "action": "die", "device": 99}]}' > "$WORK/bad_churn.json"
 expect_refusal "bad_churn.json" --fleet-preset=vm --devices=4 --churn="$WORK/bad_churn.json"
 finish

@@ -6,6 +6,8 @@
 #include <tuple>
 #include <utility>
 
+#include "kernels/row_parts.hpp"
+
 namespace cleave {
 
 namespace {
@@ -70,13 +72,18 @@ std::vector<size_t> fold_order::ready(size_t i) {
 void fold_tile(mut_view<float> c, const c_block& block, const float* result, bool copies) {
   const int64_t rows = block.m1 - block.m0;
   const int64_t cols = block.n1 - block.n0;
-  for (int64_t r = 0; r < rows; ++r) {
-    float* dst = c.data + (block.m0 + r) * c.ld + block.n0;
-    const float* src = result + r * cols;
-    if (copies)
-      std::memcpy(dst, src, static_cast<size_t>(cols) * sizeof(float));
-    else
-      for (int64_t x = 0; x < cols; ++x) dst[x] += src[x];
+  const int parts = row_parts(rows, static_cast<double>(rows) * static_cast<double>(cols) * sizeof(float));
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+  for (int part = 0; part < parts; ++part) {
+    const auto [r0, r1] = row_part(rows, parts, part);
+    for (int64_t r = r0; r < r1; ++r) {
+      float* dst = c.data + (block.m0 + r) * c.ld + block.n0;
+      const float* src = result + r * cols;
+      if (copies)
+        std::memcpy(dst, src, static_cast<size_t>(cols) * sizeof(float));
+      else
+        for (int64_t x = 0; x < cols; ++x) dst[x] += src[x];
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "actors/ps/verify/mixed_dots.hpp"
 #include "kernels/bf16.hpp"
+#include "kernels/row_parts.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -135,28 +136,41 @@ bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_
   const size_t rows = magnitude.size();
   if (ld <= 0) ld = cols;
   std::vector<double> tile(rows * (freivalds_probes + 1));  // per row: the dots, then Σ|c|
-  double total = 0;
-  for (size_t i = 0; i < rows; ++i) {
-    double* out = tile.data() + i * (freivalds_probes + 1);
-    const float* row = c + static_cast<int64_t>(i) * ld;
-    if (copy_to != nullptr)
-      dots_and_magnitude_copy(row, r[0], r[1], cols, out[0], out[1], out[freivalds_probes],
-                              copy_to + static_cast<int64_t>(i) * copy_ld);
-    else
-      dots_and_magnitude(row, r, cols, out, out[freivalds_probes]);
-    total += out[freivalds_probes];
-  }
-  if (!std::isfinite(total)) return false;
-  if (results == wire_precision::bf16)
-    for (size_t i = 0; i < rows; ++i) {
-      const float* row = c + static_cast<int64_t>(i) * ld;
-      double h2 = 0;
-      for (int64_t j = 0; j < cols; ++j) {
-        const double h = bf16_half_ulp(row[j]);
-        h2 += h * h;
-      }
-      half_ulps2[i] += h2;
+  // Rows are independent: a large result's are shared among the cores, each
+  // row done by the same loop (row_parts.hpp), so the sums keep their bits.
+  const auto n_rows = static_cast<int64_t>(rows);
+  const int parts = row_parts(n_rows, static_cast<double>(n_rows) * static_cast<double>(cols) * sizeof(float));
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+  for (int part = 0; part < parts; ++part) {
+    const auto [i0, i1] = row_part(n_rows, parts, part);
+    for (int64_t i = i0; i < i1; ++i) {
+      double* out = tile.data() + i * (freivalds_probes + 1);
+      const float* row = c + i * ld;
+      if (copy_to != nullptr)
+        dots_and_magnitude_copy(row, r[0], r[1], cols, out[0], out[1], out[freivalds_probes],
+                                copy_to + i * copy_ld);
+      else
+        dots_and_magnitude(row, r, cols, out, out[freivalds_probes]);
     }
+  }
+  double total = 0;
+  for (size_t i = 0; i < rows; ++i) total += tile[i * (freivalds_probes + 1) + freivalds_probes];
+  if (!std::isfinite(total)) return false;
+  if (results == wire_precision::bf16) {
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+    for (int part = 0; part < parts; ++part) {
+      const auto [i0, i1] = row_part(n_rows, parts, part);
+      for (int64_t i = i0; i < i1; ++i) {
+        const float* row = c + i * ld;
+        double h2 = 0;
+        for (int64_t j = 0; j < cols; ++j) {
+          const double h = bf16_half_ulp(row[j]);
+          h2 += h * h;
+        }
+        half_ulps2[static_cast<size_t>(i)] += h2;
+      }
+    }
+  }
   for (size_t i = 0; i < rows; ++i) {
     const double* in = tile.data() + i * (freivalds_probes + 1);
     for (int v = 0; v < freivalds_probes; ++v) c_r[v][i] += in[v];

@@ -1,0 +1,28 @@
+#pragma once
+// How the PS's streaming passes over a block (keying, copying, the check's
+// dots, folding) share its cores: a pass reading enough bytes is cut into
+// contiguous ranges of rows (or columns), one per thread, each range done
+// by the same loop the whole pass would run. Where a range starts is a
+// multiple of `align` (a vector loop's width), so every element is treated
+// as in the undivided pass and the result keeps its bits. Pure.
+
+#include <cstdint>
+#include <utility>
+
+namespace cleave {
+
+// A pass reading fewer bytes runs whole on its caller's thread: below this
+// the fork and join cost a noticeable part of the pass (about 200 us of
+// streaming on one core).
+inline constexpr double row_parts_min_bytes = 1 << 20;
+
+// How many ranges a pass over `units` rows (or columns) reading `bytes`
+// bytes is cut into: compute_threads() (kernels/gemm.hpp) for a large pass,
+// never more ranges than `align`-wide groups of units, and 1 below
+// row_parts_min_bytes.
+int row_parts(int64_t units, double bytes, int64_t align = 1);
+
+// Range `part` of `parts`: [first, second), starts at multiples of `align`.
+std::pair<int64_t, int64_t> row_part(int64_t units, int parts, int part, int64_t align = 1);
+
+}  // namespace cleave
