@@ -113,14 +113,13 @@ TEST(ps_tile_work, a_large_pass_is_shared_among_the_threads_up_to_the_memory_ban
   EXPECT_DOUBLE_EQ(op_seconds(r, big, r.copy_rate), 1e-6 + big / 1.2e10) << "the memory binds";
   r.memory_bandwidth = 1e9;
   EXPECT_DOUBLE_EQ(op_seconds(r, big, r.copy_rate), 1e-6 + big / 5e9) << "never below one thread";
-  // A plan of large tiles costs less on more threads: its issue and its results.
+  // A plan of large tiles costs less on more threads, op by op.
   const plan p = grid_plan(2048, 2048, 2048, 2, 2, 1);
   auto one = round_rates(), many = round_rates();
   many.threads = 8;
   const auto w1 = ps_plan_work(p, one, false), w8 = ps_plan_work(p, many, false);
-  EXPECT_LT(w8.total() - w8.prepare, 0.2 * (w1.total() - w1.prepare));
-  // The check's part over the operands stays on the PS's one thread, as live.
-  EXPECT_DOUBLE_EQ(w8.prepare, w1.prepare);
+  EXPECT_LT(w8.total(), 0.2 * w1.total());
+  EXPECT_LT(w8.prepare, 0.2 * w1.prepare);
   r = ps_op_rates{};
   r.threads = 0;
   EXPECT_EQ(refusal(r), "--ps-op-threads must be 1 to 4096");

@@ -119,6 +119,30 @@ TEST(row_parts, the_checks_sums_are_the_one_threads_bits) {
   });
 }
 
+TEST(row_parts, the_checks_operand_passes_are_the_one_threads_bits) {
+  // op(B)·r and op(A)·y bit for bit, stored as is or transposed; op(B)'s
+  // column norms (the tolerance's) to double rounding.
+  const auto m = filled(rows * ld, 13);
+  std::mt19937_64 rng(9);
+  const auto probes = freivalds::draw_probes(rows + cols, rng);
+  for (bool trans : {false, true}) {
+    const stored_block block{m.data(), rows, cols, ld, trans};
+    const auto r = freivalds::window(probes, block.op_cols(), 0);
+    const auto one = with_threads(1, [&] { return freivalds::digest_b(block, r); });
+    const auto two = with_threads(2, [&] { return freivalds::digest_b(block, r); });
+    for (int v = 0; v < freivalds_probes; ++v) EXPECT_EQ(one.b_r[v], two.b_r[v]) << trans;
+    ASSERT_EQ(one.col_norms.size(), two.col_norms.size());
+    for (size_t j = 0; j < one.col_norms.size(); ++j)
+      EXPECT_NEAR(one.col_norms[j], two.col_norms[j], 1e-13 * one.col_norms[j]) << trans << " " << j;
+    for (int v = 0; v < freivalds_probes; ++v) EXPECT_NEAR(one.weighted2[v], two.weighted2[v], 1e-13 * one.weighted2[v]);
+    const auto y = freivalds::window(probes, block.op_cols(), 0);
+    const auto e1 = with_threads(1, [&] { return freivalds::expect(block, y); });
+    const auto e3 = with_threads(3, [&] { return freivalds::expect(block, y); });
+    for (int v = 0; v < freivalds_probes; ++v) EXPECT_EQ(e1.expected[v], e3.expected[v]) << trans;
+    EXPECT_EQ(e1.norms, e3.norms) << trans;
+  }
+}
+
 TEST(row_parts, a_fold_and_bf16_rounding_are_the_one_threads_bits) {
   const auto result = filled(rows * cols, 7);
   const auto start = filled(rows * ld, 9);

@@ -38,8 +38,8 @@ ps_op_rates ps_op_rates::none() {
   return r;
 }
 
-double op_seconds(const ps_op_rates& r, double bytes, double rate, bool shared) {
-  if (shared && bytes >= row_parts_min_bytes && r.threads > 1)
+double op_seconds(const ps_op_rates& r, double bytes, double rate) {
+  if (bytes >= row_parts_min_bytes && r.threads > 1)
     rate = std::max(rate, std::min(rate * r.threads, r.memory_bandwidth));
   return r.op_seconds + bytes / rate;
 }
@@ -114,11 +114,11 @@ plan_ps_work ps_plan_work(const plan& p, const ps_op_rates& r, bool rounded) {
                     + (first_on_c ? 0.0 : op_seconds(r, c_bytes, r.fold_rate));
     // Tiles sharing A's block are checked as one group: op(A)·y once per
     // group, op(B)·r once per B block.
-    if (groups.insert(ab).second) out.prepare += op_seconds(r, a_bytes, r.prepare_rate, false);
+    if (groups.insert(ab).second) out.prepare += op_seconds(r, a_bytes, r.prepare_rate);
   }
   for (const auto& b : keyed_b) {
     const auto [k0, k1, n0, n1] = b;
-    out.prepare += op_seconds(r, elements(k1 - k0, n1 - n0) * float_bytes, r.prepare_rate, false);
+    out.prepare += op_seconds(r, elements(k1 - k0, n1 - n0) * float_bytes, r.prepare_rate);
   }
   return out;
 }

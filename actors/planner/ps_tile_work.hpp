@@ -48,11 +48,8 @@ struct ps_op_rates {
 // not negative; else the one line that says which flag is wrong.
 std::string refusal(const ps_op_rates& r);
 
-// One op: its fixed part and `bytes` at `rate`, on r.threads for a large
-// pass. The check's part over the operands (prepare_rate) runs on the
-// PS's one thread whatever its size (`shared` false): it is done while the
-// devices work.
-double op_seconds(const ps_op_rates& r, double bytes, double rate, bool shared = true);
+// One op: its fixed part and `bytes` at `rate`, on r.threads for a large pass.
+double op_seconds(const ps_op_rates& r, double bytes, double rate);
 
 // A split plan's PS work, as the live engine spends it.
 struct plan_ps_work {

@@ -69,24 +69,54 @@ a_digest freivalds::digest_a(const stored_block& a) {
 
 b_digest freivalds::digest_b(const stored_block& b, const probe_window& r) {
   // op(B) is k x n: its columns are stored columns, or stored rows when
-  // the product uses the transpose.
+  // the product uses the transpose. A large block is shared among the cores
+  // (row_parts.hpp): by stored rows when each gives its own b_r entry, by
+  // ranges of stored columns (four wide, as axpy2's vector loop) when b_r
+  // sums over stored rows. Either way b_r keeps its bits; the columns'
+  // squared norms, which only size the tolerance, are then summed over the
+  // ranges, and agree with one thread's to double rounding.
   b_digest d;
   const int64_t k = b.op_rows();
   const int64_t n = b.op_cols();
   for (auto& v : d.b_r) v.assign(static_cast<size_t>(k), 0.0);
   d.col_norms.assign(static_cast<size_t>(n), 0.0);
-  for (int64_t s = 0; s < b.rows; ++s) {
-    const float* row = b.data + s * b.ld;
-    if (b.trans) {
-      axpy2(r[0][s], r[1][s], row, d.b_r[0].data(), d.b_r[1].data(), nullptr, b.cols);
-      d.col_norms[static_cast<size_t>(s)] = sum_of_squares(row, b.cols);
-    } else {
-      double dots[freivalds_probes];
-      double unused = 0;
-      dots_and_magnitude(row, r, b.cols, dots, unused);
-      for (int v = 0; v < freivalds_probes; ++v) d.b_r[v][static_cast<size_t>(s)] = dots[v];
-      add_squares(row, d.col_norms.data(), b.cols);
+  const double bytes = static_cast<double>(b.rows) * static_cast<double>(b.cols) * sizeof(float);
+  if (b.trans) {
+    constexpr int64_t width = 4;
+    const int parts = row_parts(b.cols, bytes, width);
+    std::vector<double> squares(static_cast<size_t>(parts * b.rows));
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+    for (int part = 0; part < parts; ++part) {
+      const auto [c0, c1] = row_part(b.cols, parts, part, width);
+      for (int64_t s = 0; s < b.rows; ++s) {
+        const float* row = b.data + s * b.ld + c0;
+        axpy2(r[0][s], r[1][s], row, d.b_r[0].data() + c0, d.b_r[1].data() + c0, nullptr, c1 - c0);
+        squares[static_cast<size_t>(part * b.rows + s)] = sum_of_squares(row, c1 - c0);
+      }
     }
+    for (int part = 0; part < parts; ++part)
+      for (int64_t s = 0; s < b.rows; ++s)
+        d.col_norms[static_cast<size_t>(s)] += squares[static_cast<size_t>(part * b.rows + s)];
+  } else {
+    const int parts = row_parts(b.rows, bytes);
+    std::vector<std::vector<double>> squares(static_cast<size_t>(parts));
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+    for (int part = 0; part < parts; ++part) {
+      const auto [s0, s1] = row_part(b.rows, parts, part);
+      auto& sq = part == 0 ? d.col_norms : squares[static_cast<size_t>(part)];
+      sq.assign(static_cast<size_t>(b.cols), 0.0);
+      for (int64_t s = s0; s < s1; ++s) {
+        const float* row = b.data + s * b.ld;
+        double dots[freivalds_probes];
+        double unused = 0;
+        dots_and_magnitude(row, r, b.cols, dots, unused);
+        for (int v = 0; v < freivalds_probes; ++v) d.b_r[v][static_cast<size_t>(s)] = dots[v];
+        add_squares(row, sq.data(), b.cols);
+      }
+    }
+    for (int part = 1; part < parts; ++part)
+      for (int64_t j = 0; j < b.cols; ++j)
+        d.col_norms[static_cast<size_t>(j)] += squares[static_cast<size_t>(part)][static_cast<size_t>(j)];
   }
   bool finite = true;
   for (int64_t j = 0; j < n; ++j) {
@@ -200,26 +230,47 @@ verdict freivalds::check(const float* c, int64_t rows, int64_t cols, const store
 a_expectation freivalds::expect(const stored_block& a, const probe_window& y) {
   // op(A)·y for every probe and the norms of op(A)'s rows, in one pass over
   // the block: dots per stored row, or axpys per stored row when the
-  // product uses the transpose. Either way memory is read in order.
+  // product uses the transpose. Either way memory is read in order. A large
+  // block is shared among the cores by stored rows for the dots and by
+  // ranges of stored columns (four wide, as the axpys' vector loop) for the
+  // axpys: each output is computed as on one thread, bit for bit.
   a_expectation e;
   const auto rows = static_cast<size_t>(a.op_rows());
   auto& expected = e.expected;
   for (auto& x : expected) x.assign(rows, 0.0);
   auto& norms = e.norms;
   norms.assign(rows, 0.0);
-  for (int64_t r = 0; r < a.rows; ++r) {
-    const float* row = a.data + r * a.ld;
-    if (a.trans && r + 1 < a.rows) {
-      axpy2_two_rows(y[0][r], y[1][r], row, y[0][r + 1], y[1][r + 1], row + a.ld,
-                     expected[0].data(), expected[1].data(), norms.data(), a.cols);
-      ++r;
-    } else if (a.trans) {
-      axpy2(y[0][r], y[1][r], row, expected[0].data(), expected[1].data(), norms.data(), a.cols);
-    } else {
-      double sq = 0;
-      cleave::dots_and_squares(row, y[0], y[1], a.cols, expected[0][static_cast<size_t>(r)],
-                               expected[1][static_cast<size_t>(r)], sq);
-      norms[static_cast<size_t>(r)] = sq;
+  const double bytes = static_cast<double>(a.rows) * static_cast<double>(a.cols) * sizeof(float);
+  if (a.trans) {
+    constexpr int64_t width = 4;
+    const int parts = row_parts(a.cols, bytes, width);
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+    for (int part = 0; part < parts; ++part) {
+      const auto [c0, c1] = row_part(a.cols, parts, part, width);
+      double* out0 = expected[0].data() + c0;
+      double* out1 = expected[1].data() + c0;
+      double* sq = norms.data() + c0;
+      for (int64_t r = 0; r < a.rows; ++r) {
+        const float* row = a.data + r * a.ld + c0;
+        if (r + 1 < a.rows) {
+          axpy2_two_rows(y[0][r], y[1][r], row, y[0][r + 1], y[1][r + 1], row + a.ld, out0, out1, sq, c1 - c0);
+          ++r;
+        } else {
+          axpy2(y[0][r], y[1][r], row, out0, out1, sq, c1 - c0);
+        }
+      }
+    }
+  } else {
+    const int parts = row_parts(a.rows, bytes);
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+    for (int part = 0; part < parts; ++part) {
+      const auto [r0, r1] = row_part(a.rows, parts, part);
+      for (int64_t r = r0; r < r1; ++r) {
+        double sq = 0;
+        cleave::dots_and_squares(a.data + r * a.ld, y[0], y[1], a.cols, expected[0][static_cast<size_t>(r)],
+                                 expected[1][static_cast<size_t>(r)], sq);
+        norms[static_cast<size_t>(r)] = sq;
+      }
     }
   }
   for (double& x : norms) x = std::sqrt(x);
