@@ -14,6 +14,7 @@
 #include "actors/detector/heartbeat_interval.hpp"
 #include "actors/transport/fd_limit.hpp"
 #include "cmd/options.hpp"
+#include "kernels/row_parts.hpp"
 #include "cmd/roles.hpp"
 #include "schema/errors.hpp"
 #include "schema/wire_precision.hpp"
@@ -91,6 +92,8 @@ int main(int argc, char** argv) {
   const int threads = cfg.threads > 0 ? cfg.threads
                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   set_compute_threads(threads);
+  if (cfg.ps_op_threads < 1 || cfg.ps_op_threads > 4096) return usage_error("--ps-op-threads must be 1 to 4096");
+  set_pass_threads(cfg.ps_op_threads);
 
   cfg.set("scheduler.max-threads", threads);
   if (cfg.devices < 0) return usage_error("--devices must be >= 0");

@@ -119,7 +119,7 @@ cleave_config::cleave_config() {
     .add(sim_ps_ops.prepare_rate, "ps-prepare-rate", "--role=simulate: bytes/s of the check's part over the operands, op(B)·r and op(A)·y, done while devices work (default 3.2e9)")
     .add(sim_ps_ops.check_rate, "ps-check-rate", "--role=simulate: bytes/s of the check's pass over each result as it comes (default 4.9e9)")
     .add(sim_ps_ops.fold_rate, "ps-fold-rate", "--role=simulate: bytes/s the PS adds a K-split partial result into C at (default 5.6e9)")
-    .add(sim_ps_ops.threads, "ps-op-threads", "--role=simulate: the threads the PS shares each pass over a block of 1 MiB or more among, as a live PS does over its --threads; such a pass runs at the rate above times the threads, up to --ps-memory-bandwidth (default 1)")
+    .add(ps_op_threads, "ps-op-threads", "the threads the PS shares each pass over a block of 1 MiB or more among (keying, copying, the checks, folds); give a PS with cores of its own more than 1. --role=simulate prices such a pass at the rates above times this, up to --ps-memory-bandwidth (default 1)")
     .add(sim_ps_link, "sim-ps-link", "--role=simulate: bytes/s each way of each PS shard's link, where the planner is told --ps-egress/--ps-ingress (default: the same)")
     .add(wire, "wire", "fp32, bf16 or bf16-operands: the floats of tiles' operands and results on the wire (bf16-operands: operands "
                     "bf16, results fp32, for fp32's check resolution; default fp32; --role=simulate: bf16 for the opt-* shapes)")

@@ -42,6 +42,7 @@ class cleave_config : public caf::actor_system_config {
   int warmup = -1;       // default follows the model
   int seed = 1;
   int threads = 0;       // 0: every core
+  int ps_op_threads = 1;  // the PS's passes over large blocks (kernels/row_parts.hpp)
   int eval_tokens = 131072;
   // sparse mode (--model=xc); the sentinels mean "not given" (see to_train_options)
   bool dense = false;          // xc: the full softmax instead of sparse mode

@@ -64,6 +64,7 @@ caf::expected<sim_config> simulation_of(const cleave_config& cfg, const train_op
   sc.ps_in_fact.flops = cfg.sim_ps_flops;
   sc.ps_in_fact.link = cfg.sim_ps_link;
   sc.ps_ops = cfg.sim_ps_ops;
+  sc.ps_ops.threads = cfg.ps_op_threads;
   sc.ps_ops.memory_bandwidth = cfg.ps_memory_bandwidth;
   if (const auto why = refusal(sc.ps_ops); !why.empty()) return fail(why);
   auto wire = parse_wire_precision(

@@ -16,10 +16,16 @@ namespace cleave {
 // streaming on one core).
 inline constexpr double row_parts_min_bytes = 1 << 20;
 
+// The threads a large pass is shared among, process-wide (default 1; the
+// PS's --ps-op-threads). Not compute_threads(): where emulated devices or
+// device processes share the PS's cores, a second thread of a pass waits
+// for a core and the pass ends later, not sooner.
+void set_pass_threads(int n);
+int pass_threads();
+
 // How many ranges a pass over `units` rows (or columns) reading `bytes`
-// bytes is cut into: compute_threads() (kernels/gemm.hpp) for a large pass,
-// never more ranges than `align`-wide groups of units, and 1 below
-// row_parts_min_bytes.
+// bytes is cut into: pass_threads() for a large pass, never more ranges
+// than `align`-wide groups of units, and 1 below row_parts_min_bytes.
 int row_parts(int64_t units, double bytes, int64_t align = 1);
 
 // Range `part` of `parts`: [first, second), starts at multiples of `align`.

@@ -13,7 +13,6 @@
 #include "actors/ps/engine/fold_order.hpp"
 #include "actors/ps/verify/freivalds.hpp"
 #include "kernels/bf16.hpp"
-#include "kernels/gemm.hpp"
 #include "kernels/row_parts.hpp"
 #include "schema/block_key.hpp"
 
@@ -32,13 +31,13 @@ std::vector<float> filled(size_t n, uint32_t seed) {
   return m;
 }
 
-// Runs f with compute_threads() at n, then restores it.
+// Runs f with pass_threads() at n, then restores it.
 template <class F>
 auto with_threads(int n, F&& f) {
-  const int saved = compute_threads();
-  set_compute_threads(n);
+  const int saved = pass_threads();
+  set_pass_threads(n);
   auto out = f();
-  set_compute_threads(saved);
+  set_pass_threads(saved);
   return out;
 }
 

@@ -34,9 +34,9 @@ struct ps_op_rates {
   double check_rate;    // row_sums::add over a result
   double fold_rate;     // fold_tile adding a result into C
   // The threads a pass over a block of at least row_parts_min_bytes is
-  // shared among (the live PS's --threads), and the bytes/s they can read
-  // together: such a pass runs at min(rate x threads, memory_bandwidth), and
-  // never slower than one thread's rate.
+  // shared among (--ps-op-threads, live and simulated), and the bytes/s
+  // they can read together: such a pass runs at min(rate x threads,
+  // memory_bandwidth), and never slower than one thread's rate.
   int threads = 1;
   double memory_bandwidth = std::numeric_limits<double>::infinity();
   // No work at all: every op free (the PS's links and devices alone).

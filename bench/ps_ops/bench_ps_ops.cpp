@@ -12,7 +12,7 @@
 // is the ops' median. Prints the simulator's flags. The fit runs on one
 // thread (the rates are per thread); then each op on large blocks (1024 and
 // 2048 a side, past row_parts_min_bytes) on one thread and on THREADS
-// (default every core), as --ps-op-threads models it.
+// (default every core), as --ps-op-threads shares them.
 //
 // Usage: bench_ps_ops [rounds (default 7)] [threads (default every core)]
 
@@ -28,6 +28,7 @@
 #include "actors/ps/engine/fold_order.hpp"
 #include "actors/ps/verify/freivalds.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/row_parts.hpp"
 #include "schema/block_key.hpp"
 
 using namespace cleave;
@@ -132,7 +133,6 @@ int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
   set_compute_threads(argc > 2 ? std::atoi(argv[2]) : 0);
   const int threads = compute_threads();
-  set_compute_threads(1);
   const std::vector<int64_t> sides{64, 128, 256, 512};
   std::mt19937_64 rng(7);
   struct op_points {
@@ -168,10 +168,11 @@ int main(int argc, char** argv) {
   for (int64_t n : {1024, 2048}) {
     op_bench b(n, int64_t{512} << 20, rng);
     for (int i = 0; i < 5; ++i) {
-      set_compute_threads(1);
+      set_pass_threads(1);
       const double one_thread = b.seconds(i, rounds);
-      set_compute_threads(threads);
+      set_pass_threads(threads);
       const double all = b.seconds(i, rounds);
+      set_pass_threads(1);
       std::printf("  %-18s %5lld x %-5lld %8.3g -> %8.3g  %.2fx\n", ops[i].flag, static_cast<long long>(n),
                   static_cast<long long>(n), b.bytes() / one_thread, b.bytes() / all, one_thread / all);
     }
