@@ -14,8 +14,8 @@
 #include "actors/detector/heartbeat_interval.hpp"
 #include "actors/transport/fd_limit.hpp"
 #include "cmd/options.hpp"
-#include "kernels/row_parts.hpp"
 #include "cmd/roles.hpp"
+#include "kernels/row_parts.hpp"
 #include "schema/errors.hpp"
 #include "schema/wire_precision.hpp"
 

@@ -19,11 +19,9 @@ void round_bf16(const float* in, float* out, size_t n) {
 void round_bf16_block(const float* in, int64_t rows, int64_t cols, int64_t ld, float* out,
                       int64_t out_ld) {
   const int parts = row_parts(rows, static_cast<double>(rows) * static_cast<double>(cols) * sizeof(float));
-#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
-  for (int part = 0; part < parts; ++part) {
-    const auto [r0, r1] = row_part(rows, parts, part);
+  for_each_part(parts, rows, 1, [&](int, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) round_bf16(in + r * ld, out + r * out_ld, static_cast<size_t>(cols));
-  }
+  });
 }
 
 }  // namespace cleave

@@ -31,4 +31,16 @@ int row_parts(int64_t units, double bytes, int64_t align = 1);
 // Range `part` of `parts`: [first, second), starts at multiples of `align`.
 std::pair<int64_t, int64_t> row_part(int64_t units, int parts, int part, int64_t align = 1);
 
+// body(part, begin, end) for each of the `parts` ranges of `units`, one per
+// thread when there are several (callers compile with OpenMP, as every
+// target that links cleave_kernels does).
+template <class Body>
+void for_each_part(int parts, int64_t units, int64_t align, Body&& body) {
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+  for (int part = 0; part < parts; ++part) {
+    const auto range = row_part(units, parts, part, align);
+    body(part, range.first, range.second);
+  }
+}
+
 }  // namespace cleave

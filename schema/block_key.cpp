@@ -68,11 +68,9 @@ uint64_t block_key(const float* data, int64_t rows, int64_t cols, int64_t ld, fl
     add_rows(data, 0, rows, cols, ld, copy_to, copy_ld, acc);
   } else {
     std::vector<lanes> sums(static_cast<size_t>(parts), lanes{});
-#pragma omp parallel for num_threads(parts) schedule(static)
-    for (int part = 0; part < parts; ++part) {
-      const auto [r0, r1] = row_part(rows, parts, part);
+    for_each_part(parts, rows, 1, [&](int part, int64_t r0, int64_t r1) {
       add_rows(data, r0, r1, cols, ld, copy_to, copy_ld, sums[static_cast<size_t>(part)]);
-    }
+    });
     for (const lanes& s : sums) acc += s;
   }
   uint64_t h = mix(mix(0x94d049bb133111ebULL, static_cast<uint64_t>(rows)), static_cast<uint64_t>(cols));

@@ -50,7 +50,9 @@ TEST(row_parts, ranges_cover_every_unit_once_and_start_aligned) {
           const auto [a, b] = row_part(units, parts, p, align);
           EXPECT_EQ(a, next) << units << " " << parts << " " << align;
           EXPECT_LE(a, b);
-          if (a < units) EXPECT_EQ(a % align, 0);
+          if (a < units) {
+            EXPECT_EQ(a % align, 0);
+          }
           next = b;
         }
         EXPECT_EQ(next, units);

@@ -73,9 +73,7 @@ void fold_tile(mut_view<float> c, const c_block& block, const float* result, boo
   const int64_t rows = block.m1 - block.m0;
   const int64_t cols = block.n1 - block.n0;
   const int parts = row_parts(rows, static_cast<double>(rows) * static_cast<double>(cols) * sizeof(float));
-#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
-  for (int part = 0; part < parts; ++part) {
-    const auto [r0, r1] = row_part(rows, parts, part);
+  for_each_part(parts, rows, 1, [&](int, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       float* dst = c.data + (block.m0 + r) * c.ld + block.n0;
       const float* src = result + r * cols;
@@ -84,7 +82,7 @@ void fold_tile(mut_view<float> c, const c_block& block, const float* result, boo
       else
         for (int64_t x = 0; x < cols; ++x) dst[x] += src[x];
     }
-  }
+  });
 }
 
 }  // namespace cleave

@@ -69,10 +69,10 @@ a_digest freivalds::digest_a(const stored_block& a) {
 
 b_digest freivalds::digest_b(const stored_block& b, const probe_window& r) {
   // op(B) is k x n: its columns are stored columns, or stored rows when
-  // the product uses the transpose. A large block is shared among the cores
-  // (row_parts.hpp): by stored rows when each gives its own b_r entry, by
-  // ranges of stored columns (four wide, as axpy2's vector loop) when b_r
-  // sums over stored rows. Either way b_r keeps its bits; the columns'
+  // the product uses the transpose. A large block is shared among the
+  // pass threads (row_parts.hpp): by stored rows when each gives its own
+  // b_r entry, by ranges of stored columns (four wide, as axpy2's vector
+  // loop) when b_r sums over stored rows. Either way b_r keeps its bits; the columns'
   // squared norms, which only size the tolerance, are then summed over the
   // ranges, and agree with one thread's to double rounding.
   b_digest d;
@@ -85,24 +85,20 @@ b_digest freivalds::digest_b(const stored_block& b, const probe_window& r) {
     constexpr int64_t width = 4;
     const int parts = row_parts(b.cols, bytes, width);
     std::vector<double> squares(static_cast<size_t>(parts * b.rows));
-#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
-    for (int part = 0; part < parts; ++part) {
-      const auto [c0, c1] = row_part(b.cols, parts, part, width);
+    for_each_part(parts, b.cols, width, [&](int part, int64_t c0, int64_t c1) {
       for (int64_t s = 0; s < b.rows; ++s) {
         const float* row = b.data + s * b.ld + c0;
         axpy2(r[0][s], r[1][s], row, d.b_r[0].data() + c0, d.b_r[1].data() + c0, nullptr, c1 - c0);
         squares[static_cast<size_t>(part * b.rows + s)] = sum_of_squares(row, c1 - c0);
       }
-    }
+    });
     for (int part = 0; part < parts; ++part)
       for (int64_t s = 0; s < b.rows; ++s)
         d.col_norms[static_cast<size_t>(s)] += squares[static_cast<size_t>(part * b.rows + s)];
   } else {
     const int parts = row_parts(b.rows, bytes);
     std::vector<std::vector<double>> squares(static_cast<size_t>(parts));
-#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
-    for (int part = 0; part < parts; ++part) {
-      const auto [s0, s1] = row_part(b.rows, parts, part);
+    for_each_part(parts, b.rows, 1, [&](int part, int64_t s0, int64_t s1) {
       auto& sq = part == 0 ? d.col_norms : squares[static_cast<size_t>(part)];
       sq.assign(static_cast<size_t>(b.cols), 0.0);
       for (int64_t s = s0; s < s1; ++s) {
@@ -113,7 +109,7 @@ b_digest freivalds::digest_b(const stored_block& b, const probe_window& r) {
         for (int v = 0; v < freivalds_probes; ++v) d.b_r[v][static_cast<size_t>(s)] = dots[v];
         add_squares(row, sq.data(), b.cols);
       }
-    }
+    });
     for (int part = 1; part < parts; ++part)
       for (int64_t j = 0; j < b.cols; ++j)
         d.col_norms[static_cast<size_t>(j)] += squares[static_cast<size_t>(part)][static_cast<size_t>(j)];
@@ -166,13 +162,11 @@ bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_
   const size_t rows = magnitude.size();
   if (ld <= 0) ld = cols;
   std::vector<double> tile(rows * (freivalds_probes + 1));  // per row: the dots, then Σ|c|
-  // Rows are independent: a large result's are shared among the cores, each
+  // Rows are independent: a large result's are shared among the pass threads, each
   // row done by the same loop (row_parts.hpp), so the sums keep their bits.
   const auto n_rows = static_cast<int64_t>(rows);
   const int parts = row_parts(n_rows, static_cast<double>(n_rows) * static_cast<double>(cols) * sizeof(float));
-#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
-  for (int part = 0; part < parts; ++part) {
-    const auto [i0, i1] = row_part(n_rows, parts, part);
+  for_each_part(parts, n_rows, 1, [&](int, int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       double* out = tile.data() + i * (freivalds_probes + 1);
       const float* row = c + i * ld;
@@ -182,14 +176,12 @@ bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_
       else
         dots_and_magnitude(row, r, cols, out, out[freivalds_probes]);
     }
-  }
+  });
   double total = 0;
   for (size_t i = 0; i < rows; ++i) total += tile[i * (freivalds_probes + 1) + freivalds_probes];
   if (!std::isfinite(total)) return false;
-  if (results == wire_precision::bf16) {
-#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
-    for (int part = 0; part < parts; ++part) {
-      const auto [i0, i1] = row_part(n_rows, parts, part);
+  if (results == wire_precision::bf16)
+    for_each_part(parts, n_rows, 1, [&](int, int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         const float* row = c + i * ld;
         double h2 = 0;
@@ -199,8 +191,7 @@ bool row_sums::add(const float* c, int64_t cols, const probe_window& r, const b_
         }
         half_ulps2[static_cast<size_t>(i)] += h2;
       }
-    }
-  }
+    });
   for (size_t i = 0; i < rows; ++i) {
     const double* in = tile.data() + i * (freivalds_probes + 1);
     for (int v = 0; v < freivalds_probes; ++v) c_r[v][i] += in[v];
@@ -231,7 +222,7 @@ a_expectation freivalds::expect(const stored_block& a, const probe_window& y) {
   // op(A)·y for every probe and the norms of op(A)'s rows, in one pass over
   // the block: dots per stored row, or axpys per stored row when the
   // product uses the transpose. Either way memory is read in order. A large
-  // block is shared among the cores by stored rows for the dots and by
+  // block is shared among the pass threads by stored rows for the dots and by
   // ranges of stored columns (four wide, as the axpys' vector loop) for the
   // axpys: each output is computed as on one thread, bit for bit.
   a_expectation e;
@@ -244,9 +235,7 @@ a_expectation freivalds::expect(const stored_block& a, const probe_window& y) {
   if (a.trans) {
     constexpr int64_t width = 4;
     const int parts = row_parts(a.cols, bytes, width);
-#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
-    for (int part = 0; part < parts; ++part) {
-      const auto [c0, c1] = row_part(a.cols, parts, part, width);
+    for_each_part(parts, a.cols, width, [&](int, int64_t c0, int64_t c1) {
       double* out0 = expected[0].data() + c0;
       double* out1 = expected[1].data() + c0;
       double* sq = norms.data() + c0;
@@ -259,19 +248,17 @@ a_expectation freivalds::expect(const stored_block& a, const probe_window& y) {
           axpy2(y[0][r], y[1][r], row, out0, out1, sq, c1 - c0);
         }
       }
-    }
+    });
   } else {
     const int parts = row_parts(a.rows, bytes);
-#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
-    for (int part = 0; part < parts; ++part) {
-      const auto [r0, r1] = row_part(a.rows, parts, part);
+    for_each_part(parts, a.rows, 1, [&](int, int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         double sq = 0;
         cleave::dots_and_squares(a.data + r * a.ld, y[0], y[1], a.cols, expected[0][static_cast<size_t>(r)],
                                  expected[1][static_cast<size_t>(r)], sq);
         norms[static_cast<size_t>(r)] = sq;
       }
-    }
+    });
   }
   for (double& x : norms) x = std::sqrt(x);
   return e;
