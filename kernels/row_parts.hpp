@@ -1,10 +1,11 @@
 #pragma once
 // How the PS's streaming passes over a block (keying, copying, the check's
-// dots, folding) share its cores: a pass reading enough bytes is cut into
-// contiguous ranges of rows (or columns), one per thread, each range done
-// by the same loop the whole pass would run. Where a range starts is a
+// dots, folding) share the pass threads: a pass reading enough bytes is cut
+// into contiguous ranges of rows (or columns), one per thread, each range
+// done by the same loop the whole pass would run. Where a range starts is a
 // multiple of `align` (a vector loop's width), so every element is treated
-// as in the undivided pass and the result keeps its bits. Pure.
+// as in the undivided pass and the result keeps its bits. The split is
+// plain arithmetic; the thread count is one process-wide setting.
 
 #include <cstdint>
 #include <utility>
