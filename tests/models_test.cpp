@@ -130,8 +130,20 @@ class shape_recorder final : public gemm_engine<float> {
     ++counts[{c.rows, c.cols, k, static_cast<int>(tag.role)}];
     gemm_local(a, ta, b, tb, c, beta);
   }
+  // Each batch of two or more products, by its products' shapes and roles.
+  void gemm_batch(const std::vector<gemm_job<float>>& jobs) override {
+    if (jobs.size() > 1) {
+      std::vector<shape> together;
+      for (const auto& j : jobs)
+        together.emplace_back(j.c.rows, j.c.cols, j.trans_a ? j.a.rows : j.a.cols, static_cast<int>(j.tag.role));
+      ++batches[together];
+    }
+    gemm_engine<float>::gemm_batch(jobs);
+  }
   bool computes_here(gemm_tag, int64_t, int64_t, int64_t) override { return false; }
-  std::map<std::tuple<int64_t, int64_t, int64_t, int>, int64_t> counts;
+  using shape = std::tuple<int64_t, int64_t, int64_t, int>;
+  std::map<shape, int64_t> counts;
+  std::map<std::vector<shape>, int64_t> batches;
 };
 
 void expect_step_gemms_match_a_real_step(const model_config& cfg) {
@@ -145,6 +157,25 @@ void expect_step_gemms_match_a_real_step(const model_config& cfg) {
   for (const auto& g : step_gemms(cfg, samples))
     predicted[{g.problem.m, g.problem.n, g.problem.k, static_cast<int>(g.problem.role)}] += g.count;
   EXPECT_EQ(predicted, rec.counts);
+  // The batches the simulator issues (issue_batches) are the model's own.
+  const auto gemms = step_gemms(cfg, samples);
+  std::map<std::vector<shape_recorder::shape>, int64_t> batched;
+  size_t next = 0;
+  for (const auto& b : issue_batches(gemms)) {
+    ASSERT_EQ(b.first, next) << "the batches cover every product once, in order";
+    ASSERT_LT(b.first, b.last);
+    next = b.last;
+    if (b.last - b.first < 2) continue;
+    std::vector<shape_recorder::shape> together;
+    for (size_t i = b.first; i < b.last; ++i) {
+      const auto& g = gemms[i].problem;
+      together.emplace_back(g.m, g.n, g.k, static_cast<int>(g.role));
+    }
+    batched[together] += gemms[b.first].count;
+  }
+  EXPECT_EQ(next, gemms.size());
+  EXPECT_EQ(batched, rec.batches);
+  EXPECT_FALSE(rec.batches.empty()) << "no batch: the comparison proves nothing";
 }
 
 }  // namespace

@@ -139,8 +139,9 @@ TEST(ps_tile_work, the_simulated_gemm_pays_the_ps_work_where_the_engine_does_it)
     o.tile_timeout_seconds = 1e9;
     batch_sim sim({{1e12, 1e12}}, o, 1e9, 0.1, ps_link_model::fair, false, {}, r);
     const std::vector<product_operands> ops{{{1, false}, {2, false}}};
-    const auto issued = sim.issue({&p}, ops, fleet);
-    auto end = sim.run(0, {&p}, ops, issued, fleet, none, totals);
+    const gemm_batch_sim batch{{{&p}, ops}};
+    const auto issued = sim.issue(batch, fleet);
+    auto end = sim.run(0, batch, issued, fleet, none, totals);
     EXPECT_TRUE(end);
     return std::make_pair(end ? *end : -1.0, totals.ps_op_seconds);
   };

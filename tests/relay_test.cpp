@@ -158,8 +158,9 @@ TEST(batch_sim, a_relay_takes_a_shared_block_from_the_ps_once) {
                   relayed ? std::vector<relay_profile>{relay(1e6)} : std::vector<relay_profile>{});
     churn_feed none;
     batch_totals totals;
-    const auto issued = sim.issue({&p}, ops, fleet);
-    auto end = sim.run(0, {&p}, ops, issued, fleet, none, totals);
+    const gemm_batch_sim batch{{{&p}, ops}};
+    const auto issued = sim.issue(batch, fleet);
+    auto end = sim.run(0, batch, issued, fleet, none, totals);
     ASSERT_TRUE(end);
     EXPECT_EQ(totals.shard_bytes_down[0], relayed ? 3 * block : 4 * block);
     EXPECT_EQ(fleet.devices()[0].bytes_down, 2 * block) << "each device still gets both blocks";

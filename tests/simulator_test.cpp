@@ -59,8 +59,9 @@ std::vector<product_operands> own_tensors(uint64_t a = 1, uint64_t b = 2) {
 caf::expected<double> issue_and_run(batch_sim& sim, const plan& p, sim_fleet& fleet,
                                     churn_feed& churn, batch_totals& totals,
                                     const std::vector<product_operands>& ops = own_tensors()) {
-  const auto issued = sim.issue({&p}, ops, fleet);
-  return sim.run(0, {&p}, ops, issued, fleet, churn, totals);
+  const gemm_batch_sim batch{{{&p}, ops}};
+  const auto issued = sim.issue(batch, fleet);
+  return sim.run(0, batch, issued, fleet, churn, totals);
 }
 
 // Virtual seconds of one GEMM under `p` on `fleet` with one PS shard.
@@ -157,6 +158,64 @@ TEST(batch_sim, a_dead_device_s_tiles_move_when_the_detector_reports_it) {
   EXPECT_EQ(totals.tiles_reassigned, 1u);
   EXPECT_EQ(fleet.failures_detected, 1u);
   EXPECT_FALSE(fleet.devices()[1].member);
+}
+
+// Two products of 100 x 100 x 100 on device 0, each with tensors of its
+// own, issued as one batch (a layer's dX and dW): the first's tiles, then
+// the second's, in the device's queue.
+caf::expected<double> two_product_batch(bool pipelined, const plan& second, sim_fleet& fleet,
+                                        churn_feed& churn, batch_totals& totals, double detection = 0.1) {
+  static const plan first = rows_plan(100, 100, 100, 1);
+  batch_sim sim({{1e9, 1e9}}, no_speculation(), 1e9, detection, ps_link_model::fair, pipelined);
+  const gemm_batch_sim batch{{{&first}, own_tensors(1, 2)}, {{&second}, own_tensors(3, 4)}};
+  const auto issued = sim.issue(batch, fleet);
+  return sim.run(0, batch, issued, fleet, churn, totals);
+}
+
+TEST(batch_sim, a_batch_s_second_product_follows_the_first_through_each_device_s_pipeline) {
+  const auto dev = profile(1e9, 1e6, 5e5, 0.01);
+  const plan second = rows_plan(100, 100, 100, 1);
+  for (bool pipelined : {false, true}) {
+    sim_fleet fleet({dev});
+    churn_feed none;
+    batch_totals totals;
+    auto end = two_product_batch(pipelined, second, fleet, none, totals);
+    ASSERT_TRUE(end);
+    EXPECT_EQ(totals.tiles, 2u);
+    EXPECT_EQ(fleet.devices()[0].tiles, 2u);
+    EXPECT_EQ(totals.shard_bytes_down[0], 2u * 80000);
+    if (!pipelined) {
+      // An emulated device takes one tile at a time, whole: the two
+      // products' 0.182 s each, one after the other.
+      EXPECT_NEAR(*end, 2 * 0.182, 1e-12);
+      continue;
+    }
+    // A device process fetches the second product's operands while it
+    // computes and returns the first's: its download (0.08 s) follows the
+    // first's, and its upload (0.08 s) the first's, which ends at 0.172 s.
+    EXPECT_NEAR(*end, 0.172 + 0.08 + 0.01, 1e-12);
+  }
+}
+
+TEST(batch_sim, a_dead_device_s_tiles_of_a_batch_s_second_product_move) {
+  const auto dev = profile(1e9, 1e6, 5e5, 0.01);
+  const plan second = rows_plan(200, 100, 100, 2);  // one tile on each device
+  sim_fleet fleet({dev, dev});
+  churn_feed churn;
+  timed_churn death;
+  death.at = 0.05;
+  death.device = 1;
+  churn.queue().push(death);
+  batch_totals totals;
+  auto end = two_product_batch(false, second, fleet, churn, totals);
+  ASSERT_TRUE(end);
+  // Device 0 runs the first product's tile, then its own of the second;
+  // device 1's tile of the second moves to it when the death is seen (0.15
+  // s), with both operands: three tiles of 0.182 s, one after another.
+  EXPECT_NEAR(*end, 3 * 0.182, 1e-12);
+  EXPECT_EQ(totals.tiles, 3u);
+  EXPECT_EQ(totals.tiles_reassigned, 1u);
+  EXPECT_EQ(fleet.devices()[0].tiles, 3u);
 }
 
 // gpt small (context 64, batch 4) on 8 devices of 1, 2 and 3 times `flops`

@@ -147,6 +147,18 @@ std::vector<step_gemm> step_gemms(const model_config& cfg, int64_t batch) {
   return mlp_step(cfg, batch);
 }
 
+std::vector<product_batch> issue_batches(const std::vector<step_gemm>& gemms) {
+  std::vector<product_batch> out;
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const bool pair = i + 1 < gemms.size() && gemms[i].problem.role == gemm_role::grad_input
+                      && gemms[i + 1].problem.role == gemm_role::grad_weight && gemms[i].forward >= 0
+                      && gemms[i + 1].forward == gemms[i].forward && gemms[i + 1].count == gemms[i].count;
+    out.push_back({i, pair ? i + 2 : i + 1});
+    if (pair) ++i;
+  }
+  return out;
+}
+
 double step_gemm_flops(const std::vector<step_gemm>& gemms) {
   double total = 0;
   for (const auto& g : gemms) total += g.flops();

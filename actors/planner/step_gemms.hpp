@@ -48,6 +48,16 @@ std::vector<step_gemm> step_gemms(const model_config& cfg, int64_t batch);
 std::vector<step_gemm> fuse_attention(const std::vector<step_gemm>& gemms, const model_config& cfg,
                                       int64_t batch);
 
+// The step's products as the engine issues them, a batch at a time, before
+// it waits (gemm_engine::gemm_batch): a layer's grad_input with its
+// grad_weight (linear_backward issues both; entries paired by their forward
+// product and count), every other product alone. Ranges [first, last) of
+// `gemms`, in order, covering every entry once.
+struct product_batch {
+  size_t first = 0, last = 0;
+};
+std::vector<product_batch> issue_batches(const std::vector<step_gemm>& gemms);
+
 // Sum of flops() over the step's products.
 double step_gemm_flops(const std::vector<step_gemm>& gemms);
 

@@ -99,7 +99,7 @@ void batch_sim::fetch(double now, uint32_t slot) {
   const uint32_t dev = device_of(slot);
   const auto& d = fleet_->devices()[dev];
   while (pipe.downloading == none && !pipe.pending.empty()) {
-    const uint64_t ws = tile_memory(*plans_[shard_of(slot)], tile_of(slot, pipe.pending.head));
+    const uint64_t ws = tile_memory(plan_of_entry(slot, pipe.pending.head), tile_of(slot, pipe.pending.head));
     const uint32_t depth = pipelined_ ? device_pipeline_depth(d.profile.memory_bytes, shards_, ws) : 1;
     if (pipe.in_hand >= depth) return;
     const uint32_t e = take(pipe.pending);
@@ -130,13 +130,15 @@ void batch_sim::fetch(double now, uint32_t slot) {
 
 size_t batch_sim::relay_blocks(uint32_t e, relay_block out[2]) {
   const entry& en = entries_[e];
-  const plan& p = *plans_[shard_of(en.slot)];
+  const uint32_t shard = shard_of(en.slot);
+  const tile_at at = locate(shard, en.tile);
+  const plan& p = *calls_[shard].plans[at.call];
   if (p.op != tile_op::gemm) {  // attention: its operands are its own
     out[0] = {(uint64_t{1} << 63) | (runs_ << 32) | e, en.sent.bytes};
     return 1;
   }
   tile_block blocks[2];
-  tile_blocks(p.tiles[en.tile].t, ops_[shard_of(en.slot)], blocks);
+  tile_blocks(p.tiles[at.index].t, *calls_[shard].ops[at.call], blocks);
   size_t n = 0;
   for (int b = 0; b < 2; ++b)
     if (en.sent.blocks & (1u << b)) out[n++] = {blocks[b].key, blocks[b].bytes};
@@ -192,7 +194,7 @@ void batch_sim::compute(double now, uint32_t slot) {
   const uint32_t e = take(pipe.to_compute);
   pipe.computing = e;
   const uint32_t dev = device_of(slot);
-  const double flops = tile_flops(*plans_[shard_of(slot)], tile_of(slot, e));
+  const double flops = tile_flops(plan_of_entry(slot, e), tile_of(slot, e));
   push(now + flops / rate(static_cast<int32_t>(dev), fleet_->devices()[dev].profile.flops),
        ev_kind::computed, slot, e);
 }
@@ -204,7 +206,7 @@ void batch_sim::upload(double now, uint32_t slot) {
   pipe.uploading = e;
   const uint32_t shard = shard_of(slot), dev = device_of(slot);
   auto& d = fleet_->devices()[dev];
-  const uint64_t up = tile_up_bytes(*plans_[shard], tile_of(slot, e));
+  const uint64_t up = tile_up_bytes(plan_of_entry(slot, e), tile_of(slot, e));
   d.bytes_up += up;
   totals_->shard_bytes_up[shard] += up;
   const uint32_t link = d.relay >= 0 ? relay_link(static_cast<uint32_t>(d.relay), true) : 2 * shard + 1;
@@ -228,7 +230,7 @@ void batch_sim::push_clock(uint32_t shard) {
 void batch_sim::compute_here(double now, uint32_t shard, uint32_t tile) {
   ++totals_->tiles_at_ps;
   at_ps_[shard][tile] = true;
-  const double seconds = tile_flops(*plans_[shard], plans_[shard]->tiles[tile].t) / ps_flops_;
+  const double seconds = tile_flops(plan_of(shard, tile), placed(shard, tile).t) / ps_flops_;
   ps_free_at_[shard] = ps_begin(shard, now) + seconds;
   totals_->ps_tile_seconds += seconds;
   push(ps_free_at_[shard], ev_kind::ps_done, shard, tile);
@@ -243,15 +245,16 @@ double batch_sim::ps_begin(uint32_t shard, double now) {
 void batch_sim::on_sent(double now, uint32_t shard, uint32_t tile) {
   // Moved or computed here while the PS got it ready: its task goes where
   // the schedule sent it then, or nowhere.
-  const int32_t dev = plans_[shard]->tiles[tile].device;
-  const auto& holders = flights_[shard].tiles()[0][tile].holders;
+  const int32_t dev = placed(shard, tile).device;
+  const tile_at at = locate(shard, tile);
+  const auto& holders = flights_[shard].tiles()[at.call][at.index].holders;
   if (at_ps_[shard][tile] || holders.empty() || holders.front() != dev) return;
   enqueue(now, shard, dev, tile, (*issued_)[shard][tile]);
 }
 
 void batch_sim::apply(double now, uint32_t shard, const std::vector<schedule_action>& actions) {
   for (const auto& a : actions) {
-    const auto tile = static_cast<uint32_t>(a.tile);
+    const auto tile = calls_[shard].first[a.call] + static_cast<uint32_t>(a.tile);
     switch (a.kind) {
       case schedule_action_kind::drop:
         if (failed_at_[shard] < 0) failed_at_[shard] = now;
@@ -278,7 +281,7 @@ void batch_sim::apply(double now, uint32_t shard, const std::vector<schedule_act
 
 void batch_sim::release(double now, uint32_t slot, uint32_t e) {
   --pipes_[slot].in_hand;
-  hold(now, device_of(slot), -static_cast<int64_t>(tile_memory(*plans_[shard_of(slot)], tile_of(slot, e))));
+  hold(now, device_of(slot), -static_cast<int64_t>(tile_memory(plan_of_entry(slot, e), tile_of(slot, e))));
   fetch(now, slot);
 }
 
@@ -300,10 +303,10 @@ void batch_sim::on_taken(double now, uint32_t slot, uint32_t e) {
   const uint32_t shard = shard_of(slot), dev = device_of(slot);
   auto& d = fleet_->devices()[dev];
   const uint32_t which = entries_[e].tile;
-  const tile& t = plans_[shard]->tiles[which].t;
-  if (!at_ps_[shard][which] && flights_[shard].result(now, 0, which, static_cast<int32_t>(dev))) {
+  const tile_at at = locate(shard, which);
+  if (!at_ps_[shard][which] && flights_[shard].result(now, at.call, at.index, static_cast<int32_t>(dev))) {
     ++d.tiles;
-    d.flops += tile_flops(*plans_[shard], t);
+    d.flops += tile_flops(plan_of(shard, which), placed(shard, which).t);
     push_clock(shard);
   }
 }
@@ -341,7 +344,7 @@ void batch_sim::on_link(double now, uint32_t link) {
       const uint32_t e = pipe.uploading;
       if (to_relay) {
         const uint32_t r = (link - 2 * shards_) / 2, s = shard_of(slot);
-        relays_.arrived(r, s, {slot, e, tile_up_bytes(*plans_[s], tile_of(slot, e))});
+        relays_.arrived(r, s, {slot, e, tile_up_bytes(plan_of_entry(slot, e), tile_of(slot, e))});
         kick_upload(now, r, s);
       } else {
         push(now + latency, ev_kind::result, slot, e);
@@ -393,17 +396,36 @@ void batch_sim::on_churn(double now, const timed_churn& ev) {
   }
 }
 
-caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>& shard_plans,
-                                     const std::vector<product_operands>& ops,
-                                     const issued_bytes& issued, sim_fleet& fleet,
-                                     churn_feed& feed, batch_totals& totals) {
+batch_sim::shard_calls batch_sim::calls_of(const gemm_batch_sim& batch, size_t shard) {
+  shard_calls out;
+  uint32_t tiles = 0;
+  for (const auto& product : batch) {
+    const plan& p = *product.shard_plans[shard];
+    out.plans.push_back(&p);
+    out.ops.push_back(&product.ops[shard]);
+    out.first.push_back(tiles);
+    if (!p.local) tiles += static_cast<uint32_t>(p.tiles.size());
+  }
+  out.first.push_back(tiles);
+  return out;
+}
+
+batch_sim::tile_at batch_sim::locate(uint32_t shard, uint32_t tile) const {
+  const auto& first = calls_[shard].first;
+  uint32_t call = 0;
+  while (first[call + 1] <= tile) ++call;  // a batch holds one or two products
+  return {call, tile - first[call]};
+}
+
+caf::expected<double> batch_sim::run(double now, const gemm_batch_sim& batch, const issued_bytes& issued,
+                                     sim_fleet& fleet, churn_feed& feed, batch_totals& totals) {
   fleet_ = &fleet;
-  ops_ = ops;
   resent_ = false;
   feed_ = &feed;
   totals_ = &totals;
   issued_ = &issued;
-  plans_ = shard_plans;
+  calls_.clear();
+  for (uint32_t s = 0; s < shards_; ++s) calls_.push_back(calls_of(batch, s));
   size_for(fleet.size());
   totals.shard_bytes_down.resize(shards_, 0);
   totals.shard_bytes_up.resize(shards_, 0);
@@ -416,38 +438,49 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
   for (uint32_t s = 0; s < shards_; ++s) {
     failed_at_[s] = -1;
     ps_free_at_[s] = now;
-    const plan& p = *plans_[s];
-    work_[s] = ps_ops_.is_none() ? plan_ps_work{} : ps_plan_work(p, ps_ops_, rounded_);
-    prepare_left_[s] = work_[s].prepare;
-    totals.ps_op_seconds += work_[s].prepare;
-    batch_view view(1);
-    at_ps_[s].assign(p.local ? 0 : p.tiles.size(), false);
-    if (!p.local) {
-      view[0].resize(p.tiles.size());
+    const shard_calls& calls = calls_[s];
+    work_[s] = plan_ps_work{};
+    // The engine's wait is the sum of its products' predictions (gemm_batch).
+    double predicted = 0;
+    batch_view view(calls.plans.size());
+    for (size_t c = 0; c < calls.plans.size(); ++c) {
+      const plan& p = *calls.plans[c];
+      if (p.local) continue;
+      predicted += p.predicted_seconds;
+      if (!ps_ops_.is_none()) {
+        const plan_ps_work w = ps_plan_work(p, ps_ops_, rounded_);
+        work_[s].issue.insert(work_[s].issue.end(), w.issue.begin(), w.issue.end());
+        work_[s].result.insert(work_[s].result.end(), w.result.begin(), w.result.end());
+        work_[s].prepare += w.prepare;
+      }
+      view[c].resize(p.tiles.size());
       for (size_t i = 0; i < p.tiles.size(); ++i) {
-        view[0][i].working_set = tile_memory(p, p.tiles[i].t);
+        view[c][i].working_set = tile_memory(p, p.tiles[i].t);
         const int32_t dev = p.tiles[i].device;
         if (dev >= 0 && static_cast<size_t>(dev) < fleet.size()
             && fleet.devices()[static_cast<size_t>(dev)].member)
-          view[0][i].holders.push_back(dev);
+          view[c][i].holders.push_back(dev);
       }
     }
-    flights_.emplace_back(schedule_, now, p.local ? 0 : p.predicted_seconds, view, members);
+    prepare_left_[s] = work_[s].prepare;
+    totals.ps_op_seconds += work_[s].prepare;
+    at_ps_[s].assign(calls.first.back(), false);
+    flights_.emplace_back(schedule_, now, predicted, view, members);
   }
   for (uint32_t s = 0; s < shards_; ++s) {
-    const plan& p = *plans_[s];
-    if (p.local) continue;
-    totals.tiles += p.tiles.size();
-    for (size_t i = 0; i < p.tiles.size(); ++i) {
-      const auto& holders = flights_[s].tiles()[0][i].holders;
+    const shard_calls& calls = calls_[s];
+    totals.tiles += calls.first.back();
+    for (uint32_t u = 0; u < calls.first.back(); ++u) {
+      const tile_at at = locate(s, u);
+      const auto& holders = flights_[s].tiles()[at.call][at.index].holders;
       if (holders.empty()) {
-        compute_here(now, s, static_cast<uint32_t>(i));
+        compute_here(now, s, u);
       } else if (work_[s].issue.empty()) {
-        enqueue(now, s, holders.front(), static_cast<uint32_t>(i), issued[s][i]);
+        enqueue(now, s, holders.front(), u, issued[s][u]);
       } else {  // the task leaves once the PS has its blocks ready
-        ps_free_at_[s] += work_[s].issue[i];
-        totals.ps_op_seconds += work_[s].issue[i];
-        push(ps_free_at_[s], ev_kind::sent, s, static_cast<uint32_t>(i));
+        ps_free_at_[s] += work_[s].issue[u];
+        totals.ps_op_seconds += work_[s].issue[u];
+        push(ps_free_at_[s], ev_kind::sent, s, u);
       }
     }
     push_clock(s);
@@ -499,9 +532,11 @@ caf::expected<double> batch_sim::run(double now, const std::vector<const plan*>&
           push_clock(ev.slot);
         }
         break;
-      case ev_kind::ps_done:
-        flights_[ev.slot].computed_here(0, ev.arg);
+      case ev_kind::ps_done: {
+        const tile_at at = locate(ev.slot, ev.arg);
+        flights_[ev.slot].computed_here(at.call, at.index);
         break;
+      }
       case ev_kind::stored:
         on_stored(now, ev.slot);
         break;

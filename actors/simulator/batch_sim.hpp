@@ -1,20 +1,22 @@
 #pragma once
-// One GEMM of a step in virtual time, on every PS shard at once: the
-// shards' tiles as their plans place them, each device pipelining its tiles
-// in plan order (its downlink fetching the next tile's operands while it
-// computes one and its uplink returns the one before: three stages, each
-// one tile at a time, each stage's start one latency after the stage before
-// it ended on the other side of the link), as many tiles in hand as its
-// memory holds beside its block cache (pipeline_depth). Emulated devices
-// (planner_config::pipelined_devices off) take one tile at a time, whole,
-// as they pace themselves. Each shard's egress
-// either shared fairly among the transfers or served in the order the PS
-// sends (ps_link.hpp), its ingress shared fairly; the PS computing the tiles
+// One batch of a step's GEMMs in virtual time, on every PS shard at once:
+// the products the engine issues before it waits (one, or a layer's dX and
+// dW: gemm_batch), their tiles as their plans place them, one product's
+// after the other's in each device's queue and on the PS's link. Each
+// device pipelines its tiles in that order (its downlink fetching the next
+// tile's operands while it computes one and its uplink returns the one
+// before: three stages, each one tile at a time, each stage's start one
+// latency after the stage before it ended on the other side of the link),
+// as many tiles in hand as its memory holds beside its block cache
+// (pipeline_depth). Emulated devices (planner_config::pipelined_devices
+// off) take one tile at a time, whole, as they pace themselves. Each
+// shard's egress either shared fairly among the transfers or served in the
+// order the PS sends (ps_link.hpp), its ingress shared fairly; the PS computing the tiles
 // no device holds, and churn applied as virtual time reaches it. What moves
 // when a device fails, a tile times out or the GEMM runs late is the
 // runtime's own tile_schedule's decision (tile_flight.hpp).
 //
-// Devices take part in every shard's GEMM at once; each shard sees its fair
+// Devices take part in every shard's GEMMs at once; each shard sees its fair
 // share of a device (fair_share: FLOP/s and links divided by the shards),
 // as the planner assumes. A device's copies still running when the GEMM
 // completes are dropped: the next GEMM starts on an idle fleet.
@@ -72,8 +74,9 @@ struct batch_totals {
   std::vector<uint64_t> shard_bytes_down, shard_bytes_up;
 };
 
-// By shard and tile: what the PS sends the tile's device when it issues the
-// GEMM (nothing for a tile no member holds: the PS computes it).
+// By shard and tile of the batch (its products' tiles one product after
+// the other): what the PS sends the tile's device when it issues the batch
+// (nothing for a tile no member holds: the PS computes it).
 struct issued_tile {
   uint64_t bytes = 0;
   uint8_t blocks = 0;  // bit 0: the A block goes with it, bit 1: the B block
@@ -82,6 +85,14 @@ struct issued_tile {
 };
 using issued_bytes = std::vector<std::vector<issued_tile>>;
 
+// One product of a batch: each shard's plan (a local plan: nothing for that
+// shard) and the operands it reads there.
+struct batch_product {
+  std::vector<const plan*> shard_plans;
+  std::vector<product_operands> ops;
+};
+using gemm_batch_sim = std::vector<batch_product>;
+
 class batch_sim {
  public:
   batch_sim(std::vector<shard_links> shards, schedule_options schedule, double ps_flops,
@@ -89,15 +100,13 @@ class batch_sim {
             bool pipelined = false, std::vector<relay_profile> relays = {},
             ps_op_rates ps_ops = ps_op_rates::none(), bool rounded = false);
 
-  // The PS issues shard s's plan shard_plans[s], reading ops[s], to the
-  // fleet's members: what each tile is sent, as the caches now stand (and
-  // what they hold after).
-  issued_bytes issue(const std::vector<const plan*>& shard_plans,
-                     const std::vector<product_operands>& ops, const sim_fleet& fleet);
-  // Runs the issued plans (a local plan: nothing for that shard) from
-  // `now`; returns when every shard's tiles are done.
-  caf::expected<double> run(double now, const std::vector<const plan*>& shard_plans,
-                            const std::vector<product_operands>& ops, const issued_bytes& issued,
+  // The PS issues the batch's products in order, on shard s each one's
+  // shard_plans[s] reading its ops[s], to the fleet's members: what each
+  // tile is sent, as the caches now stand (and what they hold after).
+  issued_bytes issue(const gemm_batch_sim& batch, const sim_fleet& fleet);
+  // Runs the issued batch from `now`; returns when every shard's tiles of
+  // every product are done.
+  caf::expected<double> run(double now, const gemm_batch_sim& batch, const issued_bytes& issued,
                             sim_fleet& fleet, churn_feed& feed, batch_totals& totals);
   // The last run sent a tile beyond its issue (moved to a device or copied).
   bool resent() const { return resent_; }
@@ -107,9 +116,7 @@ class batch_sim {
   const relay_tier& relays() const { return relays_; }
   // An identical instance skipped (cleave_sim): its blocks enter the relays'
   // stores as its fetches would have put them, in plan order.
-  void replay_relays(const std::vector<const plan*>& shard_plans,
-                     const std::vector<product_operands>& ops, const issued_bytes& issued,
-                     const sim_fleet& fleet);
+  void replay_relays(const gemm_batch_sim& batch, const issued_bytes& issued, const sim_fleet& fleet);
 
  private:
   enum class ev_kind : uint8_t { arrived, computed, result, link, clock, ps_done, stored, sent, taken };
@@ -123,7 +130,7 @@ class batch_sim {
     bool operator>(const event& o) const { return at > o.at || (at == o.at && seq > o.seq); }
   };
   struct entry {  // a tile given to a device
-    uint32_t tile;
+    uint32_t tile;     // of its shard's batch (shard_calls)
     uint32_t next;     // the next entry in the same stage's queue
     issued_tile sent;  // what the PS sends with it
     uint32_t slot;
@@ -184,9 +191,25 @@ class batch_sim {
   double rate(int32_t device, double declared) const;
   uint32_t shard_of(uint32_t slot) const { return slot / static_cast<uint32_t>(devices_); }
   uint32_t device_of(uint32_t slot) const { return slot % static_cast<uint32_t>(devices_); }
-  const tile& tile_of(uint32_t slot, uint32_t e) const {
-    return plans_[shard_of(slot)]->tiles[entries_[e].tile].t;
+  // A shard's part of the batch: each product's plan and operands there,
+  // and where each product's tiles start in the shard's numbering.
+  struct shard_calls {
+    std::vector<const plan*> plans;
+    std::vector<const product_operands*> ops;
+    std::vector<uint32_t> first;  // by product, and the shard's tile count last
+  };
+  static shard_calls calls_of(const gemm_batch_sim& batch, size_t shard);
+  struct tile_at {
+    uint32_t call, index;  // the product in the batch and the tile in its plan
+  };
+  tile_at locate(uint32_t shard, uint32_t tile) const;
+  const plan& plan_of(uint32_t shard, uint32_t tile) const { return *calls_[shard].plans[locate(shard, tile).call]; }
+  const assignment& placed(uint32_t shard, uint32_t tile) const {
+    const tile_at at = locate(shard, tile);
+    return calls_[shard].plans[at.call]->tiles[at.index];
   }
+  const tile& tile_of(uint32_t slot, uint32_t e) const { return placed(shard_of(slot), entries_[e].tile).t; }
+  const plan& plan_of_entry(uint32_t slot, uint32_t e) const { return plan_of(shard_of(slot), entries_[e].tile); }
 
   std::vector<shard_links> links_cfg_;
   relay_tier relays_;
@@ -211,7 +234,7 @@ class batch_sim {
   std::vector<double> ps_free_at_;          // by shard: the PS computes one tile at a time
   ps_op_rates ps_ops_;
   bool rounded_;                            // every block rounded into a snapshot (bf16)
-  std::vector<plan_ps_work> work_;          // by shard: this run's plan's PS work
+  std::vector<plan_ps_work> work_;          // by shard: this run's plans' PS work, by batch tile
   std::vector<double> prepare_left_;        // by shard: of work_'s prepare
   const issued_bytes* issued_ = nullptr;
   std::vector<entry> entries_;
@@ -220,13 +243,12 @@ class batch_sim {
   std::vector<uint64_t> held_bytes_;        // by device: working sets of tiles in hand
   std::vector<double> busy_since_;          // by device: when it last went from idle to busy
   std::vector<uint32_t> finished_, ready_;
-  std::vector<const plan*> plans_;
+  std::vector<shard_calls> calls_;  // by shard
   std::vector<tile_flight> flights_;
   std::vector<double> failed_at_;  // by shard: first failure in this GEMM
   // By shard and tile: queued for the PS. The engine computes such tiles
   // before it reads another message, so a device's late result never wins.
   std::vector<std::vector<bool>> at_ps_;
-  std::vector<product_operands> ops_;  // by shard
   operand_cache caches_;
   bool resent_ = false;
   sim_fleet* fleet_ = nullptr;

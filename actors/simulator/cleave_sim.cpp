@@ -217,6 +217,7 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
     for (int s = 0; s < shards; ++s) out.push_back(operands_of(gemms, i, instance, s));
     return out;
   };
+  const auto step_batches = issue_batches(gemms);
   for (int64_t step = 0; step < cfg.steps; ++step) {
     fleet.admit_joined();
     batches.caches().begin_step();
@@ -225,73 +226,100 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
     drain(now);
     step_time st;
     const double step_began = now;
+    std::vector<product_time> pts(gemms.size());
     for (size_t i = 0; i < gemms.size(); ++i) {
-      const auto& e = gemms[i];
-      product_time pt;
-      pt.name = e.name;
-      pt.count = e.count;
-      const double product_began = now;
-      const double predicted_before = st.predicted_device_gemms;
-      int64_t left = e.count;
-      int64_t instance = 0;
-      std::vector<product_operands> ops;
+      pts[i].name = gemms[i].name;
+      pts[i].count = gemms[i].count;
+    }
+    // Instances [instance, instance + left) of the products `idx` (one, or
+    // a layer's dX and dW, of the same count), a batch of them at a time as
+    // the engine issues them. A batch's time and bytes are its first
+    // product's.
+    std::function<caf::error(const std::vector<size_t>&, int64_t, int64_t)> run_batch =
+      [&](const std::vector<size_t>& idx, int64_t left, int64_t instance) -> caf::error {
+      product_time& head = pts[idx.front()];
+      gemm_batch_sim batch(idx.size());
       issued_bytes issued;  // non-empty: the next instance was issued already
       while (left > 0) {
         drain(now);
-        const auto shard_plans = plans.for_product(i, fleet);
-        const bool all_local = std::all_of(shard_plans.begin(), shard_plans.end(),
-                                           [](const plan* p) { return p->local || p->tiles.empty(); });
-        if (all_local) {
+        bool any_local = false;
+        for (size_t j = 0; j < idx.size(); ++j) {
+          batch[j].shard_plans = plans.for_product(idx[j], fleet);
+          any_local = any_local || std::all_of(batch[j].shard_plans.begin(), batch[j].shard_plans.end(),
+                                               [](const plan* p) { return p->local || p->tiles.empty(); });
+        }
+        if (any_local && idx.size() > 1) {
+          // The engine computes a product it keeps local where it meets it
+          // in the batch: the two run one after the other.
+          for (size_t j : idx)
+            if (auto err = run_batch({j}, left, instance)) return err;
+          return {};
+        }
+        if (any_local) {
           // Every instance at once: nothing of it depends on the fleet.
+          const auto& e = gemms[idx.front()];
           double slowest = 0;
-          for (size_t s = 0; s < shard_plans.size(); ++s) {
-            const gemm_problem g = slice_of(e.problem, static_cast<int>(s),
-                                            static_cast<int>(cfg.shards.size()));
+          for (size_t s = 0; s < batch[0].shard_plans.size(); ++s) {
+            const gemm_problem g = slice_of(e.problem, static_cast<int>(s), shards);
             const double flops = e.op == tile_op::gemm ? g.flops() : e.flops() / static_cast<double>(e.count);
             if (s == 0 || has_weight(g.role)) slowest = std::max(slowest, flops / cfg.ps_flops());
           }
-          st.ps_gemms += slowest * static_cast<double>(left);
-          now += slowest * static_cast<double>(left);
+          const double took = slowest * static_cast<double>(left);
+          st.ps_gemms += took;
+          head.seconds += took;
+          now += took;
           if (step == 0) res.local_products += static_cast<uint64_t>(left);
-          left = 0;
-          break;
+          return {};
         }
+        // The engine waits for the sum of its products' predictions, on
+        // each shard (gemm_batch); the step, for its slowest shard.
         double predicted = 0;
-        for (const plan* p : shard_plans)
-          if (!p->local) predicted = std::max(predicted, p->predicted_seconds);
+        for (size_t s = 0; s < batch[0].shard_plans.size(); ++s) {
+          double on_shard = 0;
+          for (const auto& product : batch)
+            if (!product.shard_plans[s]->local) on_shard += product.shard_plans[s]->predicted_seconds;
+          predicted = std::max(predicted, on_shard);
+        }
         if (issued.empty()) {
-          ops = operands(i, instance);
-          issued = batches.issue(shard_plans, ops, fleet);
+          for (size_t j = 0; j < idx.size(); ++j) batch[j].ops = operands(idx[j], instance);
+          issued = batches.issue(batch, fleet);
         }
         const run_marks before{fleet.devices(), totals, batches.relays().counts()};
-        const bool first_run = !pt.split;
+        const bool first_run = !head.split;
         const auto [down_before, up_before] = shard_bytes(totals);
         if (first_run) {
-          pt.split = true;
-          for (const plan* p : shard_plans) {
-            if (p->local) continue;
-            pt.tiles += p->tiles.size();
-            pt.devices = std::max(pt.devices, p->devices_used);
-            pt.unique_bytes += unique_operand_bytes(*p);
+          for (size_t j = 0; j < idx.size(); ++j) {
+            product_time& pt = pts[idx[j]];
+            pt.split = true;
+            if (j > 0) pt.batch_head = head.name;
+            for (const plan* p : batch[j].shard_plans) {
+              if (p->local) continue;
+              pt.tiles += p->tiles.size();
+              pt.devices = std::max(pt.devices, p->devices_used);
+              pt.unique_bytes += unique_operand_bytes(*p);
+            }
+            if (step == 0)
+              res.unique_operand_bytes_per_step += pt.unique_bytes * static_cast<uint64_t>(gemms[idx[j]].count);
           }
-          if (step == 0) res.unique_operand_bytes_per_step += pt.unique_bytes * static_cast<uint64_t>(e.count);
         }
         const uint64_t epoch = fleet.epoch();
         const double began = now;
-        auto end = batches.run(now, shard_plans, ops, issued, fleet, churn, totals);
+        auto end = batches.run(now, batch, issued, fleet, churn, totals);
         if (!end) return end.error();
         now = *end;
         const double took = now - began;
         if (first_run) {
           const auto [down_after, up_after] = shard_bytes(totals);
-          pt.bytes_down = down_after - down_before;
-          pt.bytes_up = up_after - up_before;
+          head.bytes_down = down_after - down_before;
+          head.bytes_up = up_after - up_before;
         }
         --left;
         ++instance;
-        if (step == 0) ++res.split_products;
+        if (step == 0) res.split_products += idx.size();
         st.device_gemms += took;
         st.predicted_device_gemms += predicted;
+        head.seconds += took;
+        head.predicted_seconds += predicted;
         // The next instances are identical while no churn reaches them and
         // the caches send their tiles what they sent this one's (a tile
         // moved or copied would have left other blocks cached).
@@ -301,14 +329,15 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
         const bool repeatable = fleet.epoch() == epoch && !batches.resent();
         while (repeatable && left > same
                && churn.next_time() > now + took * static_cast<double>(same + 1)) {
-          auto next_ops = operands(i, instance + same);
-          auto next = batches.issue(shard_plans, next_ops, fleet);
+          gemm_batch_sim next_batch = batch;
+          for (size_t j = 0; j < idx.size(); ++j) next_batch[j].ops = operands(idx[j], instance + same);
+          auto next = batches.issue(next_batch, fleet);
           if (next != first) {  // run it in full, as issued
-            ops = std::move(next_ops);
+            batch = std::move(next_batch);
             issued = std::move(next);
             break;
           }
-          batches.replay_relays(shard_plans, next_ops, next, fleet);
+          batches.replay_relays(next_batch, next, fleet);
           ++same;
         }
         if (same > 0) {
@@ -318,17 +347,21 @@ caf::expected<sim_result> simulate_cleave(const sim_config& cfg, churn_feed& chu
           now += took * times;
           st.device_gemms += took * times;
           st.predicted_device_gemms += predicted * times;
-          if (step == 0) res.split_products += static_cast<uint64_t>(same);
+          head.seconds += took * times;
+          head.predicted_seconds += predicted * times;
+          if (step == 0) res.split_products += static_cast<uint64_t>(same) * idx.size();
           left -= same;
           instance += same;
         }
       }
-      if (step == 0) {
-        pt.seconds = now - product_began;
-        pt.predicted_seconds = st.predicted_device_gemms - predicted_before;
-        res.products.push_back(std::move(pt));
-      }
+      return {};
+    };
+    for (const product_batch& b : step_batches) {
+      std::vector<size_t> idx;
+      for (size_t i = b.first; i < b.last; ++i) idx.push_back(i);
+      if (auto err = run_batch(idx, gemms[b.first].count, 0)) return err;
     }
+    if (step == 0) res.products = std::move(pts);
     st.ps_rowwise = res.ps.rowwise_seconds;
     st.ps_optimizer = res.ps.optimizer_seconds;
     now += res.ps.seconds();

@@ -1,6 +1,7 @@
 #pragma once
 // Cleave's training steps in virtual time. Each step issues every product
-// of step_gemms(model, batch) (its count of them, one after another), each
+// of step_gemms(model, batch) (its count of them, one after another) in the
+// batches the engine issues (issue_batches: a layer's dX and dW together), each
 // planned once per distinct shape and PS shard by the runtime's own planner
 // (make_plan; a backward product as the planner actor answers the engine's
 // mirror request: backward_plan) and
@@ -93,6 +94,10 @@ struct product_time {
   uint64_t unique_bytes = 0;  // its operands, each block once (one instance, every shard)
   double seconds = 0;        // all its instances
   double predicted_seconds = 0;  // all its instances, as their plans predict
+  // Issued in one batch with the product of this name (a layer's dW with
+  // its dX), whose seconds, predicted seconds and bytes hold both; empty
+  // for a batch's first product or one alone.
+  std::string batch_head;
 };
 
 struct sim_result {

@@ -150,11 +150,13 @@ void add_cleave_report(nlohmann::json& j, const sim_config& cfg, const sim_resul
                              {"ps_rowwise", sum.ps_rowwise / n_steps},
                              {"ps_optimizer", sum.ps_optimizer / n_steps}};
   auto products = nlohmann::json::array();
-  for (const auto& p : res.products)
+  for (const auto& p : res.products) {
     products.push_back({{"name", p.name}, {"count", p.count}, {"split", p.split},
                         {"tiles", p.tiles}, {"devices", p.devices},
                         {"bytes_down", p.bytes_down}, {"bytes_up", p.bytes_up},
                         {"seconds", p.seconds}, {"predicted_seconds", p.predicted_seconds}});
+    if (!p.batch_head.empty()) products.back()["batched_with"] = p.batch_head;
+  }
   j["per_product"] = products;
   // No step can beat these: the step's GEMM FLOPs on every device and the
   // PS at once; the bytes the PS sent and received through its shards'
