@@ -55,6 +55,16 @@ std::vector<product_operands> own_tensors(uint64_t a = 1, uint64_t b = 2) {
   return {{{a, false}, {b, false}}};
 }
 
+// Churn: `device` dies at `at` virtual seconds.
+churn_feed one_death(int32_t device, double at) {
+  churn_feed churn;
+  timed_churn death;
+  death.at = at;
+  death.device = device;
+  churn.queue().push(death);
+  return churn;
+}
+
 // Issues `p` (reading `ops`) as the PS would and runs it from 0.
 caf::expected<double> issue_and_run(batch_sim& sim, const plan& p, sim_fleet& fleet,
                                     churn_feed& churn, batch_totals& totals,
@@ -141,12 +151,7 @@ TEST(batch_sim, a_dead_device_s_tiles_move_when_the_detector_reports_it) {
   const auto dev = profile(1e9, 1e6, 5e5, 0.01);
   const plan p = rows_plan(200, 100, 100, 2);
   sim_fleet fleet({dev, dev});
-  churn_schedule file;
-  churn_feed churn;
-  timed_churn death;
-  death.at = 0.05;
-  death.device = 1;
-  churn.queue().push(death);
+  churn_feed churn = one_death(1, 0.05);
   batch_totals totals;
   const double detection = 0.1;
   batch_sim sim({{1e9, 1e9}}, no_speculation(), 1e9, detection);
@@ -201,11 +206,7 @@ TEST(batch_sim, a_dead_device_s_tiles_of_a_batch_s_second_product_move) {
   const auto dev = profile(1e9, 1e6, 5e5, 0.01);
   const plan second = rows_plan(200, 100, 100, 2);  // one tile on each device
   sim_fleet fleet({dev, dev});
-  churn_feed churn;
-  timed_churn death;
-  death.at = 0.05;
-  death.device = 1;
-  churn.queue().push(death);
+  churn_feed churn = one_death(1, 0.05);
   batch_totals totals;
   auto end = two_product_batch(false, second, fleet, churn, totals);
   ASSERT_TRUE(end);

@@ -7,7 +7,7 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-cleave="${1:-$repo/build/cmd/cleave}"
+cleave="$(realpath "${1:-$repo/build/cmd/cleave}")"  # before the cd below
 out="${2:-$here/out}"
 PY="${PYTHON:-/usr/bin/python3}"
 "$PY" -c 'import matplotlib' 2>/dev/null || { echo "needs python3-matplotlib (apt-get install -y python3-matplotlib)" >&2; exit 2; }
