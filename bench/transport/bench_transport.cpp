@@ -161,7 +161,7 @@ caf::behavior bulk_sink(caf::event_based_actor* self) {
   auto frames = std::make_shared<uint64_t>(0);
   return {
     [=](bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
-    [=](bulk_peer_atom, uint64_t, const std::string&) {},
+    [=](bulk_peer_atom, uint64_t, const std::string&, bool) {},
     [=](bulk_closed_atom, uint64_t, const std::string&) {},
     [=](bulk_frame_atom, bulk_frame& f) -> std::vector<char> {
       if (f.kind == kind_tensor) {
@@ -182,7 +182,7 @@ caf::behavior bulk_sink(caf::event_based_actor* self) {
 caf::behavior ack_sink(caf::event_based_actor*, std::shared_ptr<std::promise<uint64_t>>* slot) {
   return {
     [=](bulk_opened_atom, caf::actor, uint64_t, const std::string&) {},
-    [=](bulk_peer_atom, uint64_t, const std::string&) {},
+    [=](bulk_peer_atom, uint64_t, const std::string&, bool) {},
     [=](bulk_closed_atom, uint64_t, const std::string& reason) {
       std::fprintf(stderr, "bulk channel closed: %s\n", reason.c_str());
     },
